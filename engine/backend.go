@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors shared by backends.
+var (
+	// ErrUnsupported: the backend cannot run this op with these inputs.
+	ErrUnsupported = errors.New("unsupported by this backend")
+	// ErrUnavailable: the backend cannot run at all here (no GPU, no library).
+	ErrUnavailable = errors.New("backend unavailable")
+)
+
+// Backend runs ops the way a GPU kernel does. engine/cpu and engine/cuda
+// implement it.
+type Backend interface {
+	// Name is the backend's short name: "cpu" or "cuda".
+	Name() string
+	// Device describes where the work runs.
+	Device() Device
+	// Run executes run.Op on run's inputs with run.Params and returns what it
+	// produced. It returns an error wrapping ErrUnsupported for an op or input it
+	// cannot handle, and the context's error when ctx ends first. It never
+	// modifies run's tensors and the Output never aliases them.
+	Run(ctx context.Context, run *Run) (*Output, error)
+}
+
+// Device describes the hardware behind a backend, for headers and reports.
+type Device struct {
+	Backend string `json:"backend"` // "cpu" or "cuda"
+	Name    string `json:"name"`    // "NVIDIA H100 80GB HBM3", or the CPU's model
+	// SMs is the GPU's multiprocessor count (0 on the CPU).
+	SMs int `json:"sms,omitempty"`
+	// MemoryBytes is the GPU's global memory (0 on the CPU).
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// CopyBandwidth is the device-to-device copy bandwidth measured at start,
+	// bytes read plus bytes written per second (0 when not measured).
+	CopyBandwidth float64 `json:"copy_bandwidth,omitempty"`
+	// Reason says why this backend was chosen ("--backend auto: ...").
+	Reason string `json:"reason,omitempty"`
+}
+
+// Output is what one implementation produced for a run: ours from a Backend,
+// or an external one found in the dump. Fields the op does not produce are nil.
+type Output struct {
+	// Name is "cpu" or "cuda" for ours, the DUMPS.md tensor name for external.
+	Name     string
+	External bool
+
+	Probs        *Tensor // [B, V]: softmax or renorm
+	Tokens       *Tensor // [B]: argmax, or one sampled token per row
+	Samples      *Tensor // [B, N]: N independent draws per row
+	SpecTokens   *Tensor // [B, K+1], -1 after the first rejection
+	SpecEmitted  *Tensor // [B]
+	SpecAccepted *Tensor // [B]
+	SpecTrials   *Tensor // [T, B, K+1]
+	Trace        *SpecTrace
+	DraftOut     *Tensor // [B, D], -1 padded
+
+	// Timing is set by backends that measure their kernels.
+	Timing *Timing
+}
+
+// Timing is what a backend measured of its own work.
+type Timing struct {
+	// Kernel is the device time of the op's kernels (median when repeated).
+	Kernel time.Duration `json:"kernel_ns"`
+	// Bytes is the number of bytes the op must move through device memory.
+	Bytes int64 `json:"bytes"`
+	// Wall is the time the whole backend call took, transfers included.
+	Wall time.Duration `json:"wall_ns"`
+}
+
+// Bandwidth returns the achieved bytes per second of the kernels, or 0.
+func (t *Timing) Bandwidth() float64 {
+	if t == nil || t.Kernel <= 0 {
+		return 0
+	}
+	return float64(t.Bytes) / t.Kernel.Seconds()
+}
+
+// SpecStep is one position of one speculative trial.
+type SpecStep struct {
+	Draft    int32   `json:"draft"`    // proposed token; -1 at the bonus position
+	U        float32 `json:"u"`        // the acceptance uniform
+	P        float32 `json:"p"`        // target probability of the draft
+	Q        float32 `json:"q"`        // draft probability of the draft
+	Accepted bool    `json:"accepted"` // u*q < p
+	// Resampled is the token drawn at this step from the residual (after a
+	// rejection) or from the target (bonus); -1 when none was drawn.
+	Resampled int32 `json:"resampled"`
+}
+
+// SpecTrace holds the steps of the first Trials trials of a spec_verify run,
+// indexed [trial][row][step] with Steps = K+1 (the last is the bonus position).
+// Steps after the first rejection carry the acceptance test that the
+// spec_accepted counter counts, and Resampled -1.
+type SpecTrace struct {
+	Trials int        `json:"trials"`
+	Rows   int        `json:"rows"`
+	Steps  int        `json:"steps"`
+	Step   []SpecStep `json:"step"`
+}
+
+// At returns the step of trial t, row r, position i.
+func (s *SpecTrace) At(t, r, i int) *SpecStep { return &s.Step[(t*s.Rows+r)*s.Steps+i] }

@@ -1,0 +1,198 @@
+package engine
+
+import "fmt"
+
+// Op names one sampling operation; the values are the ones DUMPS.md uses in
+// the `op` metadata key.
+type Op string
+
+// The operations of DESIGN.md.
+const (
+	OpArgmax     Op = "argmax"
+	OpSoftmax    Op = "softmax"
+	OpRenorm     Op = "renorm"
+	OpSample     Op = "sample"
+	OpSpecVerify Op = "spec_verify"
+	OpNgramMatch Op = "ngram_match"
+)
+
+// Ops lists every op in the order the documentation presents them.
+var Ops = []Op{OpArgmax, OpSoftmax, OpRenorm, OpSample, OpSpecVerify, OpNgramMatch}
+
+// ParseOp maps an op name to an Op.
+func ParseOp(s string) (Op, error) {
+	for _, op := range Ops {
+		if string(op) == s {
+			return op, nil
+		}
+	}
+	return "", fmt.Errorf("unknown op %q (want one of argmax, softmax, renorm, sample, spec_verify, ngram_match)", s)
+}
+
+// FilterOrder says how top-k and top-p combine (DUMPS.md metadata `filter_order`).
+type FilterOrder string
+
+const (
+	// TopKFirst applies top-k, renormalises, then applies top-p to the
+	// renormalised mass, then min-p.
+	TopKFirst FilterOrder = "top_k_first"
+	// Joint applies top-k and top-p to the same unfiltered distribution and
+	// keeps their intersection, then min-p.
+	Joint FilterOrder = "joint"
+)
+
+// TopKTies says which tokens tied with the k-th most probable survive top-k
+// (DUMPS.md metadata `top_k_ties`).
+type TopKTies string
+
+const (
+	// TiesKeep keeps every token tied with the k-th.
+	TiesKeep TopKTies = "keep"
+	// TiesLowestIndex keeps exactly k tokens, preferring lower indices among ties.
+	TiesLowestIndex TopKTies = "lowest_index"
+)
+
+// SampleMethod picks how a sampler draws. Every method draws from the same
+// distribution; for one method, seed and offset, engine/cpu and the CUDA
+// kernels draw the same tokens.
+type SampleMethod string
+
+const (
+	// SampleAuto lets the backend choose: rejection when top-k, top-p or
+	// min-p is active for the row, inverse CDF otherwise.
+	SampleAuto SampleMethod = ""
+	// SampleInverseCDF filters exactly, then inverts the fixed-point CDF with one
+	// 64-bit uniform per draw. The many-draws mode always uses it.
+	SampleInverseCDF SampleMethod = "inverse_cdf"
+	// SampleGumbel takes argmax(z_i/T + g_i) over the logits with Gumbel noise.
+	SampleGumbel SampleMethod = "gumbel"
+	// SampleRejection is the sort-free rejection sampler for top-k/top-p/min-p.
+	SampleRejection SampleMethod = "rejection"
+)
+
+// Params are the per-row sampling parameters of a run, resolved from the
+// dump's tensors, its metadata and any overrides. Every per-row slice has one
+// entry per row.
+type Params struct {
+	Temperature []float64 // 0 means greedy
+	TopK        []int     // 0 or >= V means off
+	TopP        []float64 // in (0, 1]; 1 means off
+	MinP        []float64 // in [0, 1]; 0 means off
+	Seed        []uint64
+	Offset      []uint64
+
+	FilterOrder FilterOrder
+	TopKTies    TopKTies
+
+	// Method picks the sampler for sample runs.
+	Method SampleMethod
+	// Draws is the number of independent draws per row that a sample run makes
+	// beyond its one token per row (0: none).
+	Draws int
+	// Trials is the number of independent speculative trials per row (0 and 1
+	// both mean one).
+	Trials int
+
+	MaxNgramSize   int // n-gram drafting: longest n tried (default 3)
+	MaxDraftTokens int // n-gram drafting: tokens proposed per row (default 8)
+	Threshold      int // n-gram drafting: draft tokens shared across the batch (default 1024)
+}
+
+// Filtered reports whether row r has top-k, top-p or min-p active for a
+// vocabulary of v tokens.
+func (p *Params) Filtered(r, v int) bool {
+	return (p.TopK[r] > 0 && p.TopK[r] < v) || p.TopP[r] < 1 || p.MinP[r] > 0
+}
+
+// Run is one operation on one batch: the inputs found in a dump, the resolved
+// parameters and the external outputs to judge. Tensors that the op does not
+// use, or that the dump lacks, are nil.
+type Run struct {
+	// Source names where the inputs came from (a file name), for messages.
+	Source string
+	Op     Op
+	// Meta is the dump's metadata map, after overrides.
+	Meta map[string]string
+
+	Logits       *Tensor // [B, V]
+	TargetLogits *Tensor // [B, K+1, V]
+	DraftTokens  *Tensor // [B, K]
+	DraftProbs   *Tensor // [B, K, V]; nil means one-hot drafts
+	InputIDs     *Tensor // [B, L]
+	InputIDsLen  *Tensor // [B]
+	PreIDs       *Tensor // [B, M]
+	StepIdx      *Tensor // [B]
+
+	Params Params
+
+	// External holds the outputs some other implementation produced, by their
+	// DUMPS.md names ("probs", "tokens", "samples", "spec_tokens", ...).
+	External map[string]*Tensor
+
+	// Notices are things worth saying that are not errors (ignored tensors).
+	Notices []string
+}
+
+// Rows returns the batch size B.
+func (r *Run) Rows() int {
+	switch {
+	case r.Logits != nil:
+		return r.Logits.Dim(0)
+	case r.TargetLogits != nil:
+		return r.TargetLogits.Dim(0)
+	case r.PreIDs != nil:
+		return r.PreIDs.Dim(0)
+	}
+	return 0
+}
+
+// Vocab returns V, the vocabulary size (0 for ngram_match).
+func (r *Run) Vocab() int {
+	switch {
+	case r.Logits != nil:
+		return r.Logits.Dim(1)
+	case r.TargetLogits != nil:
+		return r.TargetLogits.Dim(2)
+	}
+	return 0
+}
+
+// DraftLen returns K, the number of draft positions of a spec_verify run.
+func (r *Run) DraftLen() int {
+	if r.DraftTokens != nil {
+		return r.DraftTokens.Dim(1)
+	}
+	return 0
+}
+
+// InputDType returns the dtype of the run's float input (logits or target
+// logits), or DTypeInvalid for ngram_match.
+func (r *Run) InputDType() DType {
+	switch {
+	case r.Logits != nil:
+		return r.Logits.DType
+	case r.TargetLogits != nil:
+		return r.TargetLogits.DType
+	}
+	return DTypeInvalid
+}
+
+// Overrides are the parameters a person sets on the command line or in the
+// web form; each non-nil field replaces what the dump says, for every row.
+type Overrides struct {
+	Op             *Op
+	Temperature    *float64
+	TopK           *int
+	TopP           *float64
+	MinP           *float64
+	Seed           *uint64
+	Offset         *uint64
+	FilterOrder    *FilterOrder
+	TopKTies       *TopKTies
+	Method         *SampleMethod
+	Draws          *int
+	Trials         *int
+	MaxNgramSize   *int
+	MaxDraftTokens *int
+	Threshold      *int
+}
