@@ -80,3 +80,25 @@ func TestBF16Rounding(t *testing.T) {
 		t.Errorf("NaN narrowed to %v", nan)
 	}
 }
+
+func TestFloatJSON(t *testing.T) {
+	tests := []struct {
+		in   Float
+		want string
+	}{
+		{1.5, "1.5"}, {Float(math.NaN()), `"NaN"`}, {Float(math.Inf(1)), `"+Inf"`}, {Float(math.Inf(-1)), `"-Inf"`},
+	}
+	for _, tt := range tests {
+		b, err := tt.in.MarshalJSON()
+		if err != nil || string(b) != tt.want {
+			t.Errorf("MarshalJSON(%v) = %s, %v; want %s", tt.in, b, err, tt.want)
+		}
+		var back Float
+		if err := back.UnmarshalJSON(b); err != nil {
+			t.Fatalf("UnmarshalJSON(%s): %v", b, err)
+		}
+		if back != tt.in && !(math.IsNaN(float64(back)) && math.IsNaN(float64(tt.in))) {
+			t.Errorf("round trip %v -> %s -> %v", tt.in, b, back)
+		}
+	}
+}

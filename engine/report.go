@@ -70,16 +70,17 @@ type Finding struct {
 	Token int `json:"token"`
 }
 
-// ErrorStats summarises elementwise errors. Index is the element (token within
+// ErrorStats summarises elementwise errors (Float, since NaN outputs give NaN
+// errors). Index is the element (token within
 // a row, or row*V + token for a run) of the greatest error.
 type ErrorStats struct {
-	Max    float64 `json:"max"`
-	Mean   float64 `json:"mean"`
-	Median float64 `json:"median"`
-	P90    float64 `json:"p90"`
-	P95    float64 `json:"p95"`
-	P99    float64 `json:"p99"`
-	Index  int     `json:"index"`
+	Max    Float `json:"max"`
+	Mean   Float `json:"mean"`
+	Median Float `json:"median"`
+	P90    Float `json:"p90"`
+	P95    Float `json:"p95"`
+	P99    Float `json:"p99"`
+	Index  int   `json:"index"`
 }
 
 // Drift compares a float output with one reference (strict or native).
@@ -92,12 +93,12 @@ type Drift struct {
 	Abs           ErrorStats `json:"abs"`
 	Rel           ErrorStats `json:"rel"`
 	Mismatched    int        `json:"mismatched"`
-	MismatchShare float64    `json:"mismatch_share"`
+	MismatchShare Float      `json:"mismatch_share"`
 	// RowSumError is |sum(out) - 1| (the greatest over rows for a run).
-	RowSumError float64 `json:"row_sum_error"`
+	RowSumError Float `json:"row_sum_error"`
 	// KL is KL(ref || out) in nats; TV is the total variation distance.
-	KL float64 `json:"kl"`
-	TV float64 `json:"tv"`
+	KL Float `json:"kl"`
+	TV Float `json:"tv"`
 	// ArgmaxAgree counts rows whose output argmax is a reference argmax.
 	ArgmaxAgree int `json:"argmax_agree"`
 	NaN         int `json:"nan"`
@@ -105,14 +106,14 @@ type Drift struct {
 	// SupportMissing counts tokens the reference keeps and the output zeroes,
 	// MissingMass is their reference mass; SupportExtra and ExtraMass are the
 	// tokens the output keeps that the reference drops.
-	SupportMissing int     `json:"support_missing"`
-	MissingMass    float64 `json:"missing_mass"`
-	SupportExtra   int     `json:"support_extra"`
-	ExtraMass      float64 `json:"extra_mass"`
+	SupportMissing int   `json:"support_missing"`
+	MissingMass    Float `json:"missing_mass"`
+	SupportExtra   int   `json:"support_extra"`
+	ExtraMass      Float `json:"extra_mass"`
 	// MinAtol is the least atol that passes at this Rtol; MinRtol the least
 	// rtol that passes at this Atol (+Inf when no rtol would).
-	MinAtol float64 `json:"min_atol"`
-	MinRtol float64 `json:"min_rtol"`
+	MinAtol Float `json:"min_atol"`
+	MinRtol Float `json:"min_rtol"`
 }
 
 // RowReport is the judgement of one row of one output.
