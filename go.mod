@@ -1,6 +1,6 @@
 module github.com/sampviz/sampviz
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/a-h/parse v0.0.0-20250122154542-74294addb73e // indirect

@@ -47,3 +47,33 @@ func (f *Float) UnmarshalJSON(b []byte) error {
 	*f = Float(v)
 	return nil
 }
+
+// MarshalJSON writes a step with its float fields as Float, so a NaN target
+// probability (a target row without a distribution) survives JSON.
+func (s SpecStep) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Draft     int32 `json:"draft"`
+		U         Float `json:"u"`
+		P         Float `json:"p"`
+		Q         Float `json:"q"`
+		Accepted  bool  `json:"accepted"`
+		Resampled int32 `json:"resampled"`
+	}{s.Draft, Float(s.U), Float(s.P), Float(s.Q), s.Accepted, s.Resampled})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *SpecStep) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Draft     int32 `json:"draft"`
+		U         Float `json:"u"`
+		P         Float `json:"p"`
+		Q         Float `json:"q"`
+		Accepted  bool  `json:"accepted"`
+		Resampled int32 `json:"resampled"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = SpecStep{v.Draft, float32(v.U), float32(v.P), float32(v.Q), v.Accepted, v.Resampled}
+	return nil
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -100,5 +101,20 @@ func TestFloatJSON(t *testing.T) {
 		if back != tt.in && !(math.IsNaN(float64(back)) && math.IsNaN(float64(tt.in))) {
 			t.Errorf("round trip %v -> %s -> %v", tt.in, b, back)
 		}
+	}
+}
+
+func TestSpecStepJSONKeepsNaN(t *testing.T) {
+	in := SpecStep{Draft: 3, U: 0.25, P: float32(math.NaN()), Q: 1, Accepted: false, Resampled: -1}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	var out SpecStep
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("unmarshal %s: %v", b, err)
+	}
+	if out.Draft != 3 || out.U != 0.25 || !math.IsNaN(float64(out.P)) || out.Q != 1 || out.Resampled != -1 {
+		t.Errorf("round trip %+v -> %s -> %+v", in, b, out)
 	}
 }

@@ -58,6 +58,7 @@ const (
 	RuleFit        Rule = "fit"         // goodness of fit of many draws
 	RuleAcceptance Rule = "acceptance"  // speculative acceptance against theory
 	RuleExact      Rule = "exact"       // exact equality (ngram_match)
+	RuleParameter  Rule = "parameter"   // a row made invalid by its parameters
 )
 
 // Finding is one thing the judge says about a row.
@@ -131,8 +132,67 @@ type RowReport struct {
 	// Token and RefToken are set for single-token outputs.
 	Token    *int64 `json:"token,omitempty"`
 	RefToken *int64 `json:"ref_token,omitempty"`
-	// PValue is set for rows judged statistically.
+	// PValue is set for rows judged statistically: the smallest p-value of
+	// the row's tests (Fit, or the speculative checks in Spec).
 	PValue *float64 `json:"p_value,omitempty"`
+	// Fit is the goodness of fit of a row's many draws (samples).
+	Fit *Fit `json:"fit,omitempty"`
+	// Spec holds the statistics of a row's speculative trials.
+	Spec *SpecStats `json:"spec,omitempty"`
+}
+
+// Fit is the goodness of fit of N draws of one row against the reference
+// distribution (engine/stats).
+type Fit struct {
+	Draws int `json:"draws"`
+	// Test is "G" or "chi-square".
+	Test      string `json:"test"`
+	Statistic Float  `json:"statistic"`
+	DF        int    `json:"df"`
+	// Bins is the number of bins after sparse expected counts were pooled.
+	Bins   int   `json:"bins"`
+	PValue Float `json:"p_value"`
+	// TV is the total variation between frequencies and probabilities;
+	// TVBound the value a correct sampler stays under at 99% for this N.
+	TV      Float `json:"tv"`
+	TVBound Float `json:"tv_bound"`
+	// Cosine is the cosine similarity of frequencies to probabilities.
+	Cosine Float `json:"cosine"`
+	// ZeroMassDraws counts draws of tokens the reference gives no mass.
+	ZeroMassDraws int `json:"zero_mass_draws"`
+}
+
+// PositionRate is the measured acceptance at one draft position beside its
+// theoretical rate. Only trials that accepted every earlier position count.
+type PositionRate struct {
+	Position int   `json:"position"`
+	Reached  int   `json:"reached"`
+	Accepted int   `json:"accepted"`
+	Rate     Float `json:"rate"`
+	// Lo and Hi bound Rate with a 95% Wilson interval.
+	Lo     Float `json:"lo"`
+	Hi     Float `json:"hi"`
+	Theory Float `json:"theory"`
+	PValue Float `json:"p_value"`
+}
+
+// SpecStats are the statistics of repeated speculative trials, for one row
+// or pooled over a run's rows.
+type SpecStats struct {
+	Trials    int            `json:"trials"`
+	Positions []PositionRate `json:"positions"`
+	// Emitted[j] counts trials whose accepted prefix had length j (0..K);
+	// EmittedTheory is its exact distribution.
+	Emitted       []int   `json:"emitted"`
+	EmittedTheory []Float `json:"emitted_theory"`
+	EmittedPValue Float   `json:"emitted_p_value"`
+	// MeanAcceptanceLength is 1 + accepted/drafts as vLLM reports it, beside
+	// its expected value.
+	MeanAcceptanceLength       Float `json:"mean_acceptance_length"`
+	TheoryMeanAcceptanceLength Float `json:"theory_mean_acceptance_length"`
+	// Lossless[j] is the fit of the tokens at output position j (among the
+	// trials that reached it) to what exact speculative sampling gives.
+	Lossless []Fit `json:"lossless,omitempty"`
 }
 
 // AddFinding appends f, keeping Violations and Pass in step with it.
@@ -157,6 +217,9 @@ type OutputReport struct {
 	Strict *Drift      `json:"strict,omitempty"`
 	Native *Drift      `json:"native,omitempty"`
 	Rows   []RowReport `json:"rows"`
+	// Spec pools the speculative statistics of every row (acceptance by
+	// position, emitted lengths) for the run page.
+	Spec *SpecStats `json:"spec,omitempty"`
 	// Notes are run-level remarks (for example, how many failures chance alone
 	// would give at the p-value threshold).
 	Notes  []string `json:"notes,omitempty"`

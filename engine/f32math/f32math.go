@@ -16,7 +16,7 @@ import "math"
 
 const (
 	log2e  = 1.44269504088896341
-	expC1  = 0.693359375   // ln 2 high part: 355/512, so n*expC1 is exact
+	expC1  = 0.693359375    // ln 2 high part: 355/512, so n*expC1 is exact
 	expC2  = -2.12194440e-4 // ln 2 - expC1
 	expMax = 88.7228394     // ln(MaxFloat32)
 	expMin = -103.972077    // below ln(smallest subnormal / 2): result 0

@@ -1,0 +1,171 @@
+package compare
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/ref"
+)
+
+// plan says how one output is judged: which of its tensors, against which
+// reference, at which tolerances. problem, when set, says why the output
+// cannot be judged at all.
+type plan struct {
+	out *engine.Output
+	rep engine.OutputReport
+	tol engine.Tolerances
+	// eps is the boundary band of the references (ref.BoundaryEps).
+	eps     float64
+	problem string
+
+	probs   bool // Probs against softmax or renorm
+	renorm  bool // the distribution has the row's filters (every op but softmax)
+	tokens  bool // Tokens
+	argmax  bool // Tokens are argmax tokens (else sampled)
+	samples bool // Samples
+	spec    bool // SpecTokens (+ SpecEmitted, SpecAccepted)
+	trials  bool // SpecTrials
+	draft   bool // DraftOut
+	// underflow is the reference probability below which a zero output is
+	// not a dropped token.
+	underflow float64
+}
+
+// newPlan checks out against the run and decides what to judge.
+func newPlan(j *judge, i int, out *engine.Output) *plan {
+	run := j.run
+	p := &plan{out: out, renorm: run.Op != engine.OpSoftmax, underflow: underflowBelow(engine.F32)}
+	p.rep = engine.OutputReport{Name: out.Name, External: out.External, Timing: out.Timing}
+	if p.rep.Name == "" {
+		p.rep.Name = fmt.Sprintf("output %d", i)
+	}
+	b, v, k := j.rows, j.vocab, run.DraftLen()
+	var problems []string
+	fail := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	logitOp := run.Op != engine.OpSpecVerify && run.Op != engine.OpNgramMatch
+	needLogits := func(what string) bool {
+		switch {
+		case !logitOp:
+			fail("%s cannot be judged for %s", what, run.Op)
+		case run.Logits == nil || len(run.Logits.Shape) != 2:
+			fail("%s need [B, V] logits to be judged", what)
+		default:
+			return true
+		}
+		return false
+	}
+	outDType := engine.I32
+	if t := out.Probs; t != nil && needLogits("probs") {
+		switch {
+		case !t.DType.IsFloat():
+			fail("probs have dtype %v, want a float dtype", t.DType)
+		case !shapeIs(t, b, v):
+			fail("probs have shape %s, want [%d, %d]", t.ShapeString(), b, v)
+		default:
+			p.probs = true
+			outDType = t.DType
+			p.underflow = underflowBelow(t.DType)
+		}
+	}
+	if t := out.Tokens; t != nil && needLogits("tokens") {
+		switch {
+		case !t.DType.IsInt():
+			fail("tokens have dtype %v, want an integer dtype", t.DType)
+		case t.NumElements() != b:
+			fail("tokens have shape %s, want [%d]", t.ShapeString(), b)
+		default:
+			p.tokens, p.argmax = true, run.Op == engine.OpArgmax
+		}
+	}
+	if t := out.Samples; t != nil && needLogits("samples") {
+		switch {
+		case !t.DType.IsInt():
+			fail("samples have dtype %v, want an integer dtype", t.DType)
+		case len(t.Shape) != 2 || t.Dim(0) != b || t.Dim(1) < 1:
+			fail("samples have shape %s, want [%d, N]", t.ShapeString(), b)
+		default:
+			p.samples = true
+		}
+	}
+	specOK := func(what string) bool {
+		if run.Op != engine.OpSpecVerify || run.TargetLogits == nil || run.DraftTokens == nil {
+			fail("%s need a spec_verify run with target_logits and draft_tokens", what)
+			return false
+		}
+		return true
+	}
+	if t := out.SpecTokens; t != nil && specOK("spec_tokens") {
+		switch {
+		case !t.DType.IsInt() || !shapeIs(t, b, k+1):
+			fail("spec_tokens have dtype %v and shape %s, want integers [%d, %d]", t.DType, t.ShapeString(), b, k+1)
+		case out.SpecEmitted != nil && out.SpecEmitted.NumElements() != b:
+			fail("spec_emitted has shape %s, want [%d]", out.SpecEmitted.ShapeString(), b)
+		case out.SpecAccepted != nil && out.SpecAccepted.NumElements() != b:
+			fail("spec_accepted has shape %s, want [%d]", out.SpecAccepted.ShapeString(), b)
+		default:
+			p.spec = true
+		}
+	}
+	if t := out.SpecTrials; t != nil && specOK("spec_trials") {
+		if !t.DType.IsInt() || len(t.Shape) != 3 || t.Dim(0) < 1 || t.Dim(1) != b || t.Dim(2) != k+1 {
+			fail("spec_trials have dtype %v and shape %s, want integers [T, %d, %d]", t.DType, t.ShapeString(), b, k+1)
+		} else {
+			p.trials = true
+		}
+	}
+	if t := out.DraftOut; t != nil {
+		switch {
+		case run.Op != engine.OpNgramMatch || j.run.InputIDs == nil || j.run.InputIDsLen == nil || j.run.PreIDs == nil || j.run.StepIdx == nil:
+			fail("draft_out needs an ngram_match run with input_ids, input_ids_len, pre_ids and step_idx")
+		case !t.DType.IsInt() || len(t.Shape) != 2 || t.Dim(0) != b:
+			fail("draft_out has dtype %v and shape %s, want integers [%d, D]", t.DType, t.ShapeString(), b)
+		default:
+			p.draft = true
+		}
+	}
+	switch {
+	case p.probs:
+		p.rep.Kind = "probs"
+	case p.spec || p.trials:
+		p.rep.Kind = "spec"
+	case p.samples:
+		p.rep.Kind = "samples"
+	case p.tokens:
+		p.rep.Kind = "tokens"
+	case p.draft:
+		p.rep.Kind = "draft"
+	case len(problems) == 0:
+		fail("the output holds nothing to judge")
+	}
+	p.tol = TolerancesFor(run.InputDType(), outDType, j.o)
+	p.eps = ref.BoundaryEps(p.tol.Strict.Rtol)
+	if len(problems) > 0 {
+		p.probs, p.tokens, p.samples, p.spec, p.trials, p.draft = false, false, false, false, false, false
+		p.problem = strings.Join(problems, "; ")
+		p.rep.Notes = append(p.rep.Notes, fmt.Sprintf("%s cannot be judged: %s", p.rep.Name, p.problem))
+	}
+	if p.tokens && !p.argmax && !p.samples {
+		p.rep.Notes = append(p.rep.Notes, "one sampled token per row is weak evidence: a biased sampler still lands on the support; many draws per row (samples) are judged statistically")
+	}
+	if p.samples {
+		p.rep.Notes = append(p.rep.Notes, fitNote)
+	}
+	if p.trials {
+		p.rep.Notes = append(p.rep.Notes, specFitNote)
+	}
+	return p
+}
+
+// shapeIs reports whether t has exactly the given shape.
+func shapeIs(t *engine.Tensor, dims ...int) bool {
+	if len(t.Shape) != len(dims) {
+		return false
+	}
+	for i, d := range dims {
+		if t.Shape[i] != d {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,147 @@
+package compare
+
+import (
+	"fmt"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/ref"
+)
+
+// judgeToken judges row r's single token: an argmax token, or a sampled one.
+func (w *worker) judgeToken(p *plan, r int, rep *engine.RowReport) {
+	v := int64(w.j.vocab)
+	tok := p.out.Tokens.Int(r)
+	rep.Token = &tok
+	if p.argmax {
+		a := w.argmaxRef(r)
+		if a.Invalid != "" {
+			invalidRow(rep, r, a.Invalid, a.InvalidRule)
+			return
+		}
+		want := int64(a.Tokens[0])
+		rep.RefToken = &want
+		switch {
+		case tok < 0 || tok >= v:
+			rep.AddFinding(violation(engine.RuleTokenRange, int(tok), "row %d: token %d is outside [0, %d)", r, tok, v))
+		case !a.Has(tok):
+			logit := w.j.run.Logits.Float(r*int(v) + int(tok))
+			rep.AddFinding(violation(engine.RuleToken, int(tok), "row %d: token %d is not the argmax: its logit %s is %s below the maximum %s at token %d",
+				r, tok, num(logit), num(a.Max-logit), num(a.Max), want))
+		}
+		tol := p.tol.Strict
+		switch {
+		case len(a.Tokens) > 1:
+			rep.AddFinding(note(engine.RuleFragile, a.Tokens[0], "row %d: %d tokens tie for the maximum logit %s (first %s); any of them is right",
+				r, len(a.Tokens), num(a.Max), firstTokens(a.Tokens, 4)))
+		case a.RunnerUpToken >= 0 && tol.Allows(a.RunnerUp, a.Max):
+			rep.AddFinding(note(engine.RuleFragile, a.RunnerUpToken, "row %d: fragile: the runner-up logit %s at token %d is within tolerance of the maximum %s at token %d",
+				r, num(a.RunnerUp), a.RunnerUpToken, num(a.Max), a.Tokens[0]))
+		}
+		return
+	}
+	d := w.dist(r, p.renorm, false, p.eps)
+	if !d.Valid() {
+		invalidRow(rep, r, d.Invalid, d.InvalidRule)
+		return
+	}
+	want := int64(d.Argmax)
+	rep.RefToken = &want
+	if msg, rule := w.drawProblem(d, r, tok); msg != "" {
+		rep.AddFinding(violation(rule, int(tok), "row %d: %s", r, msg))
+	}
+}
+
+// drawProblem says what is wrong with a token drawn from row r's
+// distribution d, or "" when it may be drawn (boundary tokens may).
+func (w *worker) drawProblem(d *ref.Dist, r int, tok int64) (string, engine.Rule) {
+	v := int64(len(d.Probs))
+	switch {
+	case tok < 0 || tok >= v:
+		return fmt.Sprintf("token %d is outside [0, %d)", tok, v), engine.RuleTokenRange
+	case d.Class[tok] != ref.Dropped:
+		return "", ""
+	case ref.Greedy(ref.Temperature(w.j.run, r)):
+		return fmt.Sprintf("token %d is not an argmax of this greedy row (the maximum is at token %d)", tok, d.Argmax), engine.RuleToken
+	}
+	return fmt.Sprintf("token %d has zero reference mass (unfiltered reference probability %s)", tok, num(d.Base[tok])), engine.RuleSupport
+}
+
+// judgeSamples judges the N draws of row r: every one must be in range and
+// on the support; their fit is engine/stats' (goodnessOfFit).
+func (w *worker) judgeSamples(p *plan, r int, rep *engine.RowReport) {
+	d := w.dist(r, p.renorm, false, p.eps)
+	if !d.Valid() {
+		invalidRow(rep, r, d.Invalid, d.InvalidRule)
+		return
+	}
+	t := p.out.Samples
+	n := t.Dim(1)
+	type bad struct {
+		n, first int
+		msg      string
+		rule     engine.Rule
+		tok      int64
+	}
+	var rng, off bad
+	v := len(d.Probs)
+	w.counts = resizeInts(w.counts, v)
+	clear(w.counts)
+	for k := range n {
+		tok := t.Int(r*n + k)
+		msg, rule := w.drawProblem(d, r, tok)
+		if msg == "" {
+			w.counts[tok]++
+			continue
+		}
+		b := &off
+		if rule == engine.RuleTokenRange {
+			b = &rng
+		} else if tok >= 0 && tok < int64(v) {
+			w.counts[tok]++ // on the vocabulary, off the support: the fit sees it too
+		}
+		if b.n == 0 {
+			b.first, b.msg, b.rule, b.tok = k, msg, rule, tok
+		}
+		b.n++
+	}
+	for _, b := range []bad{rng, off} {
+		if b.n > 0 {
+			rep.AddFinding(violation(b.rule, int(b.tok), "row %d: %d of %d draws are wrong; first, draw %d: %s", r, b.n, n, b.first, b.msg))
+		}
+	}
+	if ref.Greedy(ref.Temperature(w.j.run, r)) {
+		return // greedy rows: nothing random to fit
+	}
+	if pv, ok := goodnessOfFit(w.counts, d.Probs, p.tol.PValue); ok {
+		rep.PValue = &pv
+		if pv < p.tol.PValue {
+			rep.AddFinding(violation(engine.RuleFit, -1, "row %d: %d draws do not follow the reference distribution (p = %s, threshold %s)", r, n, sci(pv), sci(p.tol.PValue)))
+		}
+	}
+}
+
+// firstTokens lists up to n tokens: "3, 9 and 12", "3, 9, 12, ...".
+func firstTokens(toks []int, n int) string {
+	s := ""
+	for i, t := range toks {
+		switch {
+		case i == n:
+			return s + ", ..."
+		case i == 0:
+		case i == len(toks)-1:
+			s += " and "
+		default:
+			s += ", "
+		}
+		s += fmt.Sprint(t)
+	}
+	return s
+}
+
+// resizeInts returns s with length n, reusing its memory when it can.
+func resizeInts(s []int64, n int) []int64 {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]int64, n)
+}

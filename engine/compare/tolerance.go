@@ -1,0 +1,83 @@
+package compare
+
+import "github.com/sampviz/sampviz/engine"
+
+// DefaultPValue is the p-value threshold of the statistical checks when
+// Options.PValue is 0.
+const DefaultPValue = 1e-6
+
+// Options tune a judgement. The zero value judges with the table's
+// tolerances on every core.
+type Options struct {
+	// Strict and Native replace the table's tolerances for every output (nil:
+	// from the table, SEMANTICS.md "Judging"). A negative Atol or Rtol keeps
+	// the table's value for that part, so that "--rtol 1e-3" alone keeps the
+	// table's atol.
+	Strict, Native *engine.Tolerance
+	// PValue is the threshold of the statistical checks (0: DefaultPValue).
+	PValue float64
+	// Workers is the number of rows judged at once (0: runtime.GOMAXPROCS(0)).
+	Workers int
+}
+
+// ToleranceRow is one line of the default tolerance table.
+type ToleranceRow struct {
+	DType engine.DType
+	engine.Tolerance
+}
+
+// toleranceTable is SEMANTICS.md's table (torch.testing's defaults).
+var toleranceTable = []ToleranceRow{
+	{engine.F64, engine.Tolerance{Atol: 1e-7, Rtol: 1e-7}},
+	{engine.F32, engine.Tolerance{Atol: 1e-5, Rtol: 1.3e-6}},
+	{engine.F16, engine.Tolerance{Atol: 1e-5, Rtol: 1e-3}},
+	{engine.BF16, engine.Tolerance{Atol: 1e-5, Rtol: 1.6e-2}},
+}
+
+// ToleranceTable returns the default tolerances per float dtype, most
+// precise first (what `sampviz check --tolerances` prints).
+func ToleranceTable() []ToleranceRow { return append([]ToleranceRow(nil), toleranceTable...) }
+
+// DefaultTolerance returns the table's tolerance for d; integer and invalid
+// dtypes get the F64 entry (they rank as F64 in engine.DType.Precision).
+func DefaultTolerance(d engine.DType) engine.Tolerance {
+	for _, row := range toleranceTable {
+		if row.DType == d {
+			return row.Tolerance
+		}
+	}
+	return toleranceTable[0].Tolerance
+}
+
+// TolerancesFor returns the tolerances that judge an output of dtype out on
+// inputs of dtype in: strict is the entry of the less precise of the two,
+// native the output's entry, each replaced (in part or whole) by o.
+func TolerancesFor(in, out engine.DType, o Options) engine.Tolerances {
+	looser := in
+	if out.Precision() < in.Precision() {
+		looser = out
+	}
+	t := engine.Tolerances{
+		Strict: override(DefaultTolerance(looser), o.Strict),
+		Native: override(DefaultTolerance(out), o.Native),
+		PValue: o.PValue,
+	}
+	if t.PValue == 0 {
+		t.PValue = DefaultPValue
+	}
+	return t
+}
+
+// override returns def with the non-negative parts of o.
+func override(def engine.Tolerance, o *engine.Tolerance) engine.Tolerance {
+	if o == nil {
+		return def
+	}
+	if o.Atol >= 0 {
+		def.Atol = o.Atol
+	}
+	if o.Rtol >= 0 {
+		def.Rtol = o.Rtol
+	}
+	return def
+}

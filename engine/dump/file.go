@@ -1,0 +1,173 @@
+package dump
+
+import (
+	"bytes"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/sampviz/sampviz/engine"
+)
+
+// Format is a dump container.
+type Format string
+
+// The containers a dump may come in.
+const (
+	Safetensors Format = "safetensors"
+	NPZ         Format = "npz"
+	NPY         Format = "npy"
+)
+
+// File is a parsed dump: its tensors, still in their stored dtypes, and its
+// metadata. Tensors of a File from Open alias a read-only memory mapping:
+// they are valid until Close and must never be written to.
+type File struct {
+	// Name is the file's base name, used in messages.
+	Name   string
+	Format Format
+	// Tensors are in file order (header order for safetensors, member order
+	// for npz). A bare .npy holds one tensor named "logits".
+	Tensors []*engine.Tensor
+	// Meta is the metadata string map (never nil).
+	Meta map[string]string
+	// Notices are things skipped while reading that are not errors (zip
+	// members that are not .npy arrays).
+	Notices []string
+
+	unmap  func() error
+	mapped []byte // the mapping of a File from Open
+}
+
+// Tensor returns the tensor called name, or nil.
+func (f *File) Tensor(name string) *engine.Tensor {
+	for _, t := range f.Tensors {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// Close releases the file's memory mapping, if it has one; after it the
+// tensors must not be read. Close is safe to call more than once.
+func (f *File) Close() error {
+	if f == nil || f.unmap == nil {
+		return nil
+	}
+	unmap := f.unmap
+	f.unmap, f.mapped = nil, nil
+	return unmap()
+}
+
+// Open memory-maps the dump at path and parses it without copying tensor
+// data. The caller must Close the File when done with its tensors (and with
+// any Run built from them). Errors are *Error.
+func Open(path string) (*File, error) {
+	name := baseName(path)
+	data, unmap, err := mapFile(path)
+	if err != nil {
+		return nil, &Error{File: name, Rule: "cannot read the file", Err: err}
+	}
+	f, err := Parse(name, data)
+	if err != nil {
+		_ = unmap()
+		return nil, err
+	}
+	f.unmap, f.mapped = unmap, data
+	return f, nil
+}
+
+// Parse parses a dump held in memory (an upload, a fuzz input). The format is
+// told by the content (safetensors' header length then '{', zip's "PK",
+// npy's "\x93NUMPY"), and by name's extension only when the content says
+// nothing. The tensors alias data (all but inflated npz members and
+// big-endian arrays), which the caller must keep unchanged while the File is
+// in use. Errors are *Error.
+func Parse(name string, data []byte) (*File, error) {
+	name = baseName(name)
+	var (
+		f   *File
+		err error
+	)
+	switch detect(name, data) {
+	case Safetensors:
+		f, err = parseSafetensors(name, data)
+	case NPZ:
+		f, err = parseNPZ(name, data)
+	case NPY:
+		f, err = parseBareNPY(name, data)
+	default:
+		return nil, fileError(name, "not a dump: the content is neither safetensors, .npz nor .npy, and the name has none of their extensions")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if f.Meta == nil {
+		f.Meta = map[string]string{}
+	}
+	return f, nil
+}
+
+var (
+	npyMagic        = []byte("\x93NUMPY")
+	zipMagic        = []byte("PK\x03\x04")
+	zipEmptyMagic   = []byte("PK\x05\x06") // an archive with no members
+	safetensorsMark = byte('{')
+)
+
+// detect tells the format from the content, then from the extension.
+func detect(name string, data []byte) Format {
+	switch {
+	case bytes.HasPrefix(data, npyMagic):
+		return NPY
+	case bytes.HasPrefix(data, zipMagic), bytes.HasPrefix(data, zipEmptyMagic):
+		return NPZ
+	case len(data) > 8 && data[8] == safetensorsMark:
+		return Safetensors
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".safetensors":
+		return Safetensors
+	case ".npz":
+		return NPZ
+	case ".npy":
+		return NPY
+	}
+	return ""
+}
+
+func baseName(path string) string {
+	if path == "" {
+		return "dump"
+	}
+	return filepath.Base(path)
+}
+
+// byteCount returns the bytes a tensor of shape and element size holds, and
+// false when that does not fit in an int. It never overflows: a shape of
+// [1e12, 1e12] is refused before anything is allocated.
+func byteCount(shape []int64, size int) (int, bool) {
+	for _, d := range shape {
+		if d == 0 {
+			return 0, true
+		}
+	}
+	n := uint64(size)
+	for _, d := range shape {
+		if d < 0 || uint64(d) > math.MaxInt/n {
+			return 0, false
+		}
+		n *= uint64(d)
+	}
+	return int(n), true
+}
+
+// intShape converts a shape checked by byteCount to ints.
+func intShape(shape []int64) []int {
+	out := make([]int, len(shape))
+	for i, d := range shape {
+		out[i] = int(d)
+	}
+	return out
+}
