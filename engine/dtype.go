@@ -85,8 +85,13 @@ func ParseDType(s string) (DType, error) {
 // MarshalText writes d by its safetensors name, so reports say "BF16".
 func (d DType) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
-// UnmarshalText reads a safetensors dtype name.
+// UnmarshalText reads a safetensors dtype name, and "INVALID", which
+// MarshalText writes for runs without a float input (ngram_match).
 func (d *DType) UnmarshalText(b []byte) error {
+	if string(b) == dtypeNames[DTypeInvalid] {
+		*d = DTypeInvalid
+		return nil
+	}
 	v, err := ParseDType(string(b))
 	if err != nil {
 		return err

@@ -118,3 +118,20 @@ func TestSpecStepJSONKeepsNaN(t *testing.T) {
 		t.Errorf("round trip %+v -> %s -> %+v", in, b, out)
 	}
 }
+
+func TestDTypeTextRoundTrip(t *testing.T) {
+	for d := DTypeInvalid; d <= Bool; d++ {
+		b, err := d.MarshalText()
+		if err != nil {
+			t.Fatalf("MarshalText(%v): %v", d, err)
+		}
+		var back DType
+		if err := back.UnmarshalText(b); err != nil || back != d {
+			t.Errorf("%v -> %s -> %v, %v", d, b, back, err)
+		}
+	}
+	var d DType
+	if err := d.UnmarshalText([]byte("F8")); err == nil {
+		t.Errorf("UnmarshalText(F8) accepted")
+	}
+}
