@@ -4,10 +4,12 @@
 
 GO      ?= go
 BIN     := bin/sampviz
-# Seconds of fuzzing per target in `make test`.
-FUZZTIME ?= 3s
+# Fuzzing per target in `make test`: a count of inputs rather than seconds,
+# which avoids Go's fuzz-runner deadline flake (golang/go#75804) and takes
+# about 3 s a target on 2 cores.
+FUZZTIME ?= 30000x
 # Fuzz targets, as package:FuzzName.
-FUZZ_TARGETS :=
+FUZZ_TARGETS := ./engine/dump:FuzzSafetensors ./engine/dump:FuzzNPZ ./engine/dump:FuzzNPY
 
 .PHONY: all build run test deps fmt-check vet gotest fuzz
 
@@ -17,12 +19,12 @@ build:
 	$(GO) build -o $(BIN) ./cmd/sampviz
 
 run: build
-	./$(BIN) check --example
+	./$(BIN) serve $(SERVE_FLAGS)
 
 deps:
 	$(GO) mod download
 
-test: deps fmt-check vet gotest fuzz
+test: deps templ-check browser-deps fmt-check vet gotest fuzz browser-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -40,3 +42,92 @@ fuzz:
 		echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
 		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	done
+
+# --- CUDA kernels and the GPU suite (csrc/, engine/cuda) ----------------------
+# `make kernels` builds build/libsampviz_kernels.so with nvcc (sm_90 and sm_80).
+# `make gpu-bundle` (here, with Go) builds the Go test binary of engine/cuda and
+# sampviz into gpu-bundle/; `make gpu-test` (on the GPU machine, no Go needed)
+# builds the kernels, runs the GPU suite, compute-sanitizer on its quick mode,
+# and `sampviz bench`, with logs under $(GPU_OUT).
+NVCC        ?= nvcc
+KERNEL_LIB  := build/libsampviz_kernels.so
+KERNEL_SRC  := $(wildcard csrc/*.cu)
+KERNEL_OBJ  := $(patsubst csrc/%.cu,build/obj/%.o,$(KERNEL_SRC))
+KERNEL_HDR  := $(wildcard csrc/*.h csrc/*.cuh)
+NVCC_ARCH   ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
+# Never --use_fast_math or -ftz=true: csrc/f32math.cuh must match engine/f32math.
+NVCC_FLAGS  ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC $(NVCC_ARCH)
+GPU_OUT     ?= gpu-out
+GPU_TIMEOUT ?= 15m
+
+.PHONY: kernels gpu-bundle gpu-test
+
+kernels: $(KERNEL_LIB)
+
+build/obj/%.o: csrc/%.cu $(KERNEL_HDR)
+	@mkdir -p build/obj
+	$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
+
+$(KERNEL_LIB): $(KERNEL_OBJ)
+	$(NVCC) $(NVCC_FLAGS) -shared -o $@ $(KERNEL_OBJ)
+
+gpu-bundle:
+	rm -rf gpu-bundle && mkdir -p gpu-bundle
+	CGO_ENABLED=0 $(GO) test -c -o gpu-bundle/cuda.test ./engine/cuda
+	CGO_ENABLED=0 $(GO) build -o gpu-bundle/sampviz ./cmd/sampviz
+
+gpu-test:
+	GPU_OUT=$(GPU_OUT) GPU_TIMEOUT=$(GPU_TIMEOUT) bash csrc/gpu_test.sh
+
+# --- web UI (web/, `sampviz serve`) --------------------------------------------
+# `make run` passes SERVE_FLAGS to `sampviz serve` (--listen, --data, --token,
+# --backend, --max-upload, ...). `templ-check` fails when `go tool templ
+# generate` would change the committed web/*_templ.go; `templ` regenerates
+# them. `browser-deps` installs Debian's chromium for web/e2e's browser test
+# when it is missing (as root, or through sudo); when that fails the test
+# skips, unless SAMPVIZ_REQUIRE_BROWSER=1 (CI) makes it fail. `browser-test`
+# runs that test alone, after the others: it times the page's main thread,
+# which tests running beside it would distort (`go test ./...` skips it);
+# its screenshots land in $(SCREENSHOTS).
+SERVE_FLAGS ?=
+# Where browser-test saves its screenshots (build/ is ignored by git).
+SCREENSHOTS ?= build/screenshots
+
+.PHONY: templ templ-check browser-deps browser-test
+
+templ:
+	$(GO) tool templ generate -path web
+
+templ-check:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	cp -R web "$$tmp/web" && \
+	{ out=$$($(GO) tool templ generate -path "$$tmp/web" 2>&1) || { echo "$$out"; exit 1; }; } && \
+	if ! diff -r -q web "$$tmp/web" >/dev/null; then \
+		echo "go tool templ generate would change:"; diff -r -q web "$$tmp/web"; \
+		echo "run 'make templ' and commit the result"; exit 1; \
+	fi
+
+browser-deps:
+	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
+	echo "browser-deps: installing Debian's chromium for the browser test"; \
+	sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+	if ! { $$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium; }; then \
+		echo "browser-deps: could not install chromium"; \
+		if [ "$$SAMPVIZ_REQUIRE_BROWSER" = 1 ]; then exit 1; fi; \
+		echo "browser-deps: the browser test will skip"; \
+	fi
+
+browser-test: browser-deps
+	SAMPVIZ_BROWSER_TEST=1 SAMPVIZ_SCREENSHOTS=$(abspath $(SCREENSHOTS)) $(GO) test -count=1 -v -run Browser ./web/e2e/
+
+# --- scenario catalogue (scenarios/) -------------------------------------------
+# `make scenarios` regenerates every scenario folder's dump and scenario.json
+# from fixed seeds (go run ./scenarios/gen); each README.md is written by hand
+# and left alone. The same bytes come out every time, and `make test` fails
+# when the committed files differ from what the generator writes.
+
+.PHONY: scenarios
+
+scenarios:
+	$(GO) run ./scenarios/gen -dir scenarios
+# --- end of scenario catalogue -----------------------------------------------

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/cuda"
+)
+
+func init() {
+	commands["bench"] = command{summary: "time the CUDA kernels against the device's copy bandwidth", run: runBench}
+}
+
+// benchTarget is a performance goal of issue 3 for a case.
+type benchTarget struct {
+	// MaxFloor is the largest allowed median / floor (0: none).
+	MaxFloor float64
+	// MaxTime is the largest allowed median (0: none).
+	MaxTime time.Duration
+}
+
+func (t benchTarget) String() string {
+	switch {
+	case t.MaxFloor > 0:
+		return fmt.Sprintf("<= %.1fx floor", t.MaxFloor)
+	case t.MaxTime > 0:
+		return fmt.Sprintf("< %d us", t.MaxTime.Microseconds())
+	}
+	return ""
+}
+
+func (t benchTarget) met(r *cuda.BenchResult) bool {
+	if t.MaxFloor > 0 && float64(r.Median) > t.MaxFloor*float64(r.Floor()) {
+		return false
+	}
+	return t.MaxTime == 0 || r.Median < t.MaxTime
+}
+
+type benchEntry struct {
+	name   string
+	c      cuda.BenchCase
+	target benchTarget
+}
+
+// benchCases are the shapes of issue 3's targets (bf16 logits; Llama-3's
+// and Qwen2's vocabularies), plus a few to compare against.
+func benchCases(quick bool) []benchEntry {
+	const llama, qwen = 128256, 151936
+	bf := engine.BF16
+	floor13 := benchTarget{MaxFloor: 1.3}
+	floor2 := benchTarget{MaxFloor: 2}
+	b1 := benchTarget{MaxTime: 15 * time.Microsecond}
+	filt := func(c cuda.BenchCase) cuda.BenchCase {
+		c.Temperature, c.TopK, c.TopP = 0.7, 50, 0.9
+		return c
+	}
+	cases := []benchEntry{
+		{"argmax", cuda.BenchCase{Op: engine.OpArgmax, DType: bf, Rows: 1, Vocab: llama}, b1},
+		{"argmax", cuda.BenchCase{Op: engine.OpArgmax, DType: bf, Rows: 128, Vocab: llama}, floor13},
+		{"argmax", cuda.BenchCase{Op: engine.OpArgmax, DType: bf, Rows: 512, Vocab: llama}, floor13},
+		{"argmax", cuda.BenchCase{Op: engine.OpArgmax, DType: bf, Rows: 128, Vocab: qwen}, floor13},
+		{"softmax", cuda.BenchCase{Op: engine.OpSoftmax, DType: bf, Rows: 1, Vocab: llama, Temperature: 0.7}, b1},
+		{"softmax", cuda.BenchCase{Op: engine.OpSoftmax, DType: bf, Rows: 128, Vocab: llama, Temperature: 0.7}, floor13},
+		{"softmax", cuda.BenchCase{Op: engine.OpSoftmax, DType: bf, Rows: 512, Vocab: llama, Temperature: 0.7}, floor13},
+		{"softmax", cuda.BenchCase{Op: engine.OpSoftmax, DType: bf, Rows: 128, Vocab: qwen, Temperature: 0.7}, floor13},
+		{"softmax f32", cuda.BenchCase{Op: engine.OpSoftmax, DType: engine.F32, Rows: 128, Vocab: llama, Temperature: 0.7}, benchTarget{}},
+		{"renorm k50 p0.9", filt(cuda.BenchCase{Op: engine.OpRenorm, DType: bf, Rows: 1, Vocab: llama}), b1},
+		{"renorm k50 p0.9", filt(cuda.BenchCase{Op: engine.OpRenorm, DType: bf, Rows: 128, Vocab: llama}), benchTarget{}},
+		{"sample k50 p0.9", filt(cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 1, Vocab: llama}), b1},
+		{"sample k50 p0.9", filt(cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama}), floor2},
+		{"sample plain", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 1}, benchTarget{}},
+		{"sample gumbel", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 1, Method: engine.SampleGumbel}, benchTarget{}},
+		{"spec_verify", cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 1, Vocab: llama, K: 8, Temperature: 1}, b1},
+		{"spec_verify", cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 128, Vocab: llama, K: 8, Temperature: 1}, floor2},
+		{"spec_verify q", cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 128, Vocab: llama, K: 8, Temperature: 1, DraftProbs: true}, benchTarget{}},
+		{"ngram_match", cuda.BenchCase{Op: engine.OpNgramMatch, DType: engine.F32, Rows: 1, PromptLen: 4096, GenLen: 512}, b1},
+		{"ngram_match", cuda.BenchCase{Op: engine.OpNgramMatch, DType: engine.F32, Rows: 128, PromptLen: 4096, GenLen: 512}, benchTarget{}},
+	}
+	if quick {
+		for i := range cases {
+			cases[i].c.Iters, cases[i].c.Warmup = 10, 2
+		}
+	}
+	return cases
+}
+
+// benchRow is one line of the report (and of --json).
+type benchRow struct {
+	Name   string            `json:"name"`
+	Result *cuda.BenchResult `json:"result"`
+	// Ratio is the achieved bandwidth over the copy bandwidth.
+	Ratio float64 `json:"ratio_to_copy"`
+	// FloorNS is Bytes at the copy bandwidth; XFloor the median over it.
+	FloorNS int64   `json:"floor_ns"`
+	XFloor  float64 `json:"x_floor"`
+	Target  string  `json:"target,omitempty"`
+	Met     *bool   `json:"met,omitempty"`
+}
+
+type benchReport struct {
+	Device        engine.Device `json:"device"`
+	Date          string        `json:"date"`
+	CopyBandwidth float64       `json:"copy_bandwidth"`
+	Rows          []benchRow    `json:"rows"`
+}
+
+func runBench(args []string) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	kernels := fs.String("kernels", "", "path of "+kernelLibrary+" (default: $SAMPVIZ_KERNELS, next to sampviz, ./build)")
+	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
+	only := fs.String("ops", "", "comma-separated ops to run (default: all)")
+	quick := fs.Bool("quick", false, "10 timed launches per case instead of 100")
+	match := fs.String("match", "", "run only the cases whose name and shape contain this text")
+	if err := fs.Parse(args); err != nil {
+		return exitUnusable
+	}
+	path, err := findKernels(*kernels)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sampviz bench:", err)
+		return exitUnusable
+	}
+	ctx := context.Background()
+	b, err := cuda.Open(ctx, cuda.Options{Kernels: path, Reason: "sampviz bench", Stderr: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sampviz bench:", err)
+		return exitUnusable
+	}
+	defer b.Close()
+	bw, err := b.CopyBandwidth(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sampviz bench:", err)
+		return exitViolated
+	}
+	rep := benchReport{Device: b.Device(), Date: time.Now().UTC().Format("2006-01-02"), CopyBandwidth: bw}
+	fmt.Printf("device: %s, %d SMs, %.1f GiB; copy bandwidth %.0f GB/s (read + write)\n",
+		rep.Device.Name, rep.Device.SMs, float64(rep.Device.MemoryBytes)/(1<<30), bw/1e9)
+	want := map[string]bool{}
+	for _, op := range strings.Split(*only, ",") {
+		if op = strings.TrimSpace(op); op != "" {
+			want[op] = true
+		}
+	}
+	failed := false
+	for _, e := range benchCases(*quick) {
+		if len(want) > 0 && !want[string(e.c.Op)] || !strings.Contains(e.name+" "+shape(e.c), *match) {
+			continue
+		}
+		r, err := b.Bench(ctx, e.c)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sampviz bench: %s %s: %v\n", e.name, shape(e.c), err)
+			failed = true
+			continue
+		}
+		r.CopyBandwidth = bw // the same run's measurement
+		if r.Median > 0 {
+			r.Bandwidth = float64(r.Bytes) / r.Median.Seconds()
+		}
+		row := benchRow{Name: e.name, Result: r, Ratio: r.Ratio(), FloorNS: r.Floor().Nanoseconds(), Target: e.target.String()}
+		if r.Floor() > 0 {
+			row.XFloor = float64(r.Median) / float64(r.Floor())
+		}
+		if row.Target != "" {
+			met := e.target.met(r)
+			row.Met = &met
+		}
+		rep.Rows = append(rep.Rows, row)
+		fmt.Fprintf(os.Stderr, "  %-16s %-28s %9.1f us\n", e.name, shape(e.c), float64(r.Median.Nanoseconds())/1e3)
+	}
+	printBench(os.Stdout, &rep)
+	if *jsonOut != "" {
+		data, err := json.MarshalIndent(&rep, "", "  ")
+		if err == nil {
+			err = os.WriteFile(*jsonOut, append(data, '\n'), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sampviz bench: write json:", err)
+			return exitUnusable
+		}
+	}
+	if failed {
+		return exitViolated
+	}
+	return exitOK
+}
+
+// shape formats a case's shape: "bf16 B=128 V=128256 K=8".
+func shape(c cuda.BenchCase) string {
+	if c.Op == engine.OpNgramMatch {
+		return fmt.Sprintf("B=%d L=%d M=%d", c.Rows, c.PromptLen, c.GenLen)
+	}
+	s := fmt.Sprintf("%s B=%d V=%d", strings.ToLower(c.DType.String()), c.Rows, c.Vocab)
+	if c.K > 0 {
+		s += fmt.Sprintf(" K=%d", c.K)
+	}
+	return s
+}
+
+// printBench writes the table: per case the median over the launches (and
+// the mean of back-to-back launches, launch gaps included), the
+// bytes that must move, the achieved bandwidth, its ratio to the copy
+// bandwidth, the floor (bytes at the copy bandwidth) and the target.
+func printBench(w io.Writer, rep *benchReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "\n%s, %s, copy bandwidth %.0f GB/s\n", rep.Device.Name, rep.Date, rep.CopyBandwidth/1e9)
+	fmt.Fprintln(tw, "op\tshape\tmedian us\tb2b us\tMB\tGB/s\tof copy\tfloor us\tx floor\ttarget\t")
+	for _, r := range rep.Rows {
+		verdict := r.Target
+		if r.Met != nil {
+			if *r.Met {
+				verdict += " met"
+			} else {
+				verdict += " MISSED"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f%%\t%.1f\t%.2f\t%s\t\n",
+			r.Name, shape(r.Result.Case), float64(r.Result.Median.Nanoseconds())/1e3,
+			float64(r.Result.BackToBack.Nanoseconds())/1e3, float64(r.Result.Bytes)/1e6,
+			r.Result.Bandwidth/1e9, 100*r.Ratio, float64(r.FloorNS)/1e3, r.XFloor, verdict)
+	}
+	tw.Flush()
+}

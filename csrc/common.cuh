@@ -1,0 +1,248 @@
+// common.cuh: what every kernel file shares: the error state behind
+// sv_last_error, the library's stream, dtype loads, 16-byte vector loops,
+// block reductions and the one-hot/NaN row writers.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "sampviz.h"
+
+namespace sv {
+
+// ---------------------------------------------------------------------------
+// Host side: status, errors, stream, workspace.
+
+// set_error records msg for sv_last_error and returns status.
+int set_error(int status, const char *fmt, ...);
+
+// cuda_status maps a CUDA error to a status (sticky or not) and records it
+// with the name of what failed.
+int cuda_status(cudaError_t err, const char *what);
+
+// stream is the library's one stream (created by sv_init).
+cudaStream_t stream();
+
+// device_sms is the multiprocessor count of the current device.
+int device_sms();
+
+// workspace returns a device scratch buffer of at least bytes, growing it
+// when needed; launchers use it for partial results between kernels. The
+// buffer is shared: launchers run one after another on one stream.
+int workspace(size_t bytes, void **out);
+
+// counters returns a device array of at least n zeroed 32-bit counters.
+// Kernels that use them (the last block of a row counts the others in)
+// leave them at zero again, so launches share them one after another.
+int counters(int n, unsigned **out);
+
+// check_launch returns the status of the last launch.
+inline int check_launch(const char *what) {
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return cuda_status(err, what);
+  return SV_OK;
+}
+
+// params_* locate the six per-row arrays of the parameter buffer.
+struct RowParams {
+  const float *temperature;
+  const int32_t *top_k;
+  const float *top_p;
+  const float *min_p;
+  const uint64_t *seed;
+  const uint64_t *offset;
+};
+
+inline RowParams row_params(uint64_t base, int rows) {
+  const char *p = reinterpret_cast<const char *>(base);
+  RowParams rp;
+  rp.temperature = reinterpret_cast<const float *>(p);
+  rp.top_k = reinterpret_cast<const int32_t *>(p + 4 * (size_t)rows);
+  rp.top_p = reinterpret_cast<const float *>(p + 8 * (size_t)rows);
+  rp.min_p = reinterpret_cast<const float *>(p + 12 * (size_t)rows);
+  rp.seed = reinterpret_cast<const uint64_t *>(p + 16 * (size_t)rows);
+  rp.offset = reinterpret_cast<const uint64_t *>(p + 24 * (size_t)rows);
+  return rp;
+}
+
+// Dispatch turns the runtime dtype into the template type T for the body.
+#define SV_DISPATCH_DTYPE(dtype, T, ...)                                     \
+  switch (dtype) {                                                          \
+    case SV_F32: {                                                          \
+      using T = float;                                                      \
+      __VA_ARGS__;                                                          \
+    } break;                                                                \
+    case SV_F16: {                                                          \
+      using T = __half;                                                     \
+      __VA_ARGS__;                                                          \
+    } break;                                                                \
+    case SV_BF16: {                                                         \
+      using T = __nv_bfloat16;                                              \
+      __VA_ARGS__;                                                          \
+    } break;                                                                \
+    default:                                                                \
+      return ::sv::set_error(SV_ERR_INVALID, "unknown dtype %d", (int)dtype); \
+  }
+
+// ---------------------------------------------------------------------------
+// Device side.
+
+constexpr float kInf = __builtin_huge_valf();
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+
+// load_f32 reads element i of p through the read-only path.
+template <typename T>
+__device__ __forceinline__ float load_f32(const T *p, int64_t i) {
+  return to_f32(__ldg(p + i));
+}
+
+// nan_f32 is the NaN kernels write for rows without a distribution; it is
+// never the poison pattern 0x7fc00001 that the worker fills outputs with.
+__device__ __forceinline__ float nan_f32() { return __int_as_float(0x7fffffff); }
+
+// for_each_vec calls f(i, x) for every element i in [begin, end) of row
+// (x widened to float), spreading the elements over the block's BLOCK
+// threads: a scalar head up to 16-byte alignment, then 16-byte vector loads,
+// UNROLL of them in flight per thread before the first use, then a scalar
+// tail. Elements are visited in no particular order.
+template <typename T, int BLOCK, int UNROLL, typename F>
+__device__ __forceinline__ void for_each_vec(const T *row, int begin, int end,
+                                             F &&f) {
+  constexpr int N = 16 / sizeof(T);
+  if (end <= begin) return;
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(row + begin);
+  int head = (int)(((16 - (addr & 15)) & 15) / sizeof(T));
+  if (head > end - begin) head = end - begin;
+  for (int i = begin + threadIdx.x; i < begin + head; i += BLOCK) f(i, load_f32(row, i));
+  const int start = begin + head;
+  const int nvec = (end - start) / N;
+  const uint4 *v = reinterpret_cast<const uint4 *>(row + start);
+  for (int j0 = threadIdx.x; j0 < nvec; j0 += BLOCK * UNROLL) {
+    uint4 u[UNROLL];
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) {
+      const int j = j0 + k * BLOCK;
+      if (j < nvec) u[k] = __ldg(v + j);
+    }
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) {
+      const int j = j0 + k * BLOCK;
+      if (j < nvec) {
+        const T *e = reinterpret_cast<const T *>(&u[k]);
+#pragma unroll
+        for (int q = 0; q < N; q++) f(start + j * N + q, to_f32(e[q]));
+      }
+    }
+  }
+  for (int i = start + nvec * N + threadIdx.x; i < end; i += BLOCK) f(i, load_f32(row, i));
+}
+
+struct MaxOp {
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    return fmaxf(a, b);
+  }
+};
+struct OrOp {
+  __device__ __forceinline__ int operator()(int a, int b) const { return a | b; }
+};
+
+// ArgBest is a (value, index) pair; better() orders by value, then by the
+// lower index, so padded lanes (index INT32_MAX) never win a tie.
+struct ArgBest {
+  float v;
+  int i;
+};
+__device__ __forceinline__ bool better(float v, int i, const ArgBest &b) {
+  return v > b.v || (v == b.v && i < b.i);
+}
+struct ArgBestOp {
+  __device__ __forceinline__ ArgBest operator()(const ArgBest &a,
+                                                const ArgBest &b) const {
+    return better(b.v, b.i, a) ? b : a;
+  }
+};
+
+// Reduce is the shared storage and helpers for block-wide reductions whose
+// result every thread receives. Each helper synchronises before returning,
+// so the storage can be reused by the next call.
+template <int BLOCK>
+struct Reduce {
+  union Storage {
+    typename cub::BlockReduce<float, BLOCK>::TempStorage f;
+    typename cub::BlockReduce<double, BLOCK>::TempStorage d;
+    typename cub::BlockReduce<int, BLOCK>::TempStorage i;
+    typename cub::BlockReduce<unsigned long long, BLOCK>::TempStorage u;
+    typename cub::BlockReduce<ArgBest, BLOCK>::TempStorage a;
+    typename cub::BlockScan<unsigned long long, BLOCK>::TempStorage scan;
+  };
+  struct Shared {
+    Storage s;
+    float f;
+    int i;
+    unsigned long long u;
+    double d;
+    ArgBest a;
+  };
+
+  static __device__ __forceinline__ float max(Shared &sh, float v) {
+    float r = cub::BlockReduce<float, BLOCK>(sh.s.f).Reduce(v, MaxOp());
+    if (threadIdx.x == 0) sh.f = r;
+    __syncthreads();
+    r = sh.f;
+    __syncthreads();
+    return r;
+  }
+  static __device__ __forceinline__ int any(Shared &sh, int v) {
+    int r = cub::BlockReduce<int, BLOCK>(sh.s.i).Reduce(v, OrOp());
+    if (threadIdx.x == 0) sh.i = r;
+    __syncthreads();
+    r = sh.i;
+    __syncthreads();
+    return r;
+  }
+  static __device__ __forceinline__ int sum(Shared &sh, int v) {
+    int r = cub::BlockReduce<int, BLOCK>(sh.s.i).Sum(v);
+    if (threadIdx.x == 0) sh.i = r;
+    __syncthreads();
+    r = sh.i;
+    __syncthreads();
+    return r;
+  }
+  static __device__ __forceinline__ unsigned long long sum(Shared &sh,
+                                                           unsigned long long v) {
+    unsigned long long r = cub::BlockReduce<unsigned long long, BLOCK>(sh.s.u).Sum(v);
+    if (threadIdx.x == 0) sh.u = r;
+    __syncthreads();
+    r = sh.u;
+    __syncthreads();
+    return r;
+  }
+  static __device__ __forceinline__ double sum(Shared &sh, double v) {
+    double r = cub::BlockReduce<double, BLOCK>(sh.s.d).Sum(v);
+    if (threadIdx.x == 0) sh.d = r;
+    __syncthreads();
+    r = sh.d;
+    __syncthreads();
+    return r;
+  }
+  static __device__ __forceinline__ ArgBest argbest(Shared &sh, ArgBest v) {
+    ArgBest r = cub::BlockReduce<ArgBest, BLOCK>(sh.s.a).Reduce(v, ArgBestOp());
+    if (threadIdx.x == 0) sh.a = r;
+    __syncthreads();
+    r = sh.a;
+    __syncthreads();
+    return r;
+  }
+};
+
+}  // namespace sv

@@ -1,0 +1,94 @@
+// renorm.cu: softmax, then top-k, top-p on the top-k-renormalised mass (or
+// jointly), then min-p, with per-row parameters; filtered tokens exactly 0.
+//
+// No sort: every filter is a threshold on the weights w, found by radix
+// descent over the float bits (rowops.cuh descend: four byte-wide histogram
+// passes), on counts for top-k and on fixed-point mass for top-p; a token
+// survives iff it is at or above every threshold. The normaliser is
+// engine/cpu's Sum in its exact order (rowops.cuh tree_sum), so the
+// probabilities equal engine/cpu's bit for bit, which spec_verify relies on.
+//
+// History (H100, bf16, V=128256, top-k 50, top-p 0.9, T=0.7; `sampviz
+// bench`, 2026-11-22):
+//
+//   v1  one block of 512 per row, weights written once to a scratch row,
+//       every pass a strided loop of one load per iteration. B=1: 1137 us,
+//       B=128: 1613 us. Each iteration waited on its load: the passes ran at
+//       a few percent of the bandwidth, latency-bound.
+//   v2  every pass issues four 16-byte loads per thread before using them;
+//       the Sum's 256-token chunks are summed one per thread with the 8 lane
+//       sums in registers (16-byte loads); each radix histogram has 8 copies
+//       (lane % 8), since a row's weights share their top byte and 32 lanes
+//       adding to one shared counter serialise. B=1: 554 us, B=128: 805 us.
+//   v3  (this file) 512 threads per block (ncu: 12.5% occupancy at B=128
+//       with 256), the exact exp without the tests that cannot fire for
+//       weights (argument <= 0), the row max from one packed compare per
+//       16-byte vector. B=1: 394 us, B=128: 602-616 us.
+//
+// What is left (docs/PERF_KERNELS.md): ~13 passes over a 513 KB scratch row
+// per row; with hundreds of rows in flight they do not stay in L2.
+#include "rowops.cuh"
+
+namespace sv {
+namespace {
+
+constexpr int kRowBlock = 512;
+
+template <typename T, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+    renorm_kernel(const T *__restrict__ logits, int vocab, RowParams rp, int flags, float *__restrict__ probs,
+                  float *__restrict__ wbuf) {
+  __shared__ RowShared<BLOCK> sh;
+  const int row = blockIdx.x;
+  const T *x = logits + (size_t)row * vocab;
+  float *out = probs + (size_t)row * vocab;
+  const RowStat st = row_stat<T, BLOCK>(x, vocab, sh);
+  if (!st.valid) {
+    fill_row<BLOCK>(out, vocab, nan_f32());
+    return;
+  }
+  const float temp = rp.temperature[row];
+  if (temp == 0.0f) {
+    for (int i = threadIdx.x; i < vocab; i += BLOCK) out[i] = i == st.arg ? 1.0f : 0.0f;
+    return;
+  }
+  if (!active_filters(rp, row, vocab)) {
+    const XSource<T> xs{x, st.m, temp};
+    const float s = tree_sum<BLOCK>(xs, vocab, (const Filter *)nullptr, sh);
+    xs.template each<BLOCK>(vocab, [&](int i, float w) { out[i] = __fdiv_rn(w, s); });
+    return;
+  }
+  float *wrow = wbuf + (size_t)row * wstride(vocab);
+  fill_weights<T, BLOCK>(x, vocab, st.m, temp, wrow);
+  const WSource ws{wrow};
+  const Filter f = make_filter<BLOCK>(ws, vocab, rp, row, flags, sh);
+  const float s = tree_sum<BLOCK>(ws, vocab, &f, sh);
+  ws.template each<BLOCK>(vocab, [&](int i, float w) { out[i] = f.kept(i, w) ? __fdiv_rn(w, s) : 0.0f; });
+}
+
+}  // namespace
+
+int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t params, int flags,
+                  float *probs) {
+  if (rows < 0 || vocab < 1) return set_error(SV_ERR_INVALID, "renorm: %d rows of %d tokens", rows, vocab);
+  if (vocab > kMaxExactVocab)
+    return set_error(SV_ERR_UNSUPPORTED, "renorm: vocabulary %d over %d", vocab, kMaxExactVocab);
+  if (rows == 0) return SV_OK;
+  const RowParams rp = row_params(params, rows);
+  void *ws = nullptr;
+  int st = workspace(sizeof(float) * (size_t)rows * wstride(vocab), &ws);
+  if (st != SV_OK) return st;
+  SV_DISPATCH_DTYPE(dtype, T,
+                    renorm_kernel<T, kRowBlock><<<rows, kRowBlock, 0, stream()>>>(
+                        static_cast<const T *>(logits), vocab, rp, flags, probs, static_cast<float *>(ws)));
+  return check_launch("renorm");
+}
+
+}  // namespace sv
+
+extern "C" int sv_renorm(int dtype, uint64_t logits, int rows, int vocab, uint64_t params, int flags,
+                         uint64_t probs) {
+  if (!params) return sv::set_error(SV_ERR_INVALID, "renorm: no parameters");
+  return sv::launch_renorm(dtype, reinterpret_cast<const void *>(logits), rows, vocab, params, flags,
+                           reinterpret_cast<float *>(probs));
+}

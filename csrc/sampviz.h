@@ -1,0 +1,159 @@
+/*
+ * sampviz.h: the C boundary of libsampviz_kernels.so.
+ *
+ * Every function returns an sv_status; on failure sv_last_error() says what
+ * went wrong in one sentence. Nothing here exits, prints or keeps a pointer
+ * to host memory after it returns. Device memory is an opaque uint64_t
+ * handle (a device address) allocated with sv_malloc and released with
+ * sv_free. All work runs on one stream created by sv_init; launchers enqueue
+ * and return, sv_synchronize waits and reports errors from the device.
+ *
+ * The semantics of every op are docs/SEMANTICS.md "Kernel semantics": these
+ * kernels and engine/cpu agree bit for bit where that page says so.
+ */
+#ifndef SAMPVIZ_H
+#define SAMPVIZ_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* SV_ABI_VERSION changes whenever a signature below changes. */
+#define SV_ABI_VERSION 1
+
+typedef enum sv_status {
+  SV_OK = 0,
+  /* A bad argument: a bug in the caller, the context is fine. */
+  SV_ERR_INVALID = 1,
+  /* A CUDA error that the context survives (out of memory, a launch the
+     device refuses). */
+  SV_ERR_CUDA = 2,
+  /* A CUDA error that poisons the context (illegal address, launch failure,
+     trap): every later call fails too, only a new process recovers. */
+  SV_ERR_STICKY = 3,
+  /* No CUDA device answers (no driver, no GPU, wrong device number). */
+  SV_ERR_NO_DEVICE = 4,
+  /* The inputs are valid but beyond what these kernels handle. */
+  SV_ERR_UNSUPPORTED = 5
+} sv_status;
+
+/* Element types of float inputs. */
+typedef enum sv_dtype { SV_F32 = 0, SV_F16 = 1, SV_BF16 = 2 } sv_dtype;
+
+/* Flags of the filter ops, ORed together. */
+#define SV_ORDER_JOINT 0x1          /* filter_order joint (default top_k_first) */
+#define SV_TIES_LOWEST_INDEX 0x2    /* top_k_ties lowest_index (default keep) */
+#define SV_METHOD_SHIFT 4           /* sample method in bits 4..7: */
+#define SV_METHOD_AUTO 0
+#define SV_METHOD_INVERSE_CDF 1
+#define SV_METHOD_GUMBEL 2
+#define SV_METHOD_REJECTION 3
+#define SV_ARGMAX_INF_INVALID 0x100 /* argmax: +Inf makes a row invalid (-1) */
+#define SV_HAS_FILTERS 0x200        /* sample, spec_verify: some row has a filter on
+                                       (without it, filters are ignored: a leaner kernel runs) */
+
+/*
+ * Per-row parameters live in one device buffer of SV_PARAM_BYTES * rows
+ * bytes holding six arrays one after another:
+ *   float    temperature[rows]  (0: greedy)
+ *   int32_t  top_k[rows]        (0 or >= vocab: off)
+ *   float    top_p[rows]        (1: off)
+ *   float    min_p[rows]        (0: off)
+ *   uint64_t seed[rows]
+ *   uint64_t offset[rows]
+ */
+#define SV_PARAM_BYTES 32
+
+/* Library and device. */
+int sv_abi_version(void);
+const char *sv_last_error(void);
+int sv_init(int device);
+int sv_device_info(char *name, int name_len, int *sms, uint64_t *memory_bytes,
+                   uint64_t *l2_bytes, int *cc_major, int *cc_minor);
+
+/* Memory. Handles are device addresses; 0 is never a valid handle. */
+int sv_malloc(uint64_t bytes, uint64_t *handle);
+int sv_free(uint64_t handle);
+int sv_memcpy_htod(uint64_t dst, const void *src, uint64_t bytes);
+int sv_memcpy_dtoh(void *dst, uint64_t src, uint64_t bytes);
+int sv_memcpy_dtod(uint64_t dst, uint64_t src, uint64_t bytes);
+/* Fills count 32-bit words with value (poison before a launch). */
+int sv_fill_u32(uint64_t dst, uint32_t value, uint64_t count);
+/* Pins host memory for faster copies; failure is harmless. */
+int sv_host_register(void *ptr, uint64_t bytes);
+int sv_host_unregister(void *ptr);
+int sv_synchronize(void);
+
+/* Timing with CUDA events on the library's stream. sv_events_reserve makes
+   n events; sv_event_record(i) records event i; sv_event_elapsed gives the
+   milliseconds between events i and j once j has completed. */
+int sv_events_reserve(int n);
+int sv_event_record(int i);
+int sv_event_elapsed(int i, int j, float *ms);
+/* Enqueues a kernel that spins for about ns nanoseconds, so that launches
+   queued behind it are timed without the host's launch gaps. */
+int sv_delay(uint64_t ns);
+/* Measures device-to-device copy bandwidth with buffers of bytes each: the
+   median of iters copies, as bytes read plus bytes written per second. */
+int sv_copy_bandwidth(uint64_t bytes, int iters, double *bytes_per_second);
+/* Fills count elements of dtype with seeded normal values times scale. */
+int sv_fill_random(uint64_t dst, int dtype, uint64_t count, uint64_t seed, float scale);
+
+/* argmax: tokens[r] = first index of the maximum of row r (NaN rows and
+   all -inf rows give -1; with SV_ARGMAX_INF_INVALID, +Inf rows too). When
+   row_idx is not 0 it is a device array of n_idx row numbers and only those
+   rows are served (one launch for the greedy rows of a mixed batch); else
+   every row is. */
+int sv_argmax(int dtype, uint64_t logits, int rows, int vocab, uint64_t row_idx,
+              int n_idx, int flags, uint64_t tokens);
+
+/* softmax: probs[r, :] = softmax((x - max) / T) in float32 (T = 0:
+   one-hot). probs may equal logits for in-place f32 softmax. */
+int sv_softmax(int dtype, uint64_t logits, int rows, int vocab, uint64_t params,
+               uint64_t probs);
+
+/* renorm: softmax, then top-k, top-p, min-p; filtered tokens exactly 0. */
+int sv_renorm(int dtype, uint64_t logits, int rows, int vocab, uint64_t params,
+              int flags, uint64_t probs);
+
+/* sample: row_idx holds n_greedy greedy rows then n_sampled sampled rows;
+   tokens[r] receives draw 0 of each listed row (argmax for greedy rows).
+   When draws > 0, samples[r, d] receives draw d by inverse CDF (greedy and
+   invalid rows repeat tokens[r]); samples may be 0 when draws is 0. */
+int sv_sample(int dtype, uint64_t logits, int rows, int vocab, uint64_t params,
+              int flags, uint64_t row_idx, int n_greedy, int n_sampled,
+              uint64_t tokens, int draws, uint64_t samples);
+
+/* spec_verify: target [rows, k+1, vocab] of dtype (flags bits 16..19),
+   draft_tokens int32 [rows, k], draft_probs [rows, k, vocab] of the dtype in
+   flags bits 20..23 (0 handle: one-hot drafts). Writes tokens int32
+   [trials, rows, k+1], emitted and accepted int32 [trials, rows], and for
+   the first trace_trials trials a trace of SoA arrays, each
+   [trace_trials, rows, k+1]: float u, float p, float q, int32 accepted,
+   int32 resampled (20 bytes per step). */
+#define SV_SPEC_TARGET_SHIFT 16
+#define SV_SPEC_DRAFT_SHIFT 20
+int sv_spec_verify(uint64_t target, int rows, int k, int vocab, uint64_t params,
+                   int flags, uint64_t draft_tokens, uint64_t draft_probs,
+                   int trials, uint64_t tokens, uint64_t emitted,
+                   uint64_t accepted, int trace_trials, uint64_t trace);
+
+/* ngram_match: int32 input_ids [rows, L], input_len [rows], pre_ids
+   [rows, M], step_idx [rows]; writes draft_out int32 [rows, max_draft]. */
+int sv_ngram_match(uint64_t input_ids, int L, uint64_t input_len,
+                   uint64_t pre_ids, int M, uint64_t step_idx, int rows,
+                   int max_ngram, int max_draft, int threshold,
+                   uint64_t draft_out);
+
+/* Test-only launchers for the supervision tests: a kernel that writes far
+   out of bounds (an illegal address, sticky) and one that never ends. */
+int sv_fault_out_of_bounds(void);
+int sv_fault_spin(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SAMPVIZ_H */

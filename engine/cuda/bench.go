@@ -1,0 +1,433 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+	"unsafe"
+
+	"github.com/sampviz/sampviz/engine"
+)
+
+// BenchCase is one op and shape to time on device-resident random inputs
+// (normal logits with standard deviation 2).
+type BenchCase struct {
+	Op    engine.Op    `json:"op"`
+	DType engine.DType `json:"dtype"` // of the logits: F32, F16 or BF16
+	Rows  int          `json:"rows"`
+	Vocab int          `json:"vocab"`
+	// K is spec_verify's draft length; DraftProbs gives it draft
+	// distributions in DType (else one-hot drafts).
+	K          int  `json:"k,omitempty"`
+	DraftProbs bool `json:"draft_probs,omitempty"`
+	// Temperature and the filters apply to every row.
+	Temperature float64             `json:"temperature"`
+	TopK        int                 `json:"top_k,omitempty"`
+	TopP        float64             `json:"top_p,omitempty"` // 0 means 1 (off)
+	MinP        float64             `json:"min_p,omitempty"`
+	Method      engine.SampleMethod `json:"method,omitempty"`
+	// PromptLen and GenLen shape ngram_match (input_ids [Rows, PromptLen],
+	// pre_ids [Rows, GenLen], 8 draft tokens, n up to 3).
+	PromptLen int `json:"prompt_len,omitempty"`
+	GenLen    int `json:"gen_len,omitempty"`
+	// Iters is the number of timed launches (default 100) after Warmup
+	// (default 10).
+	Iters  int `json:"iters,omitempty"`
+	Warmup int `json:"warmup,omitempty"`
+}
+
+// BenchResult is what timing a BenchCase measured.
+type BenchResult struct {
+	Case BenchCase `json:"case"`
+	// Median and Min are over Iters launches, each timed with CUDA events.
+	Median time.Duration `json:"median_ns"`
+	Min    time.Duration `json:"min_ns"`
+	// BackToBack is the mean of Iters launches queued back to back between
+	// two events (no spin ahead of them): what a stream of launches sees,
+	// launch gaps included.
+	BackToBack time.Duration `json:"back_to_back_ns"`
+	Iters      int           `json:"iters"`
+	// Sets is the number of input sets rotated so that repeated launches do
+	// not read from L2.
+	Sets int `json:"sets"`
+	// Bytes is what the op must move through device memory (MinBytes).
+	Bytes int64 `json:"bytes"`
+	// Bandwidth is Bytes / Median.
+	Bandwidth float64 `json:"bandwidth"`
+	// CopyBandwidth is the device-to-device copy bandwidth measured in the
+	// same worker (bytes read plus written per second).
+	CopyBandwidth float64 `json:"copy_bandwidth"`
+	Device        string  `json:"device"`
+}
+
+// Ratio returns the achieved bandwidth as a fraction of the copy bandwidth.
+func (r *BenchResult) Ratio() float64 {
+	if r.CopyBandwidth == 0 {
+		return 0
+	}
+	return r.Bandwidth / r.CopyBandwidth
+}
+
+// Floor returns the time the op's bytes take at the copy bandwidth.
+func (r *BenchResult) Floor() time.Duration {
+	if r.CopyBandwidth == 0 {
+		return 0
+	}
+	return time.Duration(float64(r.Bytes) / r.CopyBandwidth * 1e9)
+}
+
+// ngramDraft is the draft length of the ngram_match benchmark.
+const ngramDraft = 8
+
+func (c *BenchCase) validate() error {
+	switch c.DType {
+	case engine.F32, engine.F16, engine.BF16:
+	default:
+		return fmt.Errorf("bench: dtype %s (want F32, F16 or BF16)", c.DType)
+	}
+	if c.Rows < 1 || c.Vocab < 1 && c.Op != engine.OpNgramMatch {
+		return fmt.Errorf("bench: %d rows of %d tokens", c.Rows, c.Vocab)
+	}
+	switch c.Op {
+	case engine.OpArgmax, engine.OpSoftmax, engine.OpRenorm, engine.OpSample:
+	case engine.OpSpecVerify:
+		if c.K < 1 {
+			return fmt.Errorf("bench: spec_verify needs K >= 1")
+		}
+	case engine.OpNgramMatch:
+		if c.PromptLen < 1 || c.GenLen < 1 {
+			return fmt.Errorf("bench: ngram_match needs prompt and generated lengths")
+		}
+	default:
+		return fmt.Errorf("bench: op %q: %w", c.Op, engine.ErrUnsupported)
+	}
+	if _, err := methodFlags(c.Method); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MinBytes is the fewest bytes the op must move through device memory: each
+// input element it needs read once, each output written once. For
+// spec_verify that is every target row (each position's normaliser needs
+// its whole row), the drafts, one draft-probability row per batch row (the
+// residual at the stopping position) and the outputs.
+func (c *BenchCase) MinBytes() int64 {
+	b, v, s := int64(c.Rows), int64(c.Vocab), int64(c.DType.Size())
+	switch c.Op {
+	case engine.OpArgmax:
+		return b*v*s + 4*b
+	case engine.OpSoftmax:
+		return b*v*s + 4*b*v + 4*b
+	case engine.OpRenorm:
+		return b*v*s + 4*b*v + 16*b
+	case engine.OpSample:
+		return b*v*s + 4*b + 32*b
+	case engine.OpSpecVerify:
+		k := int64(c.K)
+		n := b*(k+1)*v*s + 4*b*k + 4*b*(k+1) + 8*b + 32*b
+		if c.DraftProbs {
+			n += b*v*s + b*k*s
+		}
+		return n
+	case engine.OpNgramMatch:
+		return 4*b*int64(c.PromptLen+c.GenLen+2) + 4*b*ngramDraft
+	}
+	return 0
+}
+
+// benchSet is one set of device inputs and outputs of a case.
+type benchSet struct {
+	in, out map[string]uint64
+}
+
+// bench times c: it allocates enough input sets to exceed twice the L2
+// (rotating among them), warms up, then times each launch between two
+// events, with the launches queued behind a spinning kernel so that the
+// host's launch gaps stay out of the numbers, and returns the median.
+func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
+	if err := c.validate(); err != nil {
+		return nil, &wireError{Kind: wireInvalid, Message: err.Error()}
+	}
+	iters, warmup := c.Iters, c.Warmup
+	if iters <= 0 {
+		iters = 100
+	}
+	if warmup <= 0 {
+		warmup = 10
+	}
+	var allocs []uint64
+	defer func() {
+		g.lib.synchronize()
+		for _, h := range allocs {
+			g.lib.free(h)
+		}
+	}()
+	alloc := func(n int64) (uint64, error) {
+		var h uint64
+		if err := g.lib.check(g.lib.malloc(uint64(max(n, 256)), &h), "bench: allocate"); err != nil {
+			return 0, err
+		}
+		allocs = append(allocs, h)
+		return h, nil
+	}
+	upload := func(b []byte) (uint64, error) {
+		h, err := alloc(int64(len(b)))
+		if err != nil {
+			return 0, err
+		}
+		if len(b) > 0 {
+			err = g.lib.check(g.lib.htod(h, unsafe.Pointer(&b[0]), uint64(len(b))), "bench: upload")
+		}
+		return h, err
+	}
+
+	rows, vocab := c.Rows, c.Vocab
+	dt := int32(svDType(c.DType))
+	elem := int64(c.DType.Size())
+	rng := rand.New(rand.NewPCG(uint64(rows), uint64(vocab)))
+
+	// Shared, small inputs: parameters, row lists, drafts.
+	temp := c.Temperature
+	topP := c.TopP
+	if topP == 0 {
+		topP = 1
+	}
+	rp := &rowParams{
+		temperature: make([]float32, rows), topK: make([]int32, rows), topP: make([]float32, rows),
+		minP: make([]float32, rows), seed: make([]uint64, rows), offset: make([]uint64, rows),
+	}
+	for r := range rows {
+		rp.temperature[r], rp.topK[r], rp.topP[r], rp.minP[r] = float32(temp), int32(c.TopK), float32(topP), float32(c.MinP)
+		rp.seed[r], rp.offset[r] = rng.Uint64(), uint64(r)
+	}
+	flags, err := methodFlags(c.Method)
+	if err != nil {
+		return nil, err
+	}
+	if c.TopK > 0 && c.TopK < vocab || topP < 1 || c.MinP > 0 {
+		flags |= flagHasFilters
+	}
+	params, err := upload(rp.bytes())
+	if err != nil {
+		return nil, err
+	}
+	rowList := make([]byte, 4*rows)
+	for r := range rows {
+		binary.LittleEndian.PutUint32(rowList[4*r:], uint32(r))
+	}
+	rowIdx, err := upload(rowList)
+	if err != nil {
+		return nil, err
+	}
+	nGreedy, nSampled := 0, rows
+	if temp == 0 {
+		nGreedy, nSampled = rows, 0
+	}
+
+	// Per-set inputs and outputs.
+	var inBytes int64
+	switch c.Op {
+	case engine.OpSpecVerify:
+		inBytes = int64(rows) * int64(c.K+1) * int64(vocab) * elem
+		if c.DraftProbs {
+			inBytes += int64(rows) * int64(c.K) * int64(vocab) * elem
+		}
+	case engine.OpNgramMatch:
+		inBytes = 4 * int64(rows) * int64(c.PromptLen+c.GenLen)
+	default:
+		inBytes = int64(rows) * int64(vocab) * elem
+	}
+	sets := 1
+	if l2 := g.info.L2Bytes; l2 > 0 && inBytes < 4*l2 {
+		sets = int(min((4*l2+inBytes-1)/inBytes, 256))
+	}
+	var setList []benchSet
+	for s := range sets {
+		set := benchSet{in: map[string]uint64{}, out: map[string]uint64{}}
+		fill := func(name string, n int64, scale float32) error {
+			h, err := alloc(n * elem)
+			if err != nil {
+				return err
+			}
+			set.in[name] = h
+			return g.lib.check(g.lib.fillRandom(h, dt, uint64(n), uint64(1+s)*0x9e3779b97f4a7c15, scale), "bench: random fill")
+		}
+		output := func(name string, n int64) error {
+			h, err := alloc(n)
+			set.out[name] = h
+			return err
+		}
+		switch c.Op {
+		case engine.OpArgmax, engine.OpSample:
+			if err := fill("logits", int64(rows)*int64(vocab), 2); err != nil {
+				return nil, err
+			}
+			if err := output("tokens", 4*int64(rows)); err != nil {
+				return nil, err
+			}
+		case engine.OpSoftmax, engine.OpRenorm:
+			if err := fill("logits", int64(rows)*int64(vocab), 2); err != nil {
+				return nil, err
+			}
+			if err := output("probs", 4*int64(rows)*int64(vocab)); err != nil {
+				return nil, err
+			}
+		case engine.OpSpecVerify:
+			if err := fill("target", int64(rows)*int64(c.K+1)*int64(vocab), 2); err != nil {
+				return nil, err
+			}
+			if c.DraftProbs {
+				if err := fill("qprobs", int64(rows)*int64(c.K)*int64(vocab), 1/float32(vocab)); err != nil {
+					return nil, err
+				}
+			}
+			drafts := make([]byte, 4*rows*c.K)
+			for i := range rows * c.K {
+				binary.LittleEndian.PutUint32(drafts[4*i:], uint32(rng.IntN(vocab)))
+			}
+			h, err := upload(drafts)
+			if err != nil {
+				return nil, err
+			}
+			set.in["drafts"] = h
+			for name, n := range map[string]int64{"tokens": int64(rows * (c.K + 1)), "emitted": int64(rows), "accepted": int64(rows)} {
+				if err := output(name, 4*n); err != nil {
+					return nil, err
+				}
+			}
+		case engine.OpNgramMatch:
+			ids := func(n int) []byte {
+				b := make([]byte, 4*n)
+				for i := range n {
+					binary.LittleEndian.PutUint32(b[4*i:], uint32(rng.IntN(64)))
+				}
+				return b
+			}
+			lens := func(v int) []byte {
+				b := make([]byte, 4*rows)
+				for r := range rows {
+					binary.LittleEndian.PutUint32(b[4*r:], uint32(v))
+				}
+				return b
+			}
+			for name, b := range map[string][]byte{"input_ids": ids(rows * c.PromptLen), "pre_ids": ids(rows * c.GenLen),
+				"input_len": lens(c.PromptLen), "step_idx": lens(c.GenLen)} {
+				h, err := upload(b)
+				if err != nil {
+					return nil, err
+				}
+				set.in[name] = h
+			}
+			if err := output("draft_out", 4*int64(rows)*ngramDraft); err != nil {
+				return nil, err
+			}
+		}
+		setList = append(setList, set)
+	}
+
+	launch := func(set benchSet) int32 {
+		l := g.lib
+		switch c.Op {
+		case engine.OpArgmax:
+			return l.argmax(dt, set.in["logits"], int32(rows), int32(vocab), 0, 0, 0, set.out["tokens"])
+		case engine.OpSoftmax:
+			return l.softmax(dt, set.in["logits"], int32(rows), int32(vocab), params, set.out["probs"])
+		case engine.OpRenorm:
+			return l.renorm(dt, set.in["logits"], int32(rows), int32(vocab), params, int32(flags), set.out["probs"])
+		case engine.OpSample:
+			return l.sample(dt, set.in["logits"], int32(rows), int32(vocab), params, int32(flags), rowIdx,
+				int32(nGreedy), int32(nSampled), set.out["tokens"], 0, 0)
+		case engine.OpSpecVerify:
+			f := int32(flags) | dt<<specTargetShift | dt<<specDraftShift
+			return l.specVerify(set.in["target"], int32(rows), int32(c.K), int32(vocab), params, f, set.in["drafts"],
+				set.in["qprobs"], 1, set.out["tokens"], set.out["emitted"], set.out["accepted"], 0, 0)
+		case engine.OpNgramMatch:
+			return l.ngram(set.in["input_ids"], int32(c.PromptLen), set.in["input_len"], set.in["pre_ids"], int32(c.GenLen),
+				set.in["step_idx"], int32(rows), 3, ngramDraft, 1<<20, set.out["draft_out"])
+		}
+		return svInvalid
+	}
+	for i := range warmup {
+		if err := g.lib.check(launch(setList[i%sets]), "bench: "+string(c.Op)); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.lib.check(g.lib.synchronize(), "bench: warm-up"); err != nil {
+		return nil, err
+	}
+	// Time in batches queued behind a 2 ms spin, so the device never waits
+	// for the host between the events of one launch.
+	const batch = 32
+	if err := g.lib.check(g.lib.eventsReserve(2*batch), "bench: events"); err != nil {
+		return nil, err
+	}
+	times := make([]float64, 0, iters)
+	for done := 0; done < iters; {
+		n := min(batch, iters-done)
+		if err := g.lib.check(g.lib.delay(2_000_000), "bench: delay"); err != nil {
+			return nil, err
+		}
+		for i := range n {
+			if err := g.lib.check(g.lib.eventRecord(int32(2*i)), "bench: event"); err != nil {
+				return nil, err
+			}
+			if err := g.lib.check(launch(setList[(done+i)%sets]), "bench: "+string(c.Op)); err != nil {
+				return nil, err
+			}
+			if err := g.lib.check(g.lib.eventRecord(int32(2*i+1)), "bench: event"); err != nil {
+				return nil, err
+			}
+		}
+		if err := g.lib.check(g.lib.synchronize(), "bench: "+string(c.Op)); err != nil {
+			return nil, err
+		}
+		for i := range n {
+			var ms float32
+			if err := g.lib.check(g.lib.eventElapsed(int32(2*i), int32(2*i+1), &ms), "bench: event time"); err != nil {
+				return nil, err
+			}
+			times = append(times, float64(ms))
+		}
+		done += n
+	}
+	// Back to back: the same launches between one pair of events.
+	if err := g.lib.check(g.lib.eventRecord(0), "bench: event"); err != nil {
+		return nil, err
+	}
+	for i := range iters {
+		if err := g.lib.check(launch(setList[i%sets]), "bench: "+string(c.Op)); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.lib.check(g.lib.eventRecord(1), "bench: event"); err != nil {
+		return nil, err
+	}
+	var total float32
+	if err := g.lib.check(g.lib.eventElapsed(0, 1, &total), "bench: event time"); err != nil {
+		return nil, err
+	}
+	sort.Float64s(times)
+	med := times[len(times)/2]
+	res := &BenchResult{
+		Case:          *c,
+		Median:        time.Duration(med * 1e6),
+		Min:           time.Duration(times[0] * 1e6),
+		BackToBack:    time.Duration(float64(total) * 1e6 / float64(iters)),
+		Iters:         iters,
+		Sets:          sets,
+		Bytes:         c.MinBytes(),
+		CopyBandwidth: g.info.CopyBandwidth,
+		Device:        g.info.Name,
+	}
+	if med > 0 {
+		res.Bandwidth = float64(res.Bytes) / (med * 1e-3)
+	}
+	if math.IsNaN(res.Bandwidth) {
+		res.Bandwidth = 0
+	}
+	return res, nil
+}

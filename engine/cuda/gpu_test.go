@@ -1,0 +1,357 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/sampviz/sampviz/engine"
+)
+
+func TestGPUDevice(t *testing.T) {
+	b := gpuBackend(t)
+	d := b.Device()
+	t.Logf("device %q, %d SMs, %.1f GiB, L2 %d MiB, copy bandwidth %.0f GB/s", d.Name, d.SMs,
+		float64(d.MemoryBytes)/(1<<30), b.L2Bytes()>>20, d.CopyBandwidth/1e9)
+	if d.Backend != "cuda" || d.Name == "" || d.SMs <= 0 || d.MemoryBytes <= 0 || d.CopyBandwidth < 1e10 {
+		t.Errorf("implausible device %+v", d)
+	}
+}
+
+func TestGPUArgmax(t *testing.T) {
+	gpuBackend(t)
+	rng := newRand(t)
+	for _, s := range grid(true) {
+		t.Run(s.String(), func(t *testing.T) {
+			x, invalid := logits(rng, s.dtype, s.rows, s.vocab, true)
+			run := &engine.Run{Op: engine.OpArgmax, Logits: x}
+			gpu, host := runBoth(t, run)
+			sameBits(t, "tokens", gpu.Tokens, host.Tokens)
+			// argmax treats +Inf as a maximum: only NaN and all -inf rows fail.
+			bad := map[int]bool{}
+			for r := range invalid {
+				if host.Tokens.Int(r) < 0 {
+					bad[r] = true
+				}
+			}
+			judge(t, run, gpu, host, bad)
+		})
+	}
+}
+
+func TestGPUSoftmax(t *testing.T) {
+	b := gpuBackend(t)
+	rng := newRand(t)
+	for _, s := range grid(true) {
+		t.Run(s.String(), func(t *testing.T) {
+			x, invalid := logits(rng, s.dtype, s.rows, s.vocab, true)
+			run := &engine.Run{Op: engine.OpSoftmax, Logits: x, Params: params(rng, s.rows, s.vocab, false)}
+			gpu, host := runBoth(t, run)
+			judge(t, run, gpu, host, invalid)
+			for r := range invalid {
+				for i := range s.vocab {
+					if v := gpu.Probs.Float(r*s.vocab + i); !math.IsNaN(v) {
+						t.Fatalf("row %d has no distribution but token %d has probability %v", r, i, v)
+					}
+				}
+			}
+			// Greedy rows are one-hot at engine/cpu's argmax, exactly.
+			for r, temp := range run.Params.Temperature {
+				if temp == 0 && !invalid[r] {
+					for i := range s.vocab {
+						if g, h := gpu.Probs.Float(r*s.vocab+i), host.Probs.Float(r*s.vocab+i); g != h {
+							t.Fatalf("greedy row %d token %d: cuda %v, cpu %v", r, i, g, h)
+						}
+					}
+				}
+			}
+			if s.dtype == engine.F32 && s.rows <= 7 {
+				in, err := b.run(context.Background(), run, true)
+				if err != nil {
+					t.Fatalf("in-place softmax: %v", err)
+				}
+				sameBits(t, "in-place probs", in.Probs, gpu.Probs)
+			}
+		})
+	}
+}
+
+func TestGPURenorm(t *testing.T) {
+	gpuBackend(t)
+	rng := newRand(t)
+	for _, s := range grid(false) {
+		t.Run(s.String(), func(t *testing.T) {
+			x, invalid := logits(rng, s.dtype, s.rows, s.vocab, true)
+			run := &engine.Run{Op: engine.OpRenorm, Logits: x, Params: params(rng, s.rows, s.vocab, true)}
+			gpu, host := runBoth(t, run)
+			// The normaliser is engine/cpu's Sum in its order: equal bit for bit.
+			sameBits(t, "probs", gpu.Probs, host.Probs)
+			judge(t, run, gpu, host, invalid)
+		})
+	}
+}
+
+func TestGPUSample(t *testing.T) {
+	gpuBackend(t)
+	rng := newRand(t)
+	methods := []engine.SampleMethod{engine.SampleAuto, engine.SampleInverseCDF, engine.SampleGumbel, engine.SampleRejection}
+	for _, s := range grid(false) {
+		for _, m := range methods {
+			if m != engine.SampleAuto && s.rows > 7 {
+				continue
+			}
+			name := string(m)
+			if name == "" {
+				name = "auto"
+			}
+			t.Run(s.String()+"/"+name, func(t *testing.T) {
+				x, invalid := logits(rng, s.dtype, s.rows, s.vocab, true)
+				p := params(rng, s.rows, s.vocab, true)
+				p.Method = m
+				run := &engine.Run{Op: engine.OpSample, Logits: x, Params: p}
+				gpu, host := runBoth(t, run)
+				sameBits(t, "tokens", gpu.Tokens, host.Tokens)
+				judge(t, run, gpu, host, invalid)
+			})
+		}
+	}
+}
+
+// TestGPUSampleDraws checks the samplers statistically: 10^6 draws per row
+// never leave the support, fit the reference distribution, and equal
+// engine/cpu's draws for the same seeds.
+func TestGPUSampleDraws(t *testing.T) {
+	gpuBackend(t)
+	rng := newRand(t)
+	draws := 1_000_000
+	if quick() {
+		draws = 2000
+	}
+	for _, s := range []shape{{engine.F32, 4, 111}, {engine.BF16, 3, 2000}, {engine.F16, 2, 32003}} {
+		t.Run(s.String(), func(t *testing.T) {
+			x, invalid := logits(rng, s.dtype, s.rows, s.vocab, false)
+			p := params(rng, s.rows, s.vocab, true)
+			for r := range s.rows {
+				p.Temperature[r] = 0.5 + 1.5*rng.Float64() // spread mass over many tokens
+			}
+			p.Temperature[0] = 0 // one greedy row
+			p.Draws = draws
+			run := &engine.Run{Op: engine.OpSample, Logits: x, Params: p}
+			gpu, host := runBoth(t, run)
+			sameBits(t, "tokens", gpu.Tokens, host.Tokens)
+			sameBits(t, "samples", gpu.Samples, host.Samples)
+			judge(t, run, gpu, host, invalid)
+		})
+	}
+}
+
+// specRun builds a spec_verify run: target logits [B, K+1, V], drafts drawn
+// from the draft distributions (random softmaxes, or one-hot), and trials.
+func specRun(rng *rand.Rand, dtype engine.DType, rows, k, vocab, trials int, qdtype engine.DType) (*engine.Run, map[int]bool) {
+	flat, bad := logits(rng, dtype, rows*(k+1), vocab, true)
+	target := &engine.Tensor{Name: "target_logits", DType: dtype, Shape: []int{rows, k + 1, vocab}, Data: flat.Data}
+	invalid := map[int]bool{}
+	for r := range bad {
+		invalid[r/(k+1)] = true
+	}
+	drafts := engine.NewTensor("draft_tokens", engine.I32, rows, k)
+	var q *engine.Tensor
+	if qdtype != engine.DTypeInvalid {
+		q = engine.NewTensor("draft_probs", qdtype, rows, k, vocab)
+	}
+	w := make([]float64, vocab)
+	for i := range rows * k {
+		scale := 0.5 + 3*rng.Float64()
+		sum := 0.0
+		for j := range w {
+			w[j] = math.Exp(rng.NormFloat64() * scale)
+			sum += w[j]
+		}
+		u, tok := rng.Float64()*sum, vocab-1
+		for j, acc := 0, 0.0; j < vocab; j++ {
+			acc += w[j]
+			if u < acc {
+				tok = j
+				break
+			}
+		}
+		drafts.SetInt(i, int64(tok))
+		if q != nil {
+			for j := range w {
+				q.SetFloat(i*vocab+j, w[j]/sum)
+			}
+		}
+	}
+	p := params(rng, rows, vocab, true)
+	p.Trials = trials
+	return &engine.Run{Op: engine.OpSpecVerify, TargetLogits: target, DraftTokens: drafts, DraftProbs: q, Params: p}, invalid
+}
+
+func TestGPUSpecVerify(t *testing.T) {
+	gpuBackend(t)
+	rng := newRand(t)
+	type specCase struct {
+		shape
+		k, trials int
+		q         engine.DType
+	}
+	var cases []specCase
+	if quick() {
+		cases = []specCase{{shape{engine.F32, 2, 111}, 3, 20, engine.F32}, {shape{engine.BF16, 3, 2}, 2, 5, engine.DTypeInvalid}}
+	} else {
+		for _, d := range allDTypes {
+			for _, v := range []int{2, 111, 32003, 128256} {
+				for _, b := range []int{1, 7, 128} {
+					if b == 128 && v != 32003 {
+						continue
+					}
+					trials := 1
+					if v <= 111 {
+						trials = 2000
+					} else if b == 1 {
+						trials = 64
+					}
+					q := []engine.DType{engine.DTypeInvalid, engine.F32, engine.BF16, engine.F16}[rng.IntN(4)]
+					cases = append(cases, specCase{shape{d, b, v}, 1 + rng.IntN(5), trials, q})
+				}
+			}
+		}
+	}
+	for _, c := range cases {
+		name := c.shape.String() + "/K" + itoa(c.k) + "/T" + itoa(c.trials) + "/q" + c.q.String()
+		t.Run(name, func(t *testing.T) {
+			run, invalid := specRun(rng, c.dtype, c.rows, c.k, c.vocab, c.trials, c.q)
+			gpu, host := runBoth(t, run)
+			sameBits(t, "spec_tokens", gpu.SpecTokens, host.SpecTokens)
+			sameBits(t, "spec_emitted", gpu.SpecEmitted, host.SpecEmitted)
+			sameBits(t, "spec_accepted", gpu.SpecAccepted, host.SpecAccepted)
+			sameBits(t, "spec_trials", gpu.SpecTrials, host.SpecTrials)
+			sameTrace(t, gpu.Trace, host.Trace)
+			judge(t, run, gpu, host, invalid)
+		})
+	}
+}
+
+func itoa(n int) string { return string(appendInt(nil, n)) }
+
+func appendInt(b []byte, n int) []byte {
+	if n >= 10 {
+		b = appendInt(b, n/10)
+	}
+	return append(b, byte('0'+n%10))
+}
+
+func sameTrace(t *testing.T, got, want *engine.SpecTrace) {
+	t.Helper()
+	if got == nil || want == nil || got.Trials != want.Trials || got.Rows != want.Rows || got.Steps != want.Steps {
+		t.Fatalf("trace shapes: cuda %+v, cpu %+v", shapeOf(got), shapeOf(want))
+	}
+	bits := func(f float32) uint32 {
+		if f != f {
+			return 0x7fc00000
+		}
+		return math.Float32bits(f)
+	}
+	bad := 0
+	for i := range got.Step {
+		g, w := got.Step[i], want.Step[i]
+		if g.Draft == w.Draft && bits(g.U) == bits(w.U) && bits(g.P) == bits(w.P) && bits(g.Q) == bits(w.Q) &&
+			g.Accepted == w.Accepted && g.Resampled == w.Resampled {
+			continue
+		}
+		if bad < 5 {
+			t.Errorf("trace step %d (trial %d, row %d, position %d): cuda %+v, cpu %+v", i,
+				i/(got.Rows*got.Steps), i/got.Steps%got.Rows, i%got.Steps, g, w)
+		}
+		bad++
+	}
+	if bad > 5 {
+		t.Errorf("... %d trace steps differ", bad)
+	}
+}
+
+func shapeOf(s *engine.SpecTrace) [3]int {
+	if s == nil {
+		return [3]int{}
+	}
+	return [3]int{s.Trials, s.Rows, s.Steps}
+}
+
+func TestGPUNgramMatch(t *testing.T) {
+	gpuBackend(t)
+	rng := newRand(t)
+	type ngramCase struct{ rows, l, m, alphabet, maxDraft, threshold, maxNgram int }
+	cases := []ngramCase{{1, 50, 10, 4, 8, 1024, 3}, {7, 300, 40, 6, 5, 12, 3}, {128, 4096, 512, 40, 8, 300, 4}, {33, 2000, 100, 1000, 0, 1024, 3}}
+	if quick() {
+		cases = cases[:2]
+	}
+	for _, c := range cases {
+		t.Run("B"+itoa(c.rows)+"/L"+itoa(c.l), func(t *testing.T) {
+			in := engine.NewTensor("input_ids", engine.I64, c.rows, c.l)
+			inLen := engine.NewTensor("input_ids_len", engine.I32, c.rows)
+			pre := engine.NewTensor("pre_ids", engine.I32, c.rows, c.m)
+			step := engine.NewTensor("step_idx", engine.I64, c.rows)
+			for r := range c.rows {
+				n, s := rng.IntN(c.l+1), rng.IntN(c.m+1)
+				if r%5 == 0 {
+					s = 0
+				}
+				inLen.SetInt(r, int64(n))
+				step.SetInt(r, int64(s))
+				for i := range c.l {
+					in.SetInt(r*c.l+i, int64(rng.IntN(c.alphabet)))
+				}
+				for i := range c.m {
+					v := int64(rng.IntN(c.alphabet))
+					if i < s && n > 8 && rng.IntN(3) == 0 { // copy a stretch of the prompt
+						v = in.Int(r*c.l + rng.IntN(n))
+					}
+					pre.SetInt(r*c.m+i, v)
+				}
+			}
+			run := &engine.Run{Op: engine.OpNgramMatch, InputIDs: in, InputIDsLen: inLen, PreIDs: pre, StepIdx: step,
+				Params: engine.Params{MaxNgramSize: c.maxNgram, MaxDraftTokens: c.maxDraft, Threshold: c.threshold}}
+			gpu, host := runBoth(t, run)
+			sameBits(t, "draft_out", gpu.DraftOut, host.DraftOut)
+			judge(t, run, gpu, host, nil)
+		})
+	}
+}
+
+// TestGPUFaults plants real faults: a kernel that writes out of bounds (a
+// sticky illegal address), one that never ends (the watchdog), and a
+// crashing worker; each fails its run with its typed error and the next run
+// works on a fresh worker.
+func TestGPUFaults(t *testing.T) {
+	gpuBackend(t) // skip without a GPU
+	rng := newRand(t)
+	opts := testOptions(kernelsForTest())
+	opts.Watchdog = 5 * time.Second
+	b, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	tests := []struct {
+		fault string
+		kind  error
+	}{
+		{"out_of_bounds", ErrDeviceFault},
+		{"spin", ErrHung},
+		{"crash", ErrCrashed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fault, func(t *testing.T) {
+			checkArgmax(t, b, rng)
+			err := b.injectFault(context.Background(), tt.fault, 5*time.Second)
+			if !errors.Is(err, tt.kind) {
+				t.Fatalf("fault %s: %v, want %v", tt.fault, err, tt.kind)
+			}
+			t.Logf("fault %s: %v", tt.fault, err)
+			checkArgmax(t, b, rng)
+		})
+	}
+}
