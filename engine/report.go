@@ -217,6 +217,10 @@ type OutputReport struct {
 	Strict *Drift      `json:"strict,omitempty"`
 	Native *Drift      `json:"native,omitempty"`
 	Rows   []RowReport `json:"rows"`
+	// Violations are failures of the output as a whole that belong to no
+	// single row (pooled acceptance by position, the spec_accepted counter,
+	// different seeds drawing the same tokens); any of them fails the output.
+	Violations []string `json:"violations,omitempty"`
 	// Spec pools the speculative statistics of every row (acceptance by
 	// position, emitted lengths) for the run page.
 	Spec *SpecStats `json:"spec,omitempty"`

@@ -3,8 +3,9 @@
 // outputs (Polygraphy's statistics plus what matters for distributions), the
 // rules of integer outputs, and every violation in a sentence a person reads
 // once. It follows docs/SEMANTICS.md "Judging"; it never runs kernels, never
-// does I/O, and never decides a statistical question itself (engine/stats
-// does: goodnessOfFit and specTrialsFit are where it plugs in).
+// does I/O, and never computes a statistic itself: engine/stats does (goodness
+// of fit, binomial tests, Wilson intervals, the chance line), on the laws of
+// engine/ref.
 //
 // # Float outputs (softmax, renorm)
 //
@@ -65,4 +66,59 @@
 // Input rows without a reference (NaN or +Inf logits, all masked) are a
 // violation on that row for every output, and the row's other checks are
 // skipped.
+//
+// # Statistics of samplers
+//
+// Many draws per row (samples): besides the support rule above, the counts
+// per token are fitted to the strict renorm reference (stats.GoodnessOfFit:
+// G-test with pooled sparse bins and a worst-bin test) and the row fails
+// when the p-value is below Options.PValue (1e-6), with a sentence that
+// gives the p-value, the total variation beside the value a correct sampler
+// stays under, and the most deviant bin; RowReport.Fit and PValue carry the
+// numbers. Temperature-0 rows are judged on their tokens alone. Boundary
+// tokens do not raise false alarms (revealedSupport): the fit's reference is
+// the unfiltered reference restricted to the support the draws reveal
+// (every kept token, every boundary token drawn, and the boundary tokens the
+// reference keeps unless together they expect 10 or more draws and got none)
+// and renormalised, with a note when that differs from the reference's own
+// decisions. A sample run's external `probs` are judged as renorm
+// probabilities; one token per row (`tokens`) is judged on its support and
+// noted as weak evidence.
+//
+// Speculative trials (spec_trials, or the one trial of spec_tokens): the
+// laws of ref.SpecVerify, with the target supports the trials reveal at
+// boundary tokens (at such positions the acceptance probability and residual
+// are recomputed with stats' formulas, and the acceptance band widens by the
+// boundary mass, which a sampler may keep or drop unseen), judge per row:
+// the acceptance rate of each position among the trials that reached it
+// (exact binomial test against a band of ±1e-5 relative around theory,
+// acceptSlack: float32 kernels reject where float64 says a = 1 when p and q
+// agree to rounding), the emitted-length histogram against its exact law,
+// and the lossless check, the tokens at each output position against a_j
+// δ(x_j) + (1 - a_j) r_j (and p_K at the bonus), with a 1e-5 share of p_j
+// mixed in (residualNoise) so that a kernel's rounding-noise residual draw
+// is not impossible. A row's tests share the threshold (Bonferroni:
+// RowReport.PValue is the smallest p-value times their number). A resampled
+// token with zero float64 residual mass is allowed where p(t) >= q(t)·(1 -
+// slack), for the same reason. RowReport.Spec carries every number.
+//
+// # Over all rows
+//
+// OutputReport.Spec pools the rows: acceptance by position (Σ accepted / Σ
+// reached beside the reach-weighted theory), the emitted lengths summed
+// (theory: the rows' laws weighted by their trials), the mean acceptance
+// length; Spec.Trials counts every trial of every row. The pooled counts are
+// tested too (a binomial at the mean rate is conservative for a sum of
+// Bernoulli trials of different rates, Hoeffding 1956), and so is the sum of
+// spec_accepted over rows against Σ a_i (each counter counts an independent
+// acceptance test at every position). So are the seed rules of
+// Options.Reruns: a row whose rerun with the same seed drew another token
+// fails; different seeds that drew the same tokens everywhere where chance
+// would not fail the output. A failure that belongs to no single row goes to
+// OutputReport.Violations and sets Pass to false. Every statistically judged output gets stats.ChanceLine as a note:
+// how many rows failed beside how many chance alone would fail.
+//
+// Not detectable by design: accepting with p/q without the min (u < p/q and
+// u < min(1, p/q) are the same event for u < 1) and u <= versus u < (they
+// differ with probability 0, or 2^-24 for a float32 uniform).
 package compare

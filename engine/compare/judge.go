@@ -64,6 +64,20 @@ func newJudge(run *engine.Run, outs []*engine.Output, o Options) *judge {
 		}
 	}
 	j.hists = make([]planHists, len(j.plans))
+	if rr := o.Reruns; rr != nil {
+		if rr.Output < 0 || rr.Output >= len(j.plans) {
+			for _, p := range j.plans {
+				p.rep.Notes = append(p.rep.Notes, fmt.Sprintf("seed rules not judged: the reruns repeat output %d of %d", rr.Output, len(j.plans)))
+			}
+		} else {
+			p := j.plans[rr.Output]
+			var why string
+			p.seeds, why = newSeedState(rr, p, j.rows)
+			if why != "" {
+				p.rep.Notes = append(p.rep.Notes, "seed rules not judged: "+why)
+			}
+		}
+	}
 	return j
 }
 
@@ -168,6 +182,7 @@ func (j *judge) report() *engine.Report {
 				or.Pass = false
 			}
 		}
+		j.runStats(p, &or)
 		if p.probs {
 			or.Strict = runDrift("strict", p.tol.Strict, or.Rows, j.vocab, func(r *engine.RowReport) *engine.Drift { return r.Strict }, &j.hists[i].strictAbs, &j.hists[i].strictRel)
 			or.Native = runDrift("native", p.tol.Native, or.Rows, j.vocab, func(r *engine.RowReport) *engine.Drift { return r.Native }, &j.hists[i].nativeAbs, &j.hists[i].nativeRel)

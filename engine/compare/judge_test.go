@@ -439,3 +439,36 @@ func TestNaNOutputReportMarshals(t *testing.T) {
 		t.Errorf("NaN is not written as \"NaN\"")
 	}
 }
+
+// A draft the target gives no mass can never be accepted: a chain that goes
+// past it breaks the acceptance rule, whatever the token after it.
+func TestSpecAcceptedDraftWithoutTargetMass(t *testing.T) {
+	rng := rand.New(rand.NewPCG(91, 92))
+	const b, k, v = 2, 2, 16
+	run := specRunOf(rng, b, k, v)
+	// Row 0: position 0's target masks the draft; row 1 stays as drawn.
+	x := int(run.DraftTokens.Int(0))
+	run.TargetLogits.SetFloat(x, math.Inf(-1))
+	specs := []ref.SpecRef{ref.SpecVerify(run, 0, 1e-6), ref.SpecVerify(run, 1, 1e-6)}
+	if specs[0].Accept[0] != 0 {
+		t.Fatalf("setup: row 0 accepts its first draft with probability %v", specs[0].Accept[0])
+	}
+	residual := specs[0].Residual[1]
+	next := int64(slices.Index(residual, slices.Max(residual)))
+	toks := []int64{int64(x), next, -1}
+	row1, e1, a1 := chain(rng, &specs[1])
+	toks = append(toks, row1...)
+	out := &engine.Output{
+		Name:         "cpu",
+		SpecTokens:   engine.FromInts("spec_tokens", engine.I32, []int{b, k + 1}, toks),
+		SpecEmitted:  engine.FromInts("spec_emitted", engine.I32, []int{b}, []int64{1, e1}),
+		SpecAccepted: engine.FromInts("spec_accepted", engine.I32, []int{b}, []int64{1, a1}),
+	}
+	o := judgeRun(t, run, out).Outputs[0]
+	if got := failedRows(o); !slices.Equal(got, []int{0}) {
+		t.Fatalf("failed rows %v, want [0]; row 0: %v", got, o.Rows[0].Violations)
+	}
+	if !hasRule(o.Rows[0], engine.RuleAcceptance) {
+		t.Errorf("row 0: %v, want an acceptance violation", o.Rows[0].Violations)
+	}
+}

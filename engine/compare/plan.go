@@ -30,6 +30,15 @@ type plan struct {
 	// underflow is the reference probability below which a zero output is
 	// not a dropped token.
 	underflow float64
+	// accepted holds, per row, what the run-level check of spec_accepted
+	// needs (nil when the output has no spec_accepted). Each row's entry is
+	// written by the worker that judges the row.
+	accepted []acceptedRow
+	// slack holds, per row, the slack of each position's acceptance band
+	// (specLaws.slack) for the pooled tests; written like accepted.
+	slack [][]float64
+	// seeds is the seed rules' state when this output is the one they judge.
+	seeds *seedState
 }
 
 // newPlan checks out against the run and decides what to judge.
@@ -148,11 +157,14 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 	if p.tokens && !p.argmax && !p.samples {
 		p.rep.Notes = append(p.rep.Notes, "one sampled token per row is weak evidence: a biased sampler still lands on the support; many draws per row (samples) are judged statistically")
 	}
-	if p.samples {
-		p.rep.Notes = append(p.rep.Notes, fitNote)
+	if p.spec && !p.trials {
+		p.rep.Notes = append(p.rep.Notes, "one trial per row (spec_tokens) is weak evidence: each row is judged on its structure, and acceptance by position is tested pooled over the rows; many trials per row (spec_trials) test each row's acceptance, emitted lengths and the lossless rule")
 	}
-	if p.trials {
-		p.rep.Notes = append(p.rep.Notes, specFitNote)
+	if p.spec && out.SpecAccepted != nil {
+		p.accepted = make([]acceptedRow, b)
+	}
+	if p.spec || p.trials {
+		p.slack = make([][]float64, b)
 	}
 	return p
 }

@@ -595,3 +595,29 @@ func TestKLMatchesDirectSum(t *testing.T) {
 		}
 	}
 }
+
+func TestSubnormalWeightsMayTieAtTheTopKCut(t *testing.T) {
+	// Tokens 2 and 3 differ in float64 but their float32 weights are
+	// subnormals that a kernel may see as tied, so its top-k keeps both:
+	// the extra token is a boundary, and its value is still checked.
+	run := &engine.Run{
+		Op:     engine.OpRenorm,
+		Logits: engine.FromFloat64s("logits", engine.F32, []int{1, 5}, []float64{0, -1, -90, -90.25, -5}),
+		Params: engine.Params{Temperature: []float64{1}, TopK: []int{4}, TopP: []float64{1}, MinP: []float64{0}, FilterOrder: engine.TopKFirst, TopKTies: engine.TiesKeep},
+	}
+	d := ref.Renorm(run, 0, false, 1e-6)
+	if d.Class[3] != ref.Dropped || d.Base[3] >= 0x1p-126 || d.Base[3] < 0x1p-149 {
+		t.Fatalf("setup: token 3 is %v with base mass %g; the test needs a dropped token of subnormal float32 mass", d.Class[3], d.Base[3])
+	}
+	z := 1 + math.Exp(-1) + math.Exp(-90) + math.Exp(-90.25) + math.Exp(-5)
+	kept := []float64{1 / z, math.Exp(-1) / z, math.Exp(-90) / z, math.Exp(-90.25) / z, math.Exp(-5) / z}
+	if r := judgeRun(t, run, probsOutput(run, engine.F32, kept)).Outputs[0].Rows[0]; !r.Pass {
+		t.Errorf("a subnormal tie kept at the cut fails: %v", r.Violations)
+	}
+	// The same token with real mass is an extra token, whatever its base.
+	wrong := slices.Clone(kept)
+	wrong[3] = 0.01
+	if r := judgeRun(t, run, probsOutput(run, engine.F32, wrong)).Outputs[0].Rows[0]; r.Pass {
+		t.Errorf("a subnormal-base token with mass 0.01 passes")
+	}
+}

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/ref"
@@ -9,7 +10,11 @@ import (
 
 // judgeSpec judges row r of a speculative output: the structural rules of
 // SEMANTICS.md "Judging" on spec_tokens (with spec_emitted and spec_accepted
-// when present) and on every trial of spec_trials.
+// when present) and on every trial of spec_trials, then the statistics of
+// the trials (specTrialStats): those of spec_trials when the output has
+// them, else the one trial of spec_tokens. Both judge against the laws of
+// the reference with the target supports the trials reveal at boundary
+// tokens (revealedLaws).
 func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 	s := w.specRef(r, p.eps)
 	if s.Invalid != "" {
@@ -17,11 +22,35 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 		return
 	}
 	steps := len(s.Drafts) + 1
-	toks := make([]int64, steps)
-	if t := p.out.SpecTokens; p.spec {
+	var toks []int64
+	if p.spec {
+		toks = make([]int64, steps)
 		for j := range toks {
-			toks[j] = t.Int(r*steps + j)
+			toks[j] = p.out.SpecTokens.Int(r*steps + j)
 		}
+	}
+	var trials [][]int32
+	if p.trials {
+		trials = readTrials(p.out.SpecTrials, r, steps)
+	} else {
+		trial := make([]int32, steps)
+		for j, t := range toks {
+			trial[j] = int32Token(t)
+		}
+		trials = [][]int32{trial}
+	}
+	ts, err := countTrials(s, trials, w.j.vocab)
+	if err != nil {
+		rep.AddFinding(note(engine.RuleAcceptance, -1, "row %d: no trial statistics: %v", r, err))
+		return
+	}
+	laws, changes := revealedLaws(s, ts)
+	p.slack[r] = laws.slack
+	for _, c := range changes {
+		rep.AddFinding(note(engine.RuleBoundary, -1, "row %d: %s", r, c))
+	}
+
+	if p.spec {
 		var emitted, accepted *int64
 		if e := p.out.SpecEmitted; e != nil {
 			x := e.Int(r)
@@ -30,27 +59,47 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 		if a := p.out.SpecAccepted; a != nil {
 			x := a.Int(r)
 			accepted = &x
+			p.recordAccepted(r, laws, x)
 		}
-		if rule, msg, tok := specProblem(s, toks, emitted, accepted, w.j.vocab); msg != "" {
+		if rule, msg, tok := specProblem(s, &laws, toks, emitted, accepted, w.j.vocab); msg != "" {
 			rep.AddFinding(violation(rule, tok, "row %d: %s", r, msg))
 		}
 	}
-	if !p.trials {
-		return
+	if p.trials {
+		judgeTrialStructure(p.out.SpecTrials, s, &laws, r, w.j.vocab, rep)
 	}
-	t := p.out.SpecTrials
-	trials, rows := t.Dim(0), t.Dim(1)
-	all := make([][]int64, trials)
+	w.specTrialStats(p, s, &laws, ts, trials, r, rep)
+}
+
+// readTrials returns the trials of row r of spec_trials t ([T, B, steps])
+// as int32 tokens (int32Token), in one allocation.
+func readTrials(t *engine.Tensor, r, steps int) [][]int32 {
+	n, rows := t.Dim(0), t.Dim(1)
+	flat := make([]int32, n*steps)
+	all := make([][]int32, n)
+	for d := range n {
+		at := (d*rows + r) * steps
+		for j := range steps {
+			flat[d*steps+j] = int32Token(t.Int(at + j))
+		}
+		all[d] = flat[d*steps : (d+1)*steps : (d+1)*steps]
+	}
+	return all
+}
+
+// judgeTrialStructure judges every trial of row r of spec_trials t on the
+// structural rules, and reports how many break one, and the first.
+func judgeTrialStructure(t *engine.Tensor, s *ref.SpecRef, laws *specLaws, r, v int, rep *engine.RowReport) {
+	n, rows, steps := t.Dim(0), t.Dim(1), len(s.Drafts)+1
+	row := make([]int64, steps)
 	failed, first := 0, ""
 	var firstRule engine.Rule
 	firstTok := -1
-	for d := range trials {
-		row := make([]int64, steps)
+	for d := range n {
 		for j := range row {
 			row[j] = t.Int((d*rows+r)*steps + j)
 		}
-		all[d] = row
-		if rule, msg, tok := specProblem(s, row, nil, nil, w.j.vocab); msg != "" {
+		if rule, msg, tok := specProblem(s, laws, row, nil, nil, v); msg != "" {
 			if failed == 0 {
 				first, firstRule, firstTok = fmt.Sprintf("trial %d: %s", d, msg), rule, tok
 			}
@@ -58,20 +107,41 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 		}
 	}
 	if failed > 0 {
-		rep.AddFinding(violation(firstRule, firstTok, "row %d: %d of %d trials break the rules; first, %s", r, failed, trials, first))
+		rep.AddFinding(violation(firstRule, firstTok, "row %d: %d of %d trials break the rules; first, %s", r, failed, n, first))
 	}
-	if pv, ok := specTrialsFit(s, all, p.tol.PValue); ok {
-		rep.PValue = &pv
-		if pv < p.tol.PValue {
-			rep.AddFinding(violation(engine.RuleAcceptance, -1, "row %d: %d trials do not follow the speculative-sampling laws (p = %s, threshold %s)", r, trials, sci(pv), sci(p.tol.PValue)))
-		}
+}
+
+// int32Token narrows a token id for engine/stats; ids beyond int32 (never a
+// valid token) become -2, which is neither a token nor the -1 fill.
+func int32Token(t int64) int32 {
+	if t < math.MinInt32 || t > math.MaxInt32 {
+		return -2
 	}
+	return int32(t)
+}
+
+// recordAccepted keeps row r's spec_accepted counter for the run-level check
+// of its mean against the sum of the acceptance probabilities.
+func (p *plan) recordAccepted(r int, laws specLaws, observed int64) {
+	if p.accepted == nil || observed < 0 || observed > int64(len(laws.accept)) {
+		return // out of range: a structural violation already
+	}
+	a := acceptedRow{ok: true, observed: int(observed), tests: len(laws.accept)}
+	for i, x := range laws.accept {
+		lo, hi := band(x, laws.slack[i])
+		a.mean += x
+		a.lo += lo
+		a.hi += hi
+	}
+	p.accepted[r] = a
 }
 
 // specProblem checks one chain's output against the structural rules and
 // returns the rule broken, a message without the row, and the token it is
 // about, or an empty message. emitted and accepted are nil when absent.
-func specProblem(s *ref.SpecRef, toks []int64, emitted, accepted *int64, v int) (engine.Rule, string, int) {
+// Resampled and bonus tokens must have mass under laws (the reference's,
+// with the supports the trials reveal), or be boundary tokens.
+func specProblem(s *ref.SpecRef, laws *specLaws, toks []int64, emitted, accepted *int64, v int) (engine.Rule, string, int) {
 	k := len(s.Drafts)
 	for j, t := range toks {
 		if t < -1 || t >= int64(v) {
@@ -103,13 +173,17 @@ func specProblem(s *ref.SpecRef, toks []int64, emitted, accepted *int64, v int) 
 		if toks[j] != s.Drafts[j] {
 			return engine.RuleStructure, fmt.Sprintf("token %d at position %d is not the draft %d, yet the chain goes on past it", toks[j], j, s.Drafts[j]), int(toks[j])
 		}
+		// A draft the target gives no mass can never pass u*q < p.
+		if x := s.Drafts[j]; s.Accept[j] == 0 && s.Target[j].Class[x] != ref.Boundary {
+			return engine.RuleAcceptance, fmt.Sprintf("the draft %d at position %d was accepted, but the target gives it no mass (acceptance probability 0)", x, j), int(x)
+		}
 	}
 	t := toks[e]
 	if e < k {
-		if !(s.Residual[e][t] > 0 || s.Target[e].Class[t] == ref.Boundary) {
+		if !(laws.residual[e][t] > 0 || s.Target[e].Class[t] == ref.Boundary || laws.nearResidual(s, e, int(t))) {
 			return engine.RuleSupport, fmt.Sprintf("the resampled token %d at position %d has zero mass under the residual max(p - q, 0)", t, e), int(t)
 		}
-	} else if !(s.Target[k].Probs[t] > 0 || s.Target[k].Class[t] == ref.Boundary) {
+	} else if !(laws.target[k][t] > 0 || s.Target[k].Class[t] == ref.Boundary) {
 		return engine.RuleSupport, fmt.Sprintf("the bonus token %d has zero mass under the target distribution", t), int(t)
 	}
 	if accepted != nil {
@@ -121,4 +195,24 @@ func specProblem(s *ref.SpecRef, toks []int64, emitted, accepted *int64, v int) 
 		}
 	}
 	return "", "", -1
+}
+
+// nearResidual reports whether token t may be resampled at position i
+// although its float64 residual max(p_i - q_i, 0) is 0: where p_i(t) > 0
+// and q_i(t) exceeds it by no more than the position's slack (float32
+// rounding, and the boundary tokens a sampler may keep or drop unseen,
+// which renormalise p_i), a sampler's residual can reach t.
+func (laws *specLaws) nearResidual(s *ref.SpecRef, i, t int) bool {
+	pt := laws.target[i][t]
+	if !(pt > 0) {
+		return false
+	}
+	q := 0.0
+	switch {
+	case s.Draft != nil:
+		q = s.Draft[i][t]
+	case int64(t) == s.Drafts[i]:
+		q = 1
+	}
+	return pt >= q*(1-laws.slack[i])
 }

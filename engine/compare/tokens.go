@@ -40,6 +40,13 @@ func (w *worker) judgeToken(p *plan, r int, rep *engine.RowReport) {
 		return
 	}
 	d := w.dist(r, p.renorm, false, p.eps)
+	if p.seeds != nil {
+		var probs []float64
+		if d.Valid() {
+			probs = d.Probs
+		}
+		p.seeds.judgeSameSeed(r, tok, probs, rep)
+	}
 	if !d.Valid() {
 		invalidRow(rep, r, d.Invalid, d.InvalidRule)
 		return
@@ -67,7 +74,8 @@ func (w *worker) drawProblem(d *ref.Dist, r int, tok int64) (string, engine.Rule
 }
 
 // judgeSamples judges the N draws of row r: every one must be in range and
-// on the support; their fit is engine/stats' (goodnessOfFit).
+// on the support, and together they must follow the reference distribution
+// (fitSamples).
 func (w *worker) judgeSamples(p *plan, r int, rep *engine.RowReport) {
 	d := w.dist(r, p.renorm, false, p.eps)
 	if !d.Valid() {
@@ -112,12 +120,7 @@ func (w *worker) judgeSamples(p *plan, r int, rep *engine.RowReport) {
 	if ref.Greedy(ref.Temperature(w.j.run, r)) {
 		return // greedy rows: nothing random to fit
 	}
-	if pv, ok := goodnessOfFit(w.counts, d.Probs, p.tol.PValue); ok {
-		rep.PValue = &pv
-		if pv < p.tol.PValue {
-			rep.AddFinding(violation(engine.RuleFit, -1, "row %d: %d draws do not follow the reference distribution (p = %s, threshold %s)", r, n, sci(pv), sci(p.tol.PValue)))
-		}
-	}
+	w.fitSamples(p, d, r, rep)
 }
 
 // firstTokens lists up to n tokens: "3, 9 and 12", "3, 9, 12, ...".

@@ -18,6 +18,9 @@ type Options struct {
 	PValue float64
 	// Workers is the number of rows judged at once (0: runtime.GOMAXPROCS(0)).
 	Workers int
+	// Reruns, when set, are our sampler's tokens from two more runs of a
+	// sample run, for the seed rules.
+	Reruns *Reruns
 }
 
 // ToleranceRow is one line of the default tolerance table.

@@ -22,6 +22,9 @@ type worker struct {
 	bufs   *rowBuffers
 	hists  []planHists
 	counts []int64
+	// fitRef holds a reference renormalised over the support a sampler
+	// revealed (revealedSupport).
+	fitRef []float64
 	strict measurement
 	native measurement
 }

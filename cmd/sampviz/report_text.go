@@ -1,0 +1,274 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sampviz/sampviz/engine"
+)
+
+// writeTextReport prints a report for a person who reads it once: what was
+// judged, a summary table with one line per output, then per output its
+// failing rows (at most maxRows; 0 means all), the violations of all rows
+// together, the statistics of samplers (goodness of fit; acceptance by
+// position, emitted lengths and mean acceptance length beside theory) and
+// the notes, then the verdict.
+func writeTextReport(w io.Writer, r *engine.Report, maxRows int) {
+	fmt.Fprintf(w, "sampviz check %s\n", r.Source)
+	fmt.Fprintf(w, "  %s\n", describeRun(r))
+	if r.Device != nil {
+		fmt.Fprintf(w, "  backend %s: %s\n", r.Device.Backend, r.Device.Name)
+		if r.Device.Reason != "" {
+			fmt.Fprintf(w, "  (%s)\n", r.Device.Reason)
+		}
+	}
+	for _, n := range r.Notices {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	fmt.Fprintln(w)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  output\tjudged\tverdict\tfailed rows\tdrift")
+	for _, o := range r.Outputs {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d of %d\t%s\n",
+			outputLabel(o), o.Kind, verdictWord(o.Pass), o.FailedRows, len(o.Rows), driftSummary(o))
+	}
+	tw.Flush()
+
+	for _, o := range r.Outputs {
+		if t := timingLine(o.Timing, r.Device); t != "" {
+			fmt.Fprintf(w, "  %s: %s\n", outputLabel(o), t)
+		}
+	}
+
+	for _, o := range r.Outputs {
+		if len(o.Notes) == 0 && o.FailedRows == 0 && o.Spec == nil {
+			continue
+		}
+		fmt.Fprintln(w)
+		if o.FailedRows > 0 {
+			fmt.Fprintf(w, "%s: %d of %d rows failed\n", outputLabel(o), o.FailedRows, len(o.Rows))
+		} else {
+			fmt.Fprintf(w, "%s:\n", outputLabel(o))
+		}
+		shown := 0
+		for _, row := range o.Rows {
+			if row.Pass {
+				continue
+			}
+			if maxRows > 0 && shown == maxRows {
+				fmt.Fprintf(w, "  ... and %d more failing rows (--max-rows 0 shows all)\n", o.FailedRows-shown)
+				break
+			}
+			shown++
+			for _, v := range row.Violations {
+				fmt.Fprintf(w, "  %s\n", v)
+			}
+		}
+		for _, v := range o.Violations {
+			fmt.Fprintf(w, "  all rows: %s\n", v)
+		}
+		writeFitSummary(w, o)
+		writeSpecStats(w, o)
+		for _, n := range o.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
+	}
+
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, verdictLine(r))
+}
+
+// describeRun says what the run is: op, shape and dtype.
+func describeRun(r *engine.Report) string {
+	switch r.Op {
+	case engine.OpNgramMatch:
+		return fmt.Sprintf("op %s on %d rows", r.Op, r.Rows)
+	case engine.OpSpecVerify:
+		return fmt.Sprintf("op %s on %d rows x %d tokens, %s target logits", r.Op, r.Rows, r.Vocab, r.DType)
+	}
+	return fmt.Sprintf("op %s on %d rows x %d tokens, %s logits", r.Op, r.Rows, r.Vocab, r.DType)
+}
+
+// outputLabel names an output so that ours and the dump's are told apart.
+func outputLabel(o engine.OutputReport) string {
+	if o.External {
+		return o.Name + " (dump)"
+	}
+	return o.Name + " (ours)"
+}
+
+func verdictWord(pass bool) string {
+	if pass {
+		return "pass"
+	}
+	return "FAIL"
+}
+
+// driftSummary gives the numbers that matter for an output's kind on one line.
+func driftSummary(o engine.OutputReport) string {
+	if o.Spec != nil && len(o.Spec.Positions) > 0 {
+		return fmt.Sprintf("mean acceptance length %.3g (theory %.3g)", float64(o.Spec.MeanAcceptanceLength), float64(o.Spec.TheoryMeanAcceptanceLength))
+	}
+	if row, ok := leastP(o); ok {
+		return fmt.Sprintf("smallest p %s (row %d)", fmtP(*row.PValue), row.Row)
+	}
+	d := o.Strict
+	if d == nil {
+		return ""
+	}
+	s := fmt.Sprintf("max |err| %s at %s, p99 %s, KL %s",
+		fmtSci(float64(d.Abs.Max)), flatIndex(d.Abs.Index, o), fmtSci(float64(d.Abs.P99)), fmtSci(float64(d.KL)))
+	if d.Mismatched > 0 {
+		s += fmt.Sprintf(", %d off", d.Mismatched)
+	}
+	return s
+}
+
+// leastP returns the row with the smallest p-value, if any row has one.
+func leastP(o engine.OutputReport) (engine.RowReport, bool) {
+	var best engine.RowReport
+	found := false
+	for _, r := range o.Rows {
+		if r.PValue != nil && (!found || *r.PValue < *best.PValue) {
+			best, found = r, true
+		}
+	}
+	return best, found
+}
+
+// fmtP prints a p-value in two significant digits.
+func fmtP(p float64) string {
+	if p == 0 {
+		return "< 1e-300"
+	}
+	return fmt.Sprintf("%.2g", p)
+}
+
+// writeFitSummary prints, for an output of many draws per row, the draws,
+// the smallest p-value and the largest total variation beside the value a
+// correct sampler stays under.
+func writeFitSummary(w io.Writer, o engine.OutputReport) {
+	var least, worstTV *engine.RowReport
+	for i := range o.Rows {
+		r := &o.Rows[i]
+		if r.Fit == nil {
+			continue
+		}
+		if least == nil || *r.PValue < *least.PValue {
+			least = r
+		}
+		if worstTV == nil || r.Fit.TV > worstTV.Fit.TV {
+			worstTV = r
+		}
+	}
+	if least == nil {
+		return
+	}
+	f := worstTV.Fit
+	fmt.Fprintf(w, "  goodness of fit (%s-test) of %d draws per row: smallest p %s at row %d; largest TV %.2g at row %d (a correct sampler stays under %.2g)\n",
+		f.Test, least.Fit.Draws, fmtP(*least.PValue), least.Row, float64(f.TV), worstTV.Row, float64(f.TVBound))
+}
+
+// writeSpecStats prints the speculative statistics pooled over the rows:
+// acceptance by position beside theory, the emitted lengths beside their
+// exact law, and the mean acceptance length.
+func writeSpecStats(w io.Writer, o engine.OutputReport) {
+	s := o.Spec
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "  acceptance by position, %d trials over all rows (a position counts the trials that accepted every earlier one):\n", s.Trials)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "    position\treached\taccepted\trate\t95% CI\ttheory\tp\t")
+	for _, p := range s.Positions {
+		fmt.Fprintf(tw, "    %d\t%d\t%d\t%s\t%s–%s\t%s\t%s\t\n", p.Position, p.Reached, p.Accepted,
+			pct(float64(p.Rate)), pct(float64(p.Lo)), pct(float64(p.Hi)), pct(float64(p.Theory)), fmtP(float64(p.PValue)))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "  emitted length (accepted prefix), trials against theory (p %s):\n", fmtP(float64(s.EmittedPValue)))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "    length\t")
+	for j := range s.Emitted {
+		fmt.Fprintf(tw, "%d\t", j)
+	}
+	fmt.Fprint(tw, "\n    trials\t")
+	for _, h := range s.Emitted {
+		fmt.Fprintf(tw, "%d\t", h)
+	}
+	fmt.Fprint(tw, "\n    theory\t")
+	for _, p := range s.EmittedTheory {
+		fmt.Fprintf(tw, "%.1f\t", float64(p)*float64(s.Trials))
+	}
+	fmt.Fprintln(tw)
+	tw.Flush()
+	fmt.Fprintf(w, "  mean acceptance length (1 + accepted/trials, as vLLM reports it) %.4g, theory %.4g\n",
+		float64(s.MeanAcceptanceLength), float64(s.TheoryMeanAcceptanceLength))
+}
+
+// pct prints a rate as a percentage with one decimal.
+func pct(x float64) string {
+	return fmt.Sprintf("%.1f%%", 100*x)
+}
+
+// flatIndex prints a run-level element index as row:token when the rows are
+// known to have a common width.
+func flatIndex(i int, o engine.OutputReport) string {
+	if o.Strict == nil || len(o.Rows) == 0 || o.Strict.Elements == 0 {
+		return fmt.Sprint(i)
+	}
+	v := o.Strict.Elements / len(o.Rows)
+	if v == 0 {
+		return fmt.Sprint(i)
+	}
+	return fmt.Sprintf("row %d token %d", i/v, i%v)
+}
+
+// fmtSci prints a drift number in two significant digits.
+func fmtSci(v float64) string {
+	return fmt.Sprintf("%.2g", v)
+}
+
+// timingLine says how long our kernels took and how fast they moved bytes;
+// it is empty for external outputs.
+func timingLine(t *engine.Timing, d *engine.Device) string {
+	if t == nil || t.Kernel <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("computed in %s", t.Kernel.Round(time.Microsecond))
+	if bw := t.Bandwidth(); bw > 0 && d != nil && d.Backend == "cuda" {
+		s += fmt.Sprintf(", %.0f GB/s", bw/1e9)
+		if d.CopyBandwidth > 0 {
+			s += fmt.Sprintf(" (%.0f%% of the %.0f GB/s copy bandwidth)", 100*bw/d.CopyBandwidth, d.CopyBandwidth/1e9)
+		}
+	}
+	return s
+}
+
+// verdictLine is the last line of a report.
+func verdictLine(r *engine.Report) string {
+	if r.Pass {
+		return fmt.Sprintf("PASS: every row of %s passes.", plural(len(r.Outputs), "output"))
+	}
+	var failed []string
+	for _, o := range r.Outputs {
+		switch {
+		case o.Pass:
+		case o.FailedRows == 0 && len(o.Rows) > 0:
+			failed = append(failed, fmt.Sprintf("%s (all rows together)", outputLabel(o)))
+		default:
+			failed = append(failed, fmt.Sprintf("%s (%s)", outputLabel(o), plural(o.FailedRows, "row")))
+		}
+	}
+	return "FAIL: violations in " + strings.Join(failed, ", ") + "."
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
