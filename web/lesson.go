@@ -1,0 +1,113 @@
+package web
+
+import "github.com/sampviz/sampviz/engine"
+
+// Lesson is the state of the teaching mode, all of it in the URL: which
+// position of the row, the controls, and how many steps have been taken.
+// Nil controls take the row's own values.
+type Lesson struct {
+	// Position is the draft position whose target logits are taught on
+	// (0..K-1).
+	Position    int
+	Temperature *float64
+	TopK        *int
+	TopP        *float64
+	// Distance d moves the draft: q_d = normalise((1 - d)·p + d·q_row), for
+	// d in [0, 1]; 0 is the target itself, 1 the row's real draft.
+	Distance float64
+	// Seed seeds the Philox streams of the steps (nil: the row's seed).
+	Seed *uint64
+	// Steps is how many accept/reject steps have been taken.
+	Steps int
+}
+
+// MaxLessonSteps bounds Lesson.Steps: the steps are recomputed from the
+// first on every request, which at this many stays in the milliseconds.
+const MaxLessonSteps = 20000
+
+// LessonState is what Teach computed for a lesson: the target p and the
+// draft q on the tokens worth drawing, the histogram of emitted tokens so
+// far, the last steps, and the running total variation.
+type LessonState struct {
+	Row      int `json:"row"`
+	Position int `json:"position"`
+	// K is the row's number of draft positions, Vocab its vocabulary.
+	K     int `json:"k"`
+	Vocab int `json:"vocab"`
+	// The controls in force, with the row's values where the lesson gave none.
+	Temperature float64 `json:"temperature"`
+	TopK        int     `json:"top_k"`
+	TopP        float64 `json:"top_p"`
+	// MinP is the row's min-p, which the lesson keeps.
+	MinP     float64 `json:"min_p"`
+	Distance float64 `json:"distance"`
+	Seed     uint64  `json:"seed"`
+	Steps    int     `json:"steps"`
+	// Draft is the row's real draft token at Position; OneHot says the dump
+	// has no draft_probs, so the row's draft is one-hot there.
+	Draft  int  `json:"draft"`
+	OneHot bool `json:"one_hot"`
+	// Invalid says why nothing can be taught here (the target or the draft
+	// has no distribution); the rest is then empty.
+	Invalid string `json:"invalid,omitempty"`
+	// Beta is the probability that a step accepts its draft, Σ min(p, q);
+	// TV is the total variation between p and q, 1 - Beta; TVBars is the
+	// total variation between p and q over the histogram's bars (Tokens and
+	// Other), where the drafts' running total variation settles.
+	Beta   engine.Float `json:"beta"`
+	TV     engine.Float `json:"tv"`
+	TVBars engine.Float `json:"tv_bars"`
+	// Tokens are the histogram's bars: the most probable tokens under p,
+	// then those under q, with their counts; Other pools the rest. Their P
+	// and Q are normalised to sum to 1.
+	Tokens []LessonToken `json:"tokens"`
+	Other  LessonToken   `json:"other"`
+	// Accepted and Resampled count the steps that emitted their draft and
+	// those that emitted a token drawn from the residual.
+	Accepted  int `json:"accepted"`
+	Resampled int `json:"resampled"`
+	// Last holds the last few steps, oldest first.
+	Last []LessonStep `json:"last"`
+	// Running is the total variation from p over the histogram's bars of
+	// the emitted tokens, and of the drafts, after a growing number of
+	// steps.
+	Running []TVPoint `json:"running"`
+}
+
+// LessonToken is one token (or, with Token -1, the pooled rest) of a lesson.
+type LessonToken struct {
+	Token int `json:"token"`
+	// P and Q are the target and the draft probability.
+	P engine.Float `json:"p"`
+	Q engine.Float `json:"q"`
+	// Drafted counts the steps that proposed it; Accepted those that emitted
+	// it as an accepted draft, Resampled those that emitted it from the
+	// residual.
+	Drafted   int `json:"drafted"`
+	Accepted  int `json:"accepted"`
+	Resampled int `json:"resampled"`
+}
+
+// LessonStep is one accept/reject step of a lesson.
+type LessonStep struct {
+	// Step counts from 1.
+	Step  int `json:"step"`
+	Draft int `json:"draft"`
+	// U is the uniform of the test u·q(x) < p(x); P and Q are p(x) and q(x)
+	// of the draft, in the kernel's float32.
+	U        engine.Float `json:"u"`
+	P        engine.Float `json:"p"`
+	Q        engine.Float `json:"q"`
+	Accepted bool         `json:"accepted"`
+	// Token is the token emitted: the draft, or the residual's draw.
+	Token int `json:"token"`
+}
+
+// TVPoint is the total variation from p over a lesson's bars after Steps
+// steps: of the emitted tokens, and of the drafts (what emitting every draft
+// unverified gives).
+type TVPoint struct {
+	Steps   int          `json:"steps"`
+	Emitted engine.Float `json:"emitted"`
+	Drafts  engine.Float `json:"drafts"`
+}

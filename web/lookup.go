@@ -1,0 +1,193 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/web/store"
+)
+
+// judged is a run with the judgement a URL asks for.
+type judged struct {
+	run    store.Run
+	info   DumpInfo
+	params Params
+	// own is the run's own judgement; j is the one asked for (own when the
+	// URL names no tolerances, or the run's own tolerances).
+	own store.Judgement
+	j   store.Judgement
+	// tol is the asked-for tolerances of a re-judgement, nil for own.
+	tol   *engine.Tolerances
+	topic *topic
+}
+
+// query returns the URL query that names this judgement ("" for own).
+func (v *judged) query() url.Values { return toleranceValues(v.tol) }
+
+// lookupRun reads run id and decodes its metadata.
+func (s *Server) lookupRun(id string) (store.Run, *DumpInfo, Params, error) {
+	if !store.ValidID(id) {
+		return store.Run{}, nil, Params{}, notFound(fmt.Sprintf("There is no run %q: run ids are 10 letters and digits.", id))
+	}
+	run, err := s.store.Run(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Run{}, nil, Params{}, notFound(fmt.Sprintf("There is no run %s on this server.", id))
+	}
+	if err != nil {
+		return store.Run{}, nil, Params{}, internal(err)
+	}
+	var info DumpInfo
+	var p Params
+	if err := json.Unmarshal(run.Info, &info); err != nil {
+		return store.Run{}, nil, Params{}, internal(fmt.Errorf("decode info of run %s: %w", id, err))
+	}
+	if err := json.Unmarshal(run.Params, &p); err != nil {
+		return store.Run{}, nil, Params{}, internal(fmt.Errorf("decode params of run %s: %w", id, err))
+	}
+	return run, &info, p, nil
+}
+
+// lookupJudged finds the run and judgement r's URL names. With create, a
+// re-judgement that does not exist yet is queued (429 when the queue is
+// full, 409 while the run's own judgement is unfinished).
+func (s *Server) lookupJudged(r *http.Request, create bool) (*judged, error) {
+	run, info, p, err := s.lookupRun(r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	tol, err := parseTolerances(r.URL.Query())
+	if err != nil {
+		return nil, badRequest(sentence(err.Error()))
+	}
+	own, err := s.store.Judgement(run.ID, "")
+	if err != nil {
+		return nil, internal(err)
+	}
+	v := &judged{run: run, info: *info, params: p, own: own, j: own}
+	ownTopic := s.liveTopic(run, own, info)
+	if ot := ownTopic.judgedWith(); tol != nil && ot != nil && *ot == *tol {
+		tol = nil // the run's own tolerances: its own judgement
+	}
+	if tol == nil {
+		v.topic = ownTopic
+		return v, nil
+	}
+	v.tol = tol
+	key := toleranceKey(*tol)
+	for attempt := 0; ; attempt++ {
+		j, err := s.store.Judgement(run.ID, key)
+		if err == nil {
+			v.j = j
+			v.topic = s.liveTopic(run, j, info)
+			return v, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, internal(err)
+		}
+		if !create || attempt > 0 {
+			return nil, notFound(fmt.Sprintf("Run %s has not been judged with these tolerances; open the run page with them to judge it.", run.ID))
+		}
+		if err := s.queueRejudge(run, info, p, own, key, tol); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// queueRejudge records and queues a re-judgement of run with tol.
+func (s *Server) queueRejudge(run store.Run, info *DumpInfo, p Params, own store.Judgement, key string, tol *engine.Tolerances) error {
+	if own.State != store.Done {
+		return &httpError{Status: http.StatusConflict, Msg: fmt.Sprintf("Run %s has not finished; it can be re-judged with other tolerances once it has.", run.ID)}
+	}
+	if !s.queue.reserve() {
+		return errQueueFull(s.queue.length())
+	}
+	tj, err := json.Marshal(tol)
+	if err != nil {
+		s.queue.release()
+		return internal(err)
+	}
+	created, err := s.store.CreateJudgement(run.ID, key, tj)
+	if err != nil || !created {
+		s.queue.release() // an error, or another request queued it first
+		if err != nil {
+			return internal(err)
+		}
+		return nil
+	}
+	job := Job{
+		RunID: run.ID, DumpPath: s.store.DumpPath(run.DumpSHA, run.DumpExt), FileName: run.FileName,
+		OutputsPath: s.store.OutputsPath(run.ID), Backend: run.Backend, Params: p, Tolerances: tol,
+	}
+	t := &task{job: job, key: key, rejudge: true, topic: newTopic(run.ID, key, info.Rows, info.Vocab, Status{State: store.Queued})}
+	s.enqueue(t)
+	s.log.Info("re-judgement queued", "run", run.ID, "judgement", key)
+	return nil
+}
+
+// job returns the runner's job for a judged view.
+func (s *Server) job(v *judged) Job {
+	return Job{
+		RunID: v.run.ID, DumpPath: s.store.DumpPath(v.run.DumpSHA, v.run.DumpExt), FileName: v.run.FileName,
+		OutputsPath: s.store.OutputsPath(v.run.ID), Backend: v.run.Backend, Params: v.params, Tolerances: v.tol,
+	}
+}
+
+// report reads the stored report of a finished judgement.
+func (s *Server) report(v *judged) (*engine.Report, error) {
+	if v.j.State != store.Done {
+		if v.j.State == store.Failed {
+			return nil, &httpError{Status: http.StatusConflict, Msg: fmt.Sprintf("Run %s failed, so it has no report: %s", v.run.ID, v.j.Message)}
+		}
+		return nil, &httpError{Status: http.StatusConflict, Msg: fmt.Sprintf("Run %s has not finished; its report is ready when it has.", v.run.ID)}
+	}
+	var rep engine.Report
+	if err := readJSON(s.store.JudgementPath(v.run.ID, v.j.Key, "report.json"), &rep); err != nil {
+		return nil, internal(err)
+	}
+	return &rep, nil
+}
+
+// rowReports returns row r of every output: from the report when the
+// judgement is done, else from what has streamed in so far (nil entries for
+// outputs that have not reached the row).
+func (s *Server) rowReports(v *judged, r int) ([]OutputInfo, []*engine.RowReport, error) {
+	if v.j.State == store.Done {
+		rep, err := s.report(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		outs := make([]OutputInfo, len(rep.Outputs))
+		rows := make([]*engine.RowReport, len(rep.Outputs))
+		for i, o := range rep.Outputs {
+			outs[i] = OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind}
+			for k := range o.Rows {
+				if o.Rows[k].Row == r {
+					rows[i] = &o.Rows[k]
+					break
+				}
+			}
+		}
+		return outs, rows, nil
+	}
+	outs, _ := v.topic.snapshot()
+	rows := make([]*engine.RowReport, len(outs))
+	for i := range outs {
+		rows[i] = v.topic.report(i, r)
+	}
+	return outs, rows, nil
+}
+
+// parseRow reads the {row} path value of a run with rows rows.
+func parseRow(r *http.Request, rows int) (int, error) {
+	s := r.PathValue("row")
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n >= rows {
+		return 0, notFound(fmt.Sprintf("There is no row %s: this run has rows 0 to %d.", s, rows-1))
+	}
+	return n, nil
+}

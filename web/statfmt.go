@@ -1,0 +1,126 @@
+package web
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sampviz/sampviz/engine"
+)
+
+// This file puts the statistical findings of a row into words for the row
+// page: goodness of fit of many draws, speculative trials against the
+// laws, and the laws themselves.
+
+// fitLine says a row's goodness of fit in one line with its numbers.
+func fitLine(f *engine.Fit) string {
+	s := fmt.Sprintf("Goodness of fit of %d draws: %s test, statistic %s on %d degrees of freedom over %d bins, p = %s; total variation %s (a correct sampler stays under %s at this N); cosine similarity %s.",
+		f.Draws, f.Test, sci(f.Statistic), f.DF, f.Bins, sci(f.PValue), sci(f.TV), sci(f.TVBound), sci(f.Cosine))
+	if f.ZeroMassDraws > 0 {
+		s += fmt.Sprintf(" %d draws landed on tokens the reference gives no mass.", f.ZeroMassDraws)
+	}
+	return s
+}
+
+// specStatsLine says a row's speculative statistics in one line.
+func specStatsLine(s *engine.SpecStats) string {
+	parts := []string{fmt.Sprintf("%d trials", s.Trials)}
+	if s.MeanAcceptanceLength > 0 {
+		parts = append(parts, fmt.Sprintf("mean acceptance length %s against %s in theory", shortFloat(float64(s.MeanAcceptanceLength)), shortFloat(float64(s.TheoryMeanAcceptanceLength))))
+	}
+	if len(s.Emitted) > 0 {
+		parts = append(parts, "emitted lengths against their exact law: p = "+sci(s.EmittedPValue))
+	}
+	var low []string
+	for _, p := range s.Positions {
+		low = append(low, fmt.Sprintf("%d: %d of %d (theory %s, p = %s)", p.Position, p.Accepted, p.Reached, sci(p.Theory), sci(p.PValue)))
+	}
+	if len(low) > 0 {
+		parts = append(parts, "accepted by position "+strings.Join(low, "; "))
+	}
+	if n := len(s.Lossless); n > 0 {
+		worst := 0
+		for j, f := range s.Lossless {
+			if f.PValue < s.Lossless[worst].PValue {
+				worst = j
+			}
+		}
+		parts = append(parts, fmt.Sprintf("output tokens against exact speculative sampling at %d positions, smallest p = %s at position %d", n, sci(s.Lossless[worst].PValue), worst))
+	}
+	return "Speculative trials: " + strings.Join(parts, "; ") + "."
+}
+
+// lawRow is one line of a spec_verify row's table of laws.
+type lawRow struct {
+	Position, Draft, P, Q, Accept, Emitted string
+}
+
+// lawRows lists, per draft position, the draft, p and q of the draft, the
+// acceptance probability, and the probability that the chain emits exactly
+// that many drafts; the last line is the bonus position.
+func lawRows(sd *SpecDetail) []lawRow {
+	var rows []lawRow
+	for j := 0; j <= sd.K; j++ {
+		r := lawRow{Position: strconv.Itoa(j)}
+		if j < len(sd.Emitted) {
+			r.Emitted = prob(sd.Emitted[j])
+		}
+		if j == sd.K {
+			r.Draft = "bonus"
+			rows = append(rows, r)
+			continue
+		}
+		if j < len(sd.Drafts) {
+			r.Draft = strconv.FormatInt(sd.Drafts[j], 10)
+		}
+		if j < len(sd.Accept) {
+			r.Accept = prob(sd.Accept[j])
+		}
+		if j < len(sd.Positions) && j < len(sd.Drafts) {
+			for _, t := range sd.Positions[j].Tokens {
+				if int64(t.Token) == sd.Drafts[j] {
+					r.P, r.Q = prob(t.P), prob(t.Q)
+				}
+			}
+			if sd.Positions[j].Invalid != "" {
+				r.P = "no distribution"
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// lawsLine says what the table of laws shows.
+func lawsLine(sd *SpecDetail) string {
+	q := "the dump's draft probabilities q_i"
+	if sd.OneHot {
+		q = "one-hot drafts (the dump has no draft_probs, so q_i(x_i) = 1)"
+	}
+	return fmt.Sprintf("%d draft positions with %s. Position i accepts its draft with probability a_i = min(1, p_i(x_i)/q_i(x_i)); the chain emits j drafts with probability a_0···a_{j−1}(1 − a_j), and its mean acceptance length is %s.",
+		sd.K, q, shortFloat(float64(sd.MeanAcceptanceLength)))
+}
+
+// samplesLine says how many draws each sampling output made of the row and
+// how many fall outside the vocabulary.
+func samplesLine(d *SampleDetail) string {
+	var parts []string
+	for i, o := range d.Outputs {
+		p := fmt.Sprintf("%s drew this row %d times", o.Label(), d.Draws[i])
+		if i < len(d.OutOfRange) && d.OutOfRange[i] > 0 {
+			p += fmt.Sprintf(" (%d draws outside the vocabulary, in no bar)", d.OutOfRange[i])
+		}
+		parts = append(parts, p)
+	}
+	zero := 0
+	for _, t := range d.Tokens {
+		if t.Ref == 0 {
+			zero++
+		}
+	}
+	s := strings.Join(parts, "; ") + ". Grey bars are what the reference expects: draws × its probability."
+	if zero > 0 {
+		s += fmt.Sprintf(" %d tokens drawn have no reference mass: red, or amber where a filter boundary allows them.", zero)
+	}
+	return s
+}

@@ -1,0 +1,28 @@
+package web
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+)
+
+// staticFiles are the page's CSS, its script and the vendored ECharts
+// (see static/README.md for where echarts.min.js comes from).
+//
+//go:embed static
+var staticFiles embed.FS
+
+// staticHandler serves /static/ from the embedded files.
+func staticHandler() http.Handler {
+	sub, err := fs.Sub(staticFiles, "static")
+	if err != nil {
+		panic(err) // the embed directive guarantees the folder
+	}
+	files := http.StripPrefix("/static/", http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The files change only with the binary; an hour saves reloads
+		// without hiding an upgrade for long.
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		files.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,206 @@
+package web
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sampviz/sampviz/engine"
+)
+
+// The speculative trace on the row page, step by step: every step of every
+// traced trial is put into words here, once, and reaches the page as JSON;
+// the page script only swaps the step shown (previous and next buttons,
+// arrow keys) and keeps it in the URL (?trial=&step=). Without the script,
+// the buttons are links and the page renders the step the URL names.
+
+// traceView is a row's trace as the row page shows it.
+type traceView struct {
+	Trials int `json:"trials"`
+	Steps  int `json:"steps"`
+	// Index is the step shown first: Trial*Steps + Position of the URL.
+	Index int         `json:"index"`
+	Items []traceItem `json:"items"`
+	// Charts draws p, q and the residual at each position (Steps entries).
+	Charts []map[string]any `json:"charts"`
+}
+
+// traceItem is one step of one trial, in words.
+type traceItem struct {
+	Trial    int `json:"trial"`
+	Position int `json:"position"`
+	// Title says where the step is; Cells fill the step table (traceHeader
+	// order); Say says what happened and why.
+	Title string   `json:"title"`
+	Cells []string `json:"cells"`
+	Say   string   `json:"say"`
+	// Outcome is "accepted", "rejected", "bonus", "after" (a test after the
+	// chain stopped) or "none".
+	Outcome string `json:"outcome"`
+	// Marks pin the draft and the token drawn here on the position's chart.
+	Marks []traceMark `json:"marks"`
+	// URL is the row page showing this step.
+	URL string `json:"url"`
+}
+
+// traceMark is a pin on a position chart: a category (token label) and the
+// height to put it at.
+type traceMark struct {
+	Name  string `json:"name"`
+	Coord [2]any `json:"coord"`
+	Color string `json:"color"`
+}
+
+// traceHeader names the step table's columns.
+var traceHeader = []string{"draft x", "u", "p(x)", "q(x)", "p(x)/q(x)", "min(1, p/q)", "u·q(x) < p(x)?", "token emitted here"}
+
+// newTraceView puts sd's trace into words, starting at trial t, position i
+// (clamped into range), with step links built on base (the row page's URL
+// query, without trial and step).
+func newTraceView(sd *SpecDetail, t, i int, path string, base url.Values, logScale bool) *traceView {
+	tr := sd.Trace
+	if tr == nil || tr.Trials == 0 || tr.Steps == 0 {
+		return nil
+	}
+	v := &traceView{Trials: tr.Trials, Steps: tr.Steps}
+	t = min(max(t, 0), tr.Trials-1)
+	i = min(max(i, 0), tr.Steps-1)
+	v.Index = t*tr.Steps + i
+	// Where each position's tokens are on its chart, and their heights.
+	type bar struct{ p, q, res float64 }
+	bars := make([]map[int]bar, tr.Steps)
+	for pi := range tr.Steps {
+		bars[pi] = map[int]bar{}
+		if pi < len(sd.Positions) {
+			pos := sd.Positions[pi]
+			for _, tk := range pos.Tokens {
+				bars[pi][tk.Token] = bar{float64(tk.P), float64(tk.Q), float64(tk.Residual)}
+			}
+			v.Charts = append(v.Charts, positionChart(sd, pos, logScale))
+		} else {
+			v.Charts = append(v.Charts, map[string]any{})
+		}
+	}
+	for ti, steps := range tr.Step {
+		emitted := len(steps) - 1 // the first rejection, or K
+		for j, s := range steps {
+			if j < sd.K && !s.Accepted {
+				emitted = j
+				break
+			}
+		}
+		for j, s := range steps {
+			it := traceItem{Trial: ti, Position: j, Marks: []traceMark{}}
+			it.Title = fmt.Sprintf("Trial %d of %d, position %d of %d", ti, tr.Trials, j, sd.K)
+			if j == sd.K {
+				it.Title = fmt.Sprintf("Trial %d of %d, position %d: the bonus", ti, tr.Trials, j)
+			}
+			it.Cells, it.Say, it.Outcome = describeStep(sd, s, j, emitted)
+			mark := func(name string, tok int32, color string, height func(bar) float64) {
+				if tok < 0 {
+					return
+				}
+				if b, ok := bars[j][int(tok)]; ok {
+					if h := height(b); h > 0 && finite(h) {
+						it.Marks = append(it.Marks, traceMark{Name: name, Coord: [2]any{fmt.Sprintf("#%d", tok), h}, Color: color})
+					}
+				}
+			}
+			if j < sd.K {
+				mark("draft", s.Draft, colorDraft, func(b bar) float64 { return math.Max(b.p, b.q) })
+			}
+			if s.Resampled >= 0 && j < sd.K {
+				mark("resampled", s.Resampled, colorResidual, func(b bar) float64 { return math.Max(b.p, b.res) })
+			} else if s.Resampled >= 0 {
+				mark("bonus", s.Resampled, colorNote, func(b bar) float64 { return b.p })
+			}
+			q := url.Values{}
+			for k, vals := range base {
+				q[k] = vals
+			}
+			q.Set("trial", strconv.Itoa(ti))
+			q.Set("step", strconv.Itoa(j))
+			it.URL = withQuery(path, q)
+			v.Items = append(v.Items, it)
+		}
+	}
+	return v
+}
+
+// describeStep fills the step table's cells and says what step s (position
+// j of a trial whose chain emitted up to position emitted) did and why.
+func describeStep(sd *SpecDetail, s engine.SpecStep, j, emitted int) (cells []string, say, outcome string) {
+	f := func(x float32) string { return prob(engine.Float(x)) }
+	tok := "none"
+	if s.Resampled >= 0 {
+		tok = strconv.Itoa(int(s.Resampled))
+	}
+	if j >= sd.K {
+		cells = []string{"none (bonus)", "", "", "", "", "", "", tok}
+		if s.Resampled >= 0 {
+			return cells, fmt.Sprintf("Every one of the %d drafts was accepted, so the chain draws a bonus token from the target p at position %d: token %d. This trial emits %d tokens.", sd.K, j, s.Resampled, sd.K+1), "bonus"
+		}
+		if emitted < sd.K {
+			return cells, fmt.Sprintf("No bonus: the chain stopped at position %d.", emitted), "none"
+		}
+		return cells, "No bonus token: the target has no distribution at this position, so the chain writes -1 here.", "none"
+	}
+	p, q := float64(s.P), float64(s.Q)
+	a := acceptProb(p, q)
+	ratio := "∞"
+	if q > 0 {
+		ratio = prob(engine.Float(p / q))
+	}
+	test := "no"
+	if s.Accepted {
+		test = "yes"
+	}
+	if j < emitted {
+		tok = strconv.Itoa(int(s.Draft))
+	} else if j > emitted {
+		tok = "none (chain stopped)"
+	}
+	cells = []string{strconv.Itoa(int(s.Draft)), f(s.U), f(s.P), f(s.Q), ratio, prob(engine.Float(a)), test, tok}
+	b := &strings.Builder{}
+	switch {
+	case math.IsNaN(p):
+		fmt.Fprintf(b, "The target has no distribution at position %d (its probabilities are NaN), so the test fails and the chain writes -1 here.", j)
+		return cells, b.String(), "rejected"
+	case j > emitted:
+		verdict := "≥ p(x): it fails"
+		if s.Accepted {
+			verdict = "< p(x): it passes"
+		}
+		fmt.Fprintf(b, "The draft here is token %d, but the chain already stopped at position %d in this trial. The kernel still tests it (u·q(x) = %s %s), because spec_accepted counts the acceptances at every position; nothing is emitted here.",
+			s.Draft, emitted, prob(engine.Float(float64(s.U)*q)), verdict)
+		return cells, b.String(), "after"
+	}
+	fmt.Fprintf(b, "The draft proposed token %d. The target gives it p(x) = %s and the draft q(x) = %s", s.Draft, f(s.P), f(s.Q))
+	if sd.OneHot {
+		b.WriteString(" (a one-hot draft: q(x) = 1, so the acceptance probability is p(x) itself)")
+	}
+	b.WriteString(". ")
+	switch {
+	case p >= q:
+		fmt.Fprintf(b, "p ≥ q, so min(1, p/q) = 1: the target wants this token at least as often as the draft proposes it, and the test u·q(x) < p(x) passes for every u < 1 (u = %s). Accepted: the chain moves on to position %d.", f(s.U), j+1)
+		outcome = "accepted"
+	case s.Accepted:
+		fmt.Fprintf(b, "The draft over-proposes it, so it is kept with probability min(1, p/q) = %s. u = %s, and u·q(x) = %s < p(x): accepted. The chain moves on to position %d.",
+			prob(engine.Float(a)), f(s.U), prob(engine.Float(float64(s.U)*q)), j+1)
+		outcome = "accepted"
+	default:
+		fmt.Fprintf(b, "The draft over-proposes it, so it is kept with probability min(1, p/q) = %s. u = %s, and u·q(x) = %s ≥ p(x): rejected. The chain stops here and emits a token drawn from the residual max(p − q, 0), normalised (orange), which has mass only where the draft proposes less than the target: token %s.",
+			prob(engine.Float(a)), f(s.U), prob(engine.Float(float64(s.U)*q)), tok)
+		outcome = "rejected"
+	}
+	return cells, b.String(), outcome
+}
+
+// traceURL returns the URL of step index of v, wrapping around at both
+// ends.
+func traceURL(v *traceView, index int) string {
+	n := len(v.Items)
+	return v.Items[((index%n)+n)%n].URL
+}

@@ -1,0 +1,439 @@
+// Package webtest provides a fake web.Runner for the server's tests: a
+// struct of function fields, so a test sets only the behaviour it needs, and
+// a ready-made fake pipeline (NewPipeline) that judges made-up rows of a tiny
+// JSON "dump" with fresh random numbers. It never runs a kernel and never
+// computes a real reference: it exercises the server, not the engine.
+package webtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/web"
+)
+
+// Runner is a web.Runner made of functions; nil functions answer with an
+// error (or no backends).
+type Runner struct {
+	BackendsFunc func() []engine.Device
+	InspectFunc  func(ctx context.Context, path, name string) (*web.DumpInfo, error)
+	ExecuteFunc  func(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error)
+	RejudgeFunc  func(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error)
+	RowFunc      func(ctx context.Context, job web.Job, r, top int) (*web.RowDetail, error)
+	TeachFunc    func(ctx context.Context, job web.Job, r int, l web.Lesson) (*web.LessonState, error)
+}
+
+var _ web.Runner = (*Runner)(nil)
+
+var errNotSet = errors.New("webtest: function not set")
+
+// Backends implements web.Runner.
+func (f *Runner) Backends() []engine.Device {
+	if f.BackendsFunc == nil {
+		return nil
+	}
+	return f.BackendsFunc()
+}
+
+// Inspect implements web.Runner.
+func (f *Runner) Inspect(ctx context.Context, path, name string) (*web.DumpInfo, error) {
+	if f.InspectFunc == nil {
+		return nil, errNotSet
+	}
+	return f.InspectFunc(ctx, path, name)
+}
+
+// Execute implements web.Runner.
+func (f *Runner) Execute(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error) {
+	if f.ExecuteFunc == nil {
+		return nil, errNotSet
+	}
+	return f.ExecuteFunc(ctx, job, sink)
+}
+
+// Rejudge implements web.Runner.
+func (f *Runner) Rejudge(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error) {
+	if f.RejudgeFunc == nil {
+		return nil, errNotSet
+	}
+	return f.RejudgeFunc(ctx, job, sink)
+}
+
+// Row implements web.Runner.
+func (f *Runner) Row(ctx context.Context, job web.Job, r, top int) (*web.RowDetail, error) {
+	if f.RowFunc == nil {
+		return nil, errNotSet
+	}
+	return f.RowFunc(ctx, job, r, top)
+}
+
+// Teach implements web.Runner.
+func (f *Runner) Teach(ctx context.Context, job web.Job, r int, l web.Lesson) (*web.LessonState, error) {
+	if f.TeachFunc == nil {
+		return nil, errNotSet
+	}
+	return f.TeachFunc(ctx, job, r, l)
+}
+
+// Dump is the fake pipeline's dump format: a JSON object. Its bytes are
+// what a test uploads.
+type Dump struct {
+	// Magic must be "sampviz-fake-dump".
+	Magic string `json:"magic"`
+	Rows  int    `json:"rows"`
+	Vocab int    `json:"vocab"`
+	// Fail lists the rows where the external output breaks the tolerance.
+	Fail []int `json:"fail,omitempty"`
+	// Fault, when set, makes the backend fail with this message.
+	Fault string `json:"fault,omitempty"`
+	// Pad makes the file larger (for size-limit tests).
+	Pad string `json:"pad,omitempty"`
+	// Op is "" (softmax), "sample" or "spec_verify": what the fake judges.
+	// Sample dumps get a samples output judged by made-up goodness of fit,
+	// spec_verify dumps a spec output with made-up speculative statistics
+	// over K draft positions and a trace of 3 trials; Fail rows fail their
+	// statistical test.
+	Op string `json:"op,omitempty"`
+	K  int    `json:"k,omitempty"`
+}
+
+// The fake's statistical outputs: draws per row of a sample dump, trials
+// per row of a spec_verify dump, and the traced trials.
+const (
+	FakeDraws       = 10000
+	FakeTrials      = 400
+	FakeTraceTrials = 3
+)
+
+// Magic is Dump.Magic's value.
+const Magic = "sampviz-fake-dump"
+
+// Bytes encodes d as a fake dump file.
+func (d Dump) Bytes() []byte {
+	d.Magic = Magic
+	b, _ := json.Marshal(d)
+	return b
+}
+
+// Pipeline is the fake pipeline's state that tests read.
+type Pipeline struct {
+	// RowDelay is slept after each judged row.
+	RowDelay time.Duration
+	// Gate, when not nil, is received from before a run starts.
+	Gate chan struct{}
+
+	mu       sync.Mutex
+	executed int
+	rejudged int
+}
+
+// Executed returns how many runs Execute finished.
+func (p *Pipeline) Executed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.executed
+}
+
+// Rejudged returns how many judgements Rejudge finished.
+func (p *Pipeline) Rejudged() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rejudged
+}
+
+// CPU is the fake's only backend.
+var CPU = engine.Device{Backend: "cpu", Name: "Fake CPU", Reason: "webtest"}
+
+// DefaultTolerances are what the fake judges with when a job names none.
+var DefaultTolerances = engine.Tolerances{
+	Strict: engine.Tolerance{Atol: 1e-5, Rtol: 1.3e-6},
+	Native: engine.Tolerance{Atol: 1e-5, Rtol: 1.3e-6},
+	PValue: 1e-3,
+}
+
+// NewPipeline returns a Runner over the Dump format and its state: Inspect
+// checks the dump like a parser would; Execute writes an outputs file and
+// judges an own "cpu" output (always passing) and an external "probs"
+// output (failing on Dump.Fail rows, and everywhere when the tolerances are
+// tightened below 1e-9); Row describes a row with random probabilities.
+func NewPipeline() (*Runner, *Pipeline) {
+	p := &Pipeline{}
+	r := &Runner{
+		BackendsFunc: func() []engine.Device { return []engine.Device{CPU} },
+		InspectFunc:  inspect,
+	}
+	r.ExecuteFunc = func(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error) {
+		d, err := readDump(job.DumpPath, job.FileName)
+		if err != nil {
+			return nil, err
+		}
+		if p.Gate != nil {
+			select {
+			case <-p.Gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if d.Fault != "" {
+			return nil, errors.New(d.Fault)
+		}
+		if err := os.MkdirAll(filepath.Dir(job.OutputsPath), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(job.OutputsPath, []byte("fake outputs"), 0o644); err != nil {
+			return nil, err
+		}
+		rep, err := p.judge(ctx, d, job, sink)
+		if err == nil {
+			p.mu.Lock()
+			p.executed++
+			p.mu.Unlock()
+		}
+		return rep, err
+	}
+	r.RejudgeFunc = func(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error) {
+		if _, err := os.Stat(job.OutputsPath); err != nil {
+			return nil, web.ErrNoOutputs
+		}
+		d, err := readDump(job.DumpPath, job.FileName)
+		if err != nil {
+			return nil, err
+		}
+		rep, err := p.judge(ctx, d, job, sink)
+		if err == nil {
+			p.mu.Lock()
+			p.rejudged++
+			p.mu.Unlock()
+		}
+		return rep, err
+	}
+	r.RowFunc = func(ctx context.Context, job web.Job, row, top int) (*web.RowDetail, error) {
+		d, err := readDump(job.DumpPath, job.FileName)
+		if err != nil {
+			return nil, err
+		}
+		switch d.Op {
+		case "sample":
+			return sampleRow(d, row, top), nil
+		case "spec_verify":
+			return specRow(d, row), nil
+		}
+		return rowDetail(d, row, top), nil
+	}
+	r.TeachFunc = func(ctx context.Context, job web.Job, row int, l web.Lesson) (*web.LessonState, error) {
+		d, err := readDump(job.DumpPath, job.FileName)
+		if err != nil {
+			return nil, err
+		}
+		if d.Op != "spec_verify" {
+			return nil, &web.LessonError{Msg: "The fake teaches only spec_verify dumps."}
+		}
+		if l.Position < 0 || l.Position >= d.K {
+			return nil, &web.LessonError{Msg: fmt.Sprintf("Position %d is not a draft position.", l.Position)}
+		}
+		return lesson(d, row, l), nil
+	}
+	return r, p
+}
+
+func inspect(ctx context.Context, path, name string) (*web.DumpInfo, error) {
+	d, err := readDump(path, name)
+	if err != nil {
+		return nil, err
+	}
+	switch d.Op {
+	case "sample":
+		return &web.DumpInfo{
+			Op: engine.OpSample, DType: engine.F32, Input: "logits", Shape: []int{d.Rows, d.Vocab},
+			Rows: d.Rows, Vocab: d.Vocab, External: []string{}, Source: "webtest",
+		}, nil
+	case "spec_verify":
+		return &web.DumpInfo{
+			Op: engine.OpSpecVerify, DType: engine.F32, Input: "target_logits", Shape: []int{d.Rows, d.K + 1, d.Vocab},
+			Rows: d.Rows, Vocab: d.Vocab, External: []string{}, Source: "webtest",
+		}, nil
+	}
+	return &web.DumpInfo{
+		Op: engine.OpSoftmax, DType: engine.F32, Input: "logits", Shape: []int{d.Rows, d.Vocab},
+		Rows: d.Rows, Vocab: d.Vocab, External: []string{"probs"}, Source: "webtest",
+	}, nil
+}
+
+// readDump reads and checks a fake dump; what is wrong with it is a
+// *web.BadDumpError naming the file, the tensor and the rule.
+func readDump(path, name string) (Dump, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Dump{}, err
+	}
+	var d Dump
+	if err := json.Unmarshal(b, &d); err != nil {
+		var se *json.SyntaxError
+		if len(b) > 0 && b[0] == '{' && errors.As(err, &se) && se.Offset >= int64(len(b)) {
+			return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: truncated: the file ends after %d bytes, inside its header", name, len(b))}
+		}
+		return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: the first 8 bytes give a header length of %d bytes, more than the file holds", name, len(b)*1000)}
+	}
+	if d.Magic != Magic {
+		return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: tensor \"logits\": missing", name)}
+	}
+	if d.Rows <= 0 || d.Vocab <= 0 {
+		return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: tensor logits: shape [%d, %d] must have at least one row and one token", name, d.Rows, d.Vocab)}
+	}
+	switch {
+	case d.Op != "" && d.Op != "sample" && d.Op != "spec_verify":
+		return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: metadata \"op\": %q is not one the fake judges", name, d.Op)}
+	case d.Op == "spec_verify" && (d.K <= 0 || d.K >= d.Vocab):
+		return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: tensor draft_tokens: %d draft positions for %d tokens", name, d.K, d.Vocab)}
+	}
+	return d, nil
+}
+
+// judge makes up a judgement of d with fresh random errors.
+func (p *Pipeline) judge(ctx context.Context, d Dump, job web.Job, sink web.RowSink) (*engine.Report, error) {
+	tol := DefaultTolerances
+	if job.Tolerances != nil {
+		tol = *job.Tolerances
+	}
+	if d.Op != "" {
+		return p.judgeStats(ctx, d, job, tol, sink)
+	}
+	outs := []web.OutputInfo{{Name: "cpu", Kind: "probs"}, {Name: "probs", External: true, Kind: "probs"}}
+	sink.Outputs(outs)
+	fail := map[int]bool{}
+	for _, r := range d.Fail {
+		fail[r] = true
+	}
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	rep := &engine.Report{
+		Pass: true, Op: engine.OpSoftmax, Source: job.FileName, Rows: d.Rows, Vocab: d.Vocab, DType: engine.F32,
+		Device: &CPU, Tolerances: tol,
+	}
+	for _, info := range outs {
+		or := engine.OutputReport{Name: info.Name, External: info.External, Kind: info.Kind, Pass: true}
+		if !info.External {
+			or.Timing = &engine.Timing{Wall: 3 * time.Millisecond, Bytes: int64(d.Rows * d.Vocab * 8)}
+		}
+		rep.Outputs = append(rep.Outputs, or)
+	}
+	// Rows go out row by row, every output of a row before the next row.
+	for r := 0; r < d.Rows; r++ {
+		for o, info := range outs {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			// Our output is a few float32 ulps off; a failing external row is
+			// off by 1e-3 at a random token.
+			worst := 1e-7 * (0.5 + rng.Float64())
+			token := rng.IntN(d.Vocab)
+			ref := 1 / float64(d.Vocab) * (0.5 + rng.Float64())
+			if info.External && fail[r] {
+				worst = 1e-3 * (1 + rng.Float64())
+			}
+			allowed := tol.Strict.Atol + tol.Strict.Rtol*ref
+			row := engine.RowReport{Row: r, Pass: worst <= allowed, Matched: "strict"}
+			if row.Pass {
+				row.Violations = []string{}
+			} else {
+				row.AddFinding(engine.Finding{
+					Rule: engine.RuleTolerance, Severity: engine.Violation, Token: token,
+					Message: fmt.Sprintf("row %d: 1 of %d probabilities off; greatest absolute difference %.2g at token %d (allowed %.2g)", r, d.Vocab, worst, token, allowed),
+				})
+				row.Matched = ""
+			}
+			row.Strict = &engine.Drift{
+				Reference: "strict", Tolerance: tol.Strict, Elements: d.Vocab,
+				Abs:     engine.ErrorStats{Max: engine.Float(worst), Mean: engine.Float(worst / 10), Index: token},
+				MinAtol: engine.Float(math.Max(0, worst-tol.Strict.Rtol*ref)), KL: engine.Float(worst * worst),
+			}
+			if !row.Pass {
+				row.Strict.Mismatched = 1
+			}
+			errs := &web.RowErrors{Token: token, Worst: engine.Float(worst), Allowed: engine.Float(allowed), Buckets: make([]engine.Float, web.HeatBuckets)}
+			for t := 0; t < d.Vocab; t++ {
+				e := worst * rng.Float64() / 4
+				if t == token {
+					e = worst
+				}
+				errs.Hist[web.HistBin(e)]++
+				b := t * web.HeatBuckets / d.Vocab
+				if v := engine.Float(e / allowed); v > errs.Buckets[b] {
+					errs.Buckets[b] = v
+				}
+			}
+			or := &rep.Outputs[o]
+			or.Rows = append(or.Rows, row)
+			if !row.Pass {
+				or.Pass, rep.Pass = false, false
+				or.FailedRows++
+			}
+			sink.Row(web.RowUpdate{Output: o, Report: row, Errors: errs})
+		}
+		if p.RowDelay > 0 {
+			time.Sleep(p.RowDelay)
+		}
+	}
+	return rep, nil
+}
+
+// rowDetail makes up row r's distributions.
+func rowDetail(d Dump, r, top int) *web.RowDetail {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(r)))
+	probs := make([]float64, d.Vocab)
+	sum := 0.0
+	for i := range probs {
+		probs[i] = math.Exp(3 * rng.NormFloat64())
+		sum += probs[i]
+	}
+	for i := range probs {
+		probs[i] /= sum
+	}
+	order := make([]int, d.Vocab)
+	for i := range order {
+		order[i] = i
+	}
+	// Selection by probability, most probable first.
+	for i := 0; i < len(order); i++ {
+		for j := i + 1; j < len(order); j++ {
+			if probs[order[j]] > probs[order[i]] {
+				order[i], order[j] = order[j], order[i]
+			}
+		}
+	}
+	det := &web.RowDetail{
+		Row: r, Vocab: d.Vocab, Op: engine.OpSoftmax, Temperature: 1, TopP: 1,
+		Probs: []web.OutputInfo{{Name: "cpu", Kind: "probs"}, {Name: "probs", External: true, Kind: "probs"}},
+		Cuts:  web.Cuts{Kept: d.Vocab},
+	}
+	failing := false
+	for _, f := range d.Fail {
+		failing = failing || f == r
+	}
+	mass := 0.0
+	for rank, t := range order {
+		mass += probs[t]
+		det.CDF = append(det.CDF, web.CDFPoint{Rank: rank + 1, Mass: engine.Float(mass)})
+		if rank >= top {
+			continue
+		}
+		ext := probs[t] * (1 + 1e-7*rng.NormFloat64())
+		if failing && rank == 0 {
+			ext = probs[t] - 1e-3
+		}
+		det.Tokens = append(det.Tokens, web.TokenDetail{
+			Token: t, Rank: rank + 1, Base: engine.Float(probs[t]), Ref: engine.Float(probs[t]), Class: "kept",
+			Values:  []engine.Float{engine.Float(float32(probs[t])), engine.Float(ext)},
+			Allowed: engine.Float(1e-5 + 1.3e-6*probs[t]),
+		})
+	}
+	return det
+}

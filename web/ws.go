@@ -1,0 +1,217 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// The websocket timings, after gorilla/websocket's chat example.
+const (
+	// writeWait is the time allowed to write one message to the peer.
+	writeWait = 10 * time.Second
+	// pongWait is the time allowed to read the next pong from the peer.
+	pongWait = 60 * time.Second
+	// pingPeriod is how often pings go out; it must be less than pongWait.
+	pingPeriod = (pongWait * 9) / 10
+	// maxMessageSize bounds what the peer may send: the page sends nothing
+	// but control frames, so anything large is a misbehaving client.
+	maxMessageSize = 512
+	// rowInterval is the least time between two updates to one client, so
+	// that rows judged close together arrive in one message.
+	rowInterval = 100 * time.Millisecond
+	// chartInterval is the least time between two chart updates to one
+	// client: chart options are large, and only the latest one counts.
+	chartInterval = 400 * time.Millisecond
+)
+
+// SocketTimings are the websocket timings; zero fields take the constants
+// above. Tests shorten them to watch a stuck client being dropped.
+type SocketTimings struct {
+	WriteWait  time.Duration
+	PongWait   time.Duration
+	PingPeriod time.Duration
+}
+
+func (t SocketTimings) withDefaults() SocketTimings {
+	if t.WriteWait <= 0 {
+		t.WriteWait = writeWait
+	}
+	if t.PongWait <= 0 {
+		t.PongWait = pongWait
+	}
+	if t.PingPeriod <= 0 || t.PingPeriod >= t.PongWait {
+		t.PingPeriod = t.PongWait * 9 / 10
+	}
+	return t
+}
+
+var upgrader = websocket.Upgrader{
+	ReadBufferSize:  1024,
+	WriteBufferSize: 32 << 10,
+	CheckOrigin:     sameOrigin,
+}
+
+// sameOrigin accepts a websocket from a page of this server (its Origin's
+// host is the Host it asked for) or from a client that sends no Origin (not
+// a browser). Any other page is refused: a site the person visits must not
+// read their runs.
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	return u.Host == r.Host
+}
+
+// handleRunSocket streams a judgement to one page: everything so far, then
+// each change, then the final state, after which it closes. One reader and
+// one writer goroutine per connection.
+func (s *Server) handleRunSocket(w http.ResponseWriter, r *http.Request) {
+	v, err := s.lookupJudged(r, false)
+	if err != nil {
+		he := s.logError(r, err)
+		http.Error(w, he.Msg, he.Status)
+		return
+	}
+	if !sameOrigin(r) {
+		http.Error(w, "This websocket only answers pages of this server.", http.StatusForbidden)
+		return
+	}
+	if !s.hold() {
+		http.Error(w, "sampviz is stopping.", http.StatusServiceUnavailable)
+		return
+	}
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		s.release()
+		return // Upgrade has answered the client
+	}
+	go func() {
+		defer s.release()
+		s.streamTopic(conn, v.topic)
+	}()
+}
+
+// streamTopic is the connection's writer; it starts the reader and returns
+// when the topic is final and sent, the peer goes away, a write fails or
+// the server closes.
+func (s *Server) streamTopic(conn *websocket.Conn, t *topic) {
+	tm := s.socket
+	sub := t.subscribe()
+	defer t.unsubscribe(sub)
+	gone := make(chan struct{})
+	go s.readPeer(conn, gone, tm)
+	defer conn.Close()
+
+	ping := time.NewTicker(tm.PingPeriod)
+	defer ping.Stop()
+	var cur cursor
+	var lastCharts time.Time
+	var chartTimer <-chan time.Time
+	for {
+		now := time.Now()
+		u, pending := t.next(&cur, now.Sub(lastCharts) >= chartInterval)
+		if u != nil {
+			if u.Charts != nil {
+				lastCharts = now
+			}
+			if err := s.writeUpdate(conn, u, tm); err != nil {
+				return
+			}
+			if u.Final {
+				conn.SetWriteDeadline(time.Now().Add(tm.WriteWait))
+				conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "run finished"))
+				// Give the peer a moment to close its side; the reader ends then.
+				select {
+				case <-gone:
+				case <-time.After(time.Second):
+				}
+				return
+			}
+		}
+		chartTimer = nil
+		if pending {
+			chartTimer = time.After(time.Until(lastCharts.Add(chartInterval)))
+		}
+		select {
+		case <-sub.wake:
+			// Let rows judged close together gather into one message.
+			select {
+			case <-time.After(rowInterval):
+			case <-gone:
+				return
+			case <-s.ctx.Done():
+				return
+			}
+		case <-chartTimer:
+		case <-ping.C:
+			conn.SetWriteDeadline(time.Now().Add(tm.WriteWait))
+			if err := conn.WriteMessage(websocket.PingMessage, nil); err != nil {
+				return
+			}
+		case <-gone:
+			return
+		case <-s.ctx.Done():
+			conn.SetWriteDeadline(time.Now().Add(tm.WriteWait))
+			conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server stopping"))
+			return
+		}
+	}
+}
+
+func (s *Server) writeUpdate(conn *websocket.Conn, u *update, tm SocketTimings) error {
+	b, err := encodeUpdate(u)
+	if err != nil {
+		s.log.Error("encode websocket update", "err", err)
+		return err
+	}
+	conn.SetWriteDeadline(time.Now().Add(tm.WriteWait))
+	return conn.WriteMessage(websocket.TextMessage, b)
+}
+
+// encodeUpdate marshals u. The chart options, shared by every reader and
+// already JSON, are spliced in as they are rather than re-encoded (and
+// re-validated) once per reader.
+func encodeUpdate(u *update) ([]byte, error) {
+	charts := u.Charts
+	v := *u
+	v.Charts = nil
+	b, err := json.Marshal(&v)
+	if err != nil || charts == nil {
+		return b, err
+	}
+	out := make([]byte, 0, len(b)+len(charts)+12)
+	out = append(out, b[:len(b)-1]...) // without the closing brace
+	if len(b) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"charts":`...)
+	out = append(out, charts...)
+	return append(out, '}'), nil
+}
+
+// readPeer is the connection's reader: it reads (and drops) what the peer
+// sends so that pongs and close frames are handled, and closes gone when the
+// peer stops answering or goes away.
+func (s *Server) readPeer(conn *websocket.Conn, gone chan<- struct{}, tm SocketTimings) {
+	defer close(gone)
+	conn.SetReadLimit(maxMessageSize)
+	conn.SetReadDeadline(time.Now().Add(tm.PongWait))
+	conn.SetPongHandler(func(string) error {
+		conn.SetReadDeadline(time.Now().Add(tm.PongWait))
+		return nil
+	})
+	for {
+		if _, _, err := conn.ReadMessage(); err != nil {
+			return
+		}
+	}
+}
