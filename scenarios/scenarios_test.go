@@ -1,0 +1,261 @@
+package scenarios_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/compare"
+	"github.com/sampviz/sampviz/engine/cpu"
+	"github.com/sampviz/sampviz/engine/dump"
+	"github.com/sampviz/sampviz/engine/ref"
+	"github.com/sampviz/sampviz/engine/stats"
+	"github.com/sampviz/sampviz/scenarios"
+	"github.com/sampviz/sampviz/scenarios/internal/generate"
+)
+
+// judge runs sc's dump on the CPU backend with o and judges our output and
+// every external output, as `sampviz check` does.
+func judge(t *testing.T, sc scenarios.Scenario, o engine.Overrides) (*engine.Run, *engine.Output, *engine.Report) {
+	t.Helper()
+	b, err := sc.DumpBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := dump.Parse(sc.FileName(), b)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	run, err := dump.BuildRun(f, o)
+	if err != nil {
+		t.Fatalf("build run: %v", err)
+	}
+	if run.Op != sc.Op {
+		t.Fatalf("the dump loads as op %s, the config says %s", run.Op, sc.Op)
+	}
+	ctx := context.Background()
+	ours, err := cpu.New().Run(ctx, run)
+	if err != nil {
+		t.Fatalf("cpu backend: %v", err)
+	}
+	rep, err := compare.Judge(ctx, run, append([]*engine.Output{ours}, compare.ExternalOutputs(run)...), compare.Options{}, nil)
+	if err != nil {
+		t.Fatalf("judge: %v", err)
+	}
+	return run, ours, rep
+}
+
+// TestCatalogueVerdicts runs every scenario on the CPU backend and checks
+// that the judgement is exactly the verdict its config declares: with the
+// config's overrides (as `sampviz check` runs it) and without them (as the
+// web opens it).
+func TestCatalogueVerdicts(t *testing.T) {
+	for _, sc := range scenarios.Catalogue() {
+		t.Run(sc.Name, func(t *testing.T) {
+			variants := []struct {
+				name string
+				o    engine.Overrides
+			}{{"overrides", sc.Overrides.Engine()}}
+			if !sc.Overrides.Empty() {
+				variants = append(variants, struct {
+					name string
+					o    engine.Overrides
+				}{"plain", engine.Overrides{}})
+			}
+			for _, v := range variants {
+				_, _, rep := judge(t, sc, v.o)
+				for _, d := range sc.Expect.Mismatches(rep) {
+					t.Errorf("%s: %s", v.name, d)
+				}
+			}
+		})
+	}
+}
+
+// TestSeededDeterminism checks the scenarios that record our draws: the same
+// seeds draw exactly the recorded tokens and samples again, and another seed
+// draws differently (where independent draws would agree by chance with
+// probability below stats.DefaultPValue).
+func TestSeededDeterminism(t *testing.T) {
+	checked := 0
+	for _, sc := range scenarios.Catalogue() {
+		det := sc.Determinism
+		if det == nil {
+			continue
+		}
+		checked++
+		t.Run(sc.Name, func(t *testing.T) {
+			run, ours, _ := judge(t, sc, sc.Overrides.Engine())
+			for _, name := range det.Recorded {
+				rec := run.External[name]
+				if rec == nil {
+					t.Fatalf("the dump has no recorded %q", name)
+				}
+				got := ourTensor(t, ours, name)
+				for r := range run.Rows() {
+					c := stats.SameSeedSame(rowInts(got, r), rowInts(rec, r))
+					if !c.Pass {
+						t.Errorf("%s, row %d: %s", name, r, c.Message)
+					}
+				}
+			}
+			o := sc.Overrides.Engine()
+			o.Seed = &det.OtherSeed
+			other, oursOther, _ := judge(t, sc, o)
+			for r := range run.Rows() {
+				a := append(rowInts(ourTensor(t, ours, "tokens"), r), rowInts(ourTensor(t, ours, "samples"), r)...)
+				b := append(rowInts(ourTensor(t, oursOther, "tokens"), r), rowInts(ourTensor(t, oursOther, "samples"), r)...)
+				q := stats.CollisionProbability(ref.Sample(other, r, ref.BoundaryEps(0)).Probs)
+				collision := make([]float64, len(a))
+				for i := range collision {
+					collision[i] = q
+				}
+				c := stats.DifferentSeedsDiffer(a, b, collision, 0)
+				if !c.Pass || c.ChanceIdentical >= stats.DefaultPValue {
+					t.Errorf("row %d, seed %d: %s", r, det.OtherSeed, c.Message)
+				}
+			}
+		})
+	}
+	if checked == 0 {
+		t.Fatal("no scenario records its draws")
+	}
+}
+
+// ourTensor returns our output's tokens or samples.
+func ourTensor(t *testing.T, o *engine.Output, name string) *engine.Tensor {
+	t.Helper()
+	var x *engine.Tensor
+	switch name {
+	case "tokens":
+		x = o.Tokens
+	case "samples":
+		x = o.Samples
+	}
+	if x == nil {
+		t.Fatalf("our output has no %s", name)
+	}
+	return x
+}
+
+// rowInts returns row r of a [B] or [B, N] integer tensor as int32.
+func rowInts(x *engine.Tensor, r int) []int32 {
+	n := 1
+	if len(x.Shape) == 2 {
+		n = x.Shape[1]
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(x.Int(r*n + i))
+	}
+	return out
+}
+
+// TestCatalogueMatchesGenerator checks that the embedded dumps and configs
+// are exactly what `go run ./scenarios/gen` writes now, so they cannot drift
+// from the code that documents how they were made.
+func TestCatalogueMatchesGenerator(t *testing.T) {
+	folders, err := generate.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generated []string
+	for _, f := range folders {
+		generated = append(generated, f.Config.Name)
+		t.Run(f.Config.Name, func(t *testing.T) {
+			sc, ok := scenarios.Lookup(f.Config.Name)
+			if !ok {
+				t.Fatal("not in the catalogue: run `make scenarios` and write its README.md")
+			}
+			b, err := sc.DumpBytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(b, f.Dump) {
+				t.Errorf("the embedded dump (%d bytes) differs from the generator's (%d bytes): run `make scenarios`", len(b), len(f.Dump))
+			}
+			cfg, err := os.ReadFile(filepath.Join(sc.Name, scenarios.ConfigFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(cfg, f.ConfigJSON) {
+				t.Errorf("%s differs from the generator's: run `make scenarios`\n(-got +want)\n-%s\n+%s", scenarios.ConfigFile, cfg, f.ConfigJSON)
+			}
+		})
+	}
+	var embedded []string
+	for _, sc := range scenarios.Catalogue() {
+		embedded = append(embedded, sc.Name)
+	}
+	if !slices.Equal(embedded, generated) {
+		t.Errorf("the catalogue holds %q, the generator writes %q", embedded, generated)
+	}
+}
+
+// TestCatalogueEntries checks what the pages and the command line show of
+// each scenario: unique names and orders, a title and summary, a view the
+// web can append to a run URL, a README of a few paragraphs, and a config
+// that round-trips through JSON.
+func TestCatalogueEntries(t *testing.T) {
+	cat := scenarios.Catalogue()
+	if len(cat) < 12 {
+		t.Fatalf("the catalogue holds %d scenarios, want at least 12", len(cat))
+	}
+	names, orders := map[string]bool{}, map[int]bool{}
+	for _, sc := range cat {
+		t.Run(sc.Name, func(t *testing.T) {
+			if names[sc.Name] || orders[sc.Order] {
+				t.Errorf("name %q or order %d is not unique", sc.Name, sc.Order)
+			}
+			names[sc.Name], orders[sc.Order] = true, true
+			if sc.Title == "" || sc.Summary == "" {
+				t.Error("no title or summary")
+			}
+			if sc.View != "" && !strings.HasPrefix(sc.View, "/") && !strings.HasPrefix(sc.View, "?") {
+				t.Errorf("view %q is neither a path under the run nor a query", sc.View)
+			}
+			if paras := strings.Count(strings.TrimSpace(sc.README), "\n\n") + 1; paras < 3 || !strings.HasPrefix(sc.README, "# ") {
+				t.Errorf("README.md has %d paragraphs and starts %q; want a title and a few paragraphs", paras, firstLine(sc.README))
+			}
+			f, err := sc.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			b, err := json.Marshal(sc.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back scenarios.Config
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(mustJSON(t, back), b) {
+				t.Error("the config does not round-trip through JSON")
+			}
+		})
+	}
+	if _, ok := scenarios.Lookup("no-such-scenario"); ok {
+		t.Error("Lookup found a scenario that does not exist")
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
