@@ -23,16 +23,6 @@ func init() {
 	}
 }
 
-// Defaults of --draws and --trials: the work our backend does on sample and
-// spec_verify runs when the person asks for none. At 10^5 draws a row's fit
-// catches a bias of 0.6% of mass moved between its two most probable tokens
-// (engine/stats, power); 10^4 trials measure each position's acceptance rate
-// to ±1% and give the lossless check 10^4 tokens at the first position.
-const (
-	defaultDraws  = 100000
-	defaultTrials = 10000
-)
-
 // checkFlags are the flags of `sampviz check`.
 type checkFlags struct {
 	fs         *flag.FlagSet
@@ -88,8 +78,8 @@ func newCheckFlags(stderr io.Writer) *checkFlags {
 	fs.StringVar(&c.filterOrder, "filter-order", "", "override the filter order: top_k_first or joint")
 	fs.StringVar(&c.topKTies, "top-k-ties", "", "override the top-k tie rule: keep or lowest_index")
 	fs.StringVar(&c.method, "method", "", "sampler: inverse_cdf, gumbel or rejection (default: rejection when filtered, else inverse_cdf)")
-	fs.IntVar(&c.draws, "draws", defaultDraws, "independent draws per row that our sampler makes on sample runs (judged statistically)")
-	fs.IntVar(&c.trials, "trials", defaultTrials, "speculative trials per row that our backend runs on spec_verify runs (1: spec_tokens alone)")
+	fs.IntVar(&c.draws, "draws", engine.DefaultDraws, "independent draws per row that our sampler makes on sample runs (judged statistically)")
+	fs.IntVar(&c.trials, "trials", engine.DefaultTrials, "speculative trials per row that our backend runs on spec_verify runs (1: spec_tokens alone)")
 	fs.IntVar(&c.maxNgram, "max-ngram-size", 0, "override max_ngram_size")
 	fs.IntVar(&c.maxDraft, "max-draft-tokens", 0, "override max_draft_tokens")
 	fs.IntVar(&c.threshold, "threshold", 0, "override the n-gram draft budget (threshold)")
@@ -242,7 +232,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	c.applyWorkDefaults(run)
+	run.SetWorkDefaults(ov)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -299,20 +289,6 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return exitViolated
 	}
 	return exitOK
-}
-
-// applyWorkDefaults sets how many draws (sample) or trials (spec_verify)
-// our backend makes when the dump and the flags leave it to us: the dump
-// layer resolves both to 0 unless --draws or --trials override them.
-func (c *checkFlags) applyWorkDefaults(run *engine.Run) {
-	set := map[string]bool{}
-	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	switch {
-	case run.Op == engine.OpSample && !set["draws"] && run.Params.Draws == 0:
-		run.Params.Draws = defaultDraws
-	case run.Op == engine.OpSpecVerify && !set["trials"] && run.Params.Trials == 0:
-		run.Params.Trials = defaultTrials
-	}
 }
 
 // otherSeed is added to every row's seed for the rerun that must draw

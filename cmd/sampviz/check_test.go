@@ -360,8 +360,8 @@ func TestCheckSamplers(t *testing.T) {
 				t.Errorf("our sampler: pass %v kind %q, notes %q", ours.Pass, ours.Kind, ours.Notes)
 			}
 			for _, r := range ours.Rows {
-				if r.Fit == nil || r.Fit.Draws != defaultDraws || r.PValue == nil || *r.PValue < compare.DefaultPValue {
-					t.Errorf("our row %d: fit %+v p %v, want %d draws that pass", r.Row, r.Fit, r.PValue, defaultDraws)
+				if r.Fit == nil || r.Fit.Draws != engine.DefaultDraws || r.PValue == nil || *r.PValue < compare.DefaultPValue {
+					t.Errorf("our row %d: fit %+v p %v, want %d draws that pass", r.Row, r.Fit, r.PValue, engine.DefaultDraws)
 				}
 			}
 			for _, want := range []string{"seeds: the same seed gave the same 2 draws", "seeds: different seeds agree at"} {
@@ -424,8 +424,8 @@ func TestCheckSpeculative(t *testing.T) {
 			})
 			rep := checkJSON(t, tt.exit, "--backend", "cpu", path)
 			ours := outputNamed(t, rep, "cpu")
-			if !ours.Pass || ours.Spec == nil || ours.Spec.Trials != tt.c.Rows*defaultTrials || len(ours.Spec.Positions) != tt.c.K {
-				t.Fatalf("our spec_verify: pass %v, pooled %+v, want %d trials over %d positions", ours.Pass, ours.Spec, tt.c.Rows*defaultTrials, tt.c.K)
+			if !ours.Pass || ours.Spec == nil || ours.Spec.Trials != tt.c.Rows*engine.DefaultTrials || len(ours.Spec.Positions) != tt.c.K {
+				t.Fatalf("our spec_verify: pass %v, pooled %+v, want %d trials over %d positions", ours.Pass, ours.Spec, tt.c.Rows*engine.DefaultTrials, tt.c.K)
 			}
 			for _, r := range ours.Rows {
 				if r.Spec == nil || len(r.Spec.Lossless) != tt.c.K+1 || r.PValue == nil {
@@ -467,10 +467,10 @@ func TestDefaultWork(t *testing.T) {
 		args          []string
 		draws, trials int
 	}{
-		{"sample, unset", engine.OpSample, nil, defaultDraws, 0},
+		{"sample, unset", engine.OpSample, nil, engine.DefaultDraws, 0},
 		{"sample, --draws 7", engine.OpSample, []string{"--draws", "7"}, 7, 0},
 		{"sample, --draws 0", engine.OpSample, []string{"--draws", "0"}, 0, 0},
-		{"spec_verify, unset", engine.OpSpecVerify, nil, 0, defaultTrials},
+		{"spec_verify, unset", engine.OpSpecVerify, nil, 0, engine.DefaultTrials},
 		{"spec_verify, --trials 3", engine.OpSpecVerify, []string{"--trials", "3"}, 0, 3},
 		{"softmax", engine.OpSoftmax, nil, 0, 0},
 	}
@@ -491,7 +491,7 @@ func TestDefaultWork(t *testing.T) {
 			if ov.Trials != nil {
 				run.Params.Trials = *ov.Trials
 			}
-			c.applyWorkDefaults(run)
+			run.SetWorkDefaults(ov)
 			if run.Params.Draws != tt.draws || run.Params.Trials != tt.trials {
 				t.Errorf("draws %d trials %d, want %d and %d", run.Params.Draws, run.Params.Trials, tt.draws, tt.trials)
 			}

@@ -123,11 +123,13 @@ func (p *Pipeline) Execute(ctx context.Context, job web.Job, sink web.RowSink) (
 	if err != nil {
 		return nil, err
 	}
-	run, f, err := load(job.DumpPath, job.FileName, job.Params.Overrides())
+	ov := job.Params.Overrides()
+	run, f, err := load(job.DumpPath, job.FileName, ov)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	run.SetWorkDefaults(ov)
 	out, err := b.Run(ctx, run)
 	if err != nil {
 		if ctx.Err() != nil {
