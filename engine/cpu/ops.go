@@ -2,7 +2,9 @@ package cpu
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/philox"
@@ -14,30 +16,11 @@ const ctxCheckEvery = 1 << 12
 
 // logitsShape checks run.Logits and returns its rows and vocabulary size.
 func logitsShape(run *engine.Run) (rows, vocab int, err error) {
-	if err := checkTensor(run.Logits, "logits", 2, true); err != nil {
+	if err := engine.CheckTensor(run.Logits, "logits", 2, true); err != nil {
 		return 0, 0, err
 	}
 	return run.Logits.Dim(0), run.Logits.Dim(1), nil
 }
-
-// tensorBytes returns the bytes of the tensors that are not nil.
-func tensorBytes(ts ...*engine.Tensor) int64 {
-	var n int64
-	for _, t := range ts {
-		if t != nil {
-			n += int64(len(t.Data))
-		}
-	}
-	return n
-}
-
-// Bytes of the per-row parameters a kernel reads: temperature, top_k, top_p
-// and min_p as 4-byte values, seed and offset as 8-byte values.
-const (
-	temperatureBytes = 4
-	filterBytes      = 3 * 4
-	seedBytes        = 2 * 8
-)
 
 // probs runs softmax and renorm: Probs F32 [B, V].
 func (b *Backend) probs(ctx context.Context, run *engine.Run) (*engine.Output, int64, error) {
@@ -46,13 +29,11 @@ func (b *Backend) probs(ctx context.Context, run *engine.Run) (*engine.Output, i
 		return nil, 0, err
 	}
 	renorm := run.Op == engine.OpRenorm
-	need := needTemperature
-	perRow := int64(temperatureBytes)
+	need := engine.NeedTemperature
 	if renorm {
-		need |= needFilters
-		perRow += filterBytes
+		need |= engine.NeedFilters
 	}
-	rp, err := resolveParams(&run.Params, rows, need)
+	rp, err := run.Params.ForKernels(rows, need)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", run.Op, err)
 	}
@@ -61,7 +42,7 @@ func (b *Backend) probs(ctx context.Context, run *engine.Run) (*engine.Output, i
 		x := floats(&s.x, vocab)
 		run.Logits.Floats32(r*vocab, x)
 		p := floats(&s.p, vocab)
-		t := rp.temperature[r]
+		t := rp.Temperature[r]
 		switch {
 		case !renorm || t == 0:
 			Softmax(x, t, p)
@@ -72,7 +53,7 @@ func (b *Backend) probs(ctx context.Context, run *engine.Run) (*engine.Output, i
 				break
 			}
 			keep := bools(&s.keep, vocab)
-			rp.filter(&s.filter, r, w, keep)
+			filterRow(&s.filter, rp, r, w, keep)
 			Renorm(w, keep, p)
 		}
 		putFloats(probs, r*vocab, p)
@@ -81,7 +62,7 @@ func (b *Backend) probs(ctx context.Context, run *engine.Run) (*engine.Output, i
 	if err != nil {
 		return nil, 0, err
 	}
-	bytes := tensorBytes(run.Logits, probs) + int64(rows)*perRow
+	bytes := engine.TensorBytes(run.Logits, probs) + int64(rows)*need.Bytes()
 	return &engine.Output{Probs: probs}, bytes, nil
 }
 
@@ -101,7 +82,7 @@ func (b *Backend) argmax(ctx context.Context, run *engine.Run) (*engine.Output, 
 	if err != nil {
 		return nil, 0, err
 	}
-	return &engine.Output{Tokens: tokens}, tensorBytes(run.Logits, tokens), nil
+	return &engine.Output{Tokens: tokens}, engine.TensorBytes(run.Logits, tokens), nil
 }
 
 // sample runs sample: Tokens I32 [B] (draw 0 with Params.Method) and, when
@@ -121,7 +102,7 @@ func (b *Backend) sample(ctx context.Context, run *engine.Run) (*engine.Output, 
 	if draws < 0 {
 		return nil, 0, fmt.Errorf("sample: draws %d is negative", draws)
 	}
-	rp, err := resolveParams(&run.Params, rows, needTemperature|needFilters|needSeeds)
+	rp, err := run.Params.ForKernels(rows, engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds)
 	if err != nil {
 		return nil, 0, fmt.Errorf("sample: %w", err)
 	}
@@ -132,15 +113,15 @@ func (b *Backend) sample(ctx context.Context, run *engine.Run) (*engine.Output, 
 	err = b.forEachRow(ctx, rows, func(s *scratch, r int) error {
 		x := floats(&s.x, vocab)
 		run.Logits.Floats32(r*vocab, x)
-		t := rp.temperature[r]
+		t := rp.Temperature[r]
 		w := floats(&s.w, vocab)
 		valid := Weights(x, t, w)
 		var keep []bool
-		if valid && t > 0 && rp.filtered(r, vocab) {
+		if valid && t > 0 && rp.Filtered(r, vocab) {
 			keep = bools(&s.keep, vocab)
-			rp.filter(&s.filter, r, w, keep)
+			filterRow(&s.filter, rp, r, w, keep)
 		}
-		stream := func(d int) philox.Stream { return philox.NewStream(rp.seed[r], rp.offset[r], r, d) }
+		stream := func(d int) philox.Stream { return philox.NewStream(rp.Seed[r], rp.Offset[r], r, d) }
 		token := -1
 		switch {
 		case !valid:
@@ -149,7 +130,7 @@ func (b *Backend) sample(ctx context.Context, run *engine.Run) (*engine.Output, 
 		case method == engine.SampleGumbel:
 			token = SampleGumbel(x, t, keep, stream(0))
 		case method == engine.SampleRejection || method == engine.SampleAuto && keep != nil:
-			token = s.rejection.sample(w, keep, rp.ties, stream(0))
+			token = s.rejection.sample(w, keep, rp.Ties, stream(0))
 		default:
 			s.cdf.Reset(w, keep)
 			token = s.cdf.Draw(stream(0).U64(0))
@@ -177,7 +158,7 @@ func (b *Backend) sample(ctx context.Context, run *engine.Run) (*engine.Output, 
 	if err != nil {
 		return nil, 0, err
 	}
-	bytes := tensorBytes(run.Logits, out.Tokens, out.Samples) + int64(rows)*(temperatureBytes+filterBytes+seedBytes)
+	bytes := engine.TensorBytes(run.Logits, out.Tokens, out.Samples) + int64(rows)*(engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds).Bytes()
 	return out, bytes, nil
 }
 
@@ -188,10 +169,10 @@ const maxTraceTrials = 16
 // SpecAccepted I32 [B] of trial 0, SpecTrials I32 [T, B, K+1] when T > 1, and
 // the Trace of the first min(T, 16) trials.
 func (b *Backend) specVerify(ctx context.Context, run *engine.Run) (*engine.Output, int64, error) {
-	if err := checkTensor(run.TargetLogits, "target_logits", 3, true); err != nil {
+	if err := engine.CheckTensor(run.TargetLogits, "target_logits", 3, true); err != nil {
 		return nil, 0, err
 	}
-	if err := checkTensor(run.DraftTokens, "draft_tokens", 2, false); err != nil {
+	if err := engine.CheckTensor(run.DraftTokens, "draft_tokens", 2, false); err != nil {
 		return nil, 0, err
 	}
 	rows, positions, vocab := run.TargetLogits.Dim(0), run.TargetLogits.Dim(1), run.TargetLogits.Dim(2)
@@ -201,7 +182,7 @@ func (b *Backend) specVerify(ctx context.Context, run *engine.Run) (*engine.Outp
 			run.TargetLogits.ShapeString(), run.DraftTokens.ShapeString(), engine.ErrUnsupported)
 	}
 	if run.DraftProbs != nil {
-		if err := checkTensor(run.DraftProbs, "draft_probs", 3, true); err != nil {
+		if err := engine.CheckTensor(run.DraftProbs, "draft_probs", 3, true); err != nil {
 			return nil, 0, err
 		}
 		if run.DraftProbs.Dim(0) != rows || run.DraftProbs.Dim(1) != k || run.DraftProbs.Dim(2) != vocab {
@@ -220,7 +201,7 @@ func (b *Backend) specVerify(ctx context.Context, run *engine.Run) (*engine.Outp
 	if run.Params.Trials < 0 {
 		return nil, 0, fmt.Errorf("spec_verify: trials %d is negative", run.Params.Trials)
 	}
-	rp, err := resolveParams(&run.Params, rows, needTemperature|needFilters|needSeeds)
+	rp, err := run.Params.ForKernels(rows, engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds)
 	if err != nil {
 		return nil, 0, fmt.Errorf("spec_verify: %w", err)
 	}
@@ -249,7 +230,7 @@ func (b *Backend) specVerify(ctx context.Context, run *engine.Run) (*engine.Outp
 				at := (d*rows + r) * steps
 				trace = out.Trace.Step[at : at+steps]
 			}
-			emitted, accepted := chain.Verify(philox.NewStream(rp.seed[r], rp.offset[r], r, d), tokens, trace)
+			emitted, accepted := chain.Verify(philox.NewStream(rp.Seed[r], rp.Offset[r], r, d), tokens, trace)
 			if d == 0 {
 				for i, v := range tokens {
 					putInt32(out.SpecTokens, r*steps+i, v)
@@ -268,22 +249,22 @@ func (b *Backend) specVerify(ctx context.Context, run *engine.Run) (*engine.Outp
 	if err != nil {
 		return nil, 0, err
 	}
-	bytes := tensorBytes(run.TargetLogits, run.DraftTokens, run.DraftProbs,
+	bytes := engine.TensorBytes(run.TargetLogits, run.DraftTokens, run.DraftProbs,
 		out.SpecTokens, out.SpecEmitted, out.SpecAccepted, out.SpecTrials) +
-		int64(rows)*(temperatureBytes+filterBytes+seedBytes)
+		int64(rows)*(engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds).Bytes()
 	return out, bytes, nil
 }
 
 // specRow builds the chain of row r: the renorm of its K+1 target rows and
 // its K draft distributions, in the worker's scratch.
-func specRow(run *engine.Run, rp *rowParams, s *scratch, r, k, vocab int, drafts []int32) *SpecChain {
+func specRow(run *engine.Run, rp *engine.KernelParams, s *scratch, r, k, vocab int, drafts []int32) *SpecChain {
 	steps := k + 1
 	buf := floats(&s.p, (steps+k)*vocab)
 	p := make([][]float32, steps)
 	valid := make([]bool, steps)
 	x := floats(&s.x, vocab)
 	w := floats(&s.w, vocab)
-	t := rp.temperature[r]
+	t := rp.Temperature[r]
 	for i := range steps {
 		p[i] = buf[i*vocab : (i+1)*vocab]
 		run.TargetLogits.Floats32((r*steps+i)*vocab, x)
@@ -291,9 +272,9 @@ func specRow(run *engine.Run, rp *rowParams, s *scratch, r, k, vocab int, drafts
 		switch {
 		case !valid[i]:
 			fillNaN(p[i])
-		case t > 0 && rp.filtered(r, vocab):
+		case t > 0 && rp.Filtered(r, vocab):
 			keep := bools(&s.keep, vocab)
-			rp.filter(&s.filter, r, w, keep)
+			filterRow(&s.filter, rp, r, w, keep)
 			Renorm(w, keep, p[i])
 		default:
 			Renorm(w, nil, p[i])
@@ -318,7 +299,7 @@ func (b *Backend) ngramMatch(ctx context.Context, run *engine.Run) (*engine.Outp
 		name string
 		rank int
 	}{{run.InputIDs, "input_ids", 2}, {run.InputIDsLen, "input_ids_len", 1}, {run.PreIDs, "pre_ids", 2}, {run.StepIdx, "step_idx", 1}} {
-		if err := checkTensor(c.t, c.name, c.rank, false); err != nil {
+		if err := engine.CheckTensor(c.t, c.name, c.rank, false); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -362,6 +343,19 @@ func (b *Backend) ngramMatch(ctx context.Context, run *engine.Run) (*engine.Outp
 			putInt32(draftOut, r*p.MaxDraftTokens+i, int32(v))
 		}
 	}
-	bytes := tensorBytes(run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx, draftOut)
+	bytes := engine.TensorBytes(run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx, draftOut)
 	return &engine.Output{DraftOut: draftOut}, bytes, nil
+}
+
+// putFloats writes v as F32 into t starting at element start.
+func putFloats(t *engine.Tensor, start int, v []float32) {
+	b := t.Data[4*start : 4*(start+len(v))]
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+}
+
+// putInt32 writes v as element i of the I32 tensor t.
+func putInt32(t *engine.Tensor, i int, v int32) {
+	binary.LittleEndian.PutUint32(t.Data[4*i:], uint32(v))
 }

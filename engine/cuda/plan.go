@@ -87,25 +87,16 @@ func int32Data(t *engine.Tensor, name string) ([]byte, error) {
 	return b, nil
 }
 
-// checkTensor reports whether t is present with rank dimensions, a float
-// (or integer) dtype and as many bytes as its shape says.
+// checkTensor is engine.CheckTensor plus what the kernels' int32 indices
+// need: every dimension at most 2^31-1.
 func checkTensor(t *engine.Tensor, name string, rank int, float bool) error {
-	if t == nil {
-		return fmt.Errorf("%s: missing: %w", name, engine.ErrUnsupported)
-	}
-	if len(t.Shape) != rank {
-		return fmt.Errorf("%s: shape %s, want %d dimensions: %w", name, t.ShapeString(), rank, engine.ErrUnsupported)
+	if err := engine.CheckTensor(t, name, rank, float); err != nil {
+		return err
 	}
 	for _, d := range t.Shape {
-		if d < 0 || d > math.MaxInt32 {
+		if d > math.MaxInt32 {
 			return fmt.Errorf("%s: dimension out of range in shape %s: %w", name, t.ShapeString(), engine.ErrUnsupported)
 		}
-	}
-	if float && !t.DType.IsFloat() || !float && !t.DType.IsInt() {
-		return fmt.Errorf("%s: dtype %s, want a %s dtype: %w", name, t.DType, map[bool]string{true: "float", false: "integer"}[float], engine.ErrUnsupported)
-	}
-	if want := t.NumElements() * t.DType.Size(); len(t.Data) != want {
-		return fmt.Errorf("%s: %d bytes for shape %s of %s, want %d: %w", name, len(t.Data), t.ShapeString(), t.DType, want, engine.ErrUnsupported)
 	}
 	return nil
 }
@@ -120,105 +111,37 @@ type rowParams struct {
 	flags       int
 }
 
-// The parameter groups an op needs.
-const (
-	needTemperature = 1 << iota
-	needFilters
-	needSeeds
-)
-
-// resolveParams checks the parameter groups in need (as engine/cpu does:
-// the same rules, the same messages) and converts them for the kernels.
-func resolveParams(p *engine.Params, rows, vocab, need int) (*rowParams, error) {
+// resolveParams checks the parameter groups in need (engine.Params.ForKernels,
+// as engine/cpu does) and converts them for the kernels.
+func resolveParams(p *engine.Params, rows, vocab int, need engine.ParamGroup) (*rowParams, error) {
+	kp, err := p.ForKernels(rows, need)
+	if err != nil {
+		return nil, err
+	}
 	rp := &rowParams{
-		temperature: make([]float32, rows),
+		temperature: kp.Temperature,
 		topK:        make([]int32, rows),
-		topP:        make([]float32, rows),
-		minP:        make([]float32, rows),
-		seed:        make([]uint64, rows),
-		offset:      make([]uint64, rows),
+		topP:        kp.TopP,
+		minP:        kp.MinP,
+		seed:        kp.Seed,
+		offset:      kp.Offset,
+	}
+	for r, k := range kp.TopK {
+		rp.topK[r] = int32(min(k, vocab)) // >= vocab is off either way
+	}
+	if kp.Order == engine.Joint {
+		rp.flags |= flagJoint
+	}
+	if kp.Ties == engine.TiesLowestIndex {
+		rp.flags |= flagLowestIndex
 	}
 	for r := range rows {
-		rp.temperature[r], rp.topP[r] = 1, 1
-	}
-	count := func(name string, n int) error {
-		if n != rows {
-			return fmt.Errorf("%s: %d values for %d rows", name, n, rows)
+		if kp.Temperature[r] > 0 && kp.Filtered(r, vocab) {
+			rp.flags |= flagHasFilters
+			break
 		}
-		return nil
-	}
-	if need&needTemperature != 0 {
-		if err := count("temperature", len(p.Temperature)); err != nil {
-			return nil, err
-		}
-		for r, v := range p.Temperature {
-			t := float32(v)
-			if !(t >= 0 && t <= math.MaxFloat32) {
-				return nil, fmt.Errorf("row %d: temperature %g is not a finite number >= 0", r, v)
-			}
-			rp.temperature[r] = t
-		}
-	}
-	if need&needFilters != 0 {
-		for _, c := range []struct {
-			name string
-			n    int
-		}{{"top_k", len(p.TopK)}, {"top_p", len(p.TopP)}, {"min_p", len(p.MinP)}} {
-			if err := count(c.name, c.n); err != nil {
-				return nil, err
-			}
-		}
-		for r := range rows {
-			if p.TopK[r] < 0 {
-				return nil, fmt.Errorf("row %d: top_k %d is negative", r, p.TopK[r])
-			}
-			rp.topK[r] = int32(min(p.TopK[r], vocab)) // >= vocab is off either way
-			tp, mp := float32(p.TopP[r]), float32(p.MinP[r])
-			if !(tp > 0 && tp <= 1) {
-				return nil, fmt.Errorf("row %d: top_p %g outside (0, 1]", r, p.TopP[r])
-			}
-			if !(mp >= 0 && mp <= 1) {
-				return nil, fmt.Errorf("row %d: min_p %g outside [0, 1]", r, p.MinP[r])
-			}
-			rp.topP[r], rp.minP[r] = tp, mp
-		}
-		switch p.FilterOrder {
-		case "", engine.TopKFirst:
-		case engine.Joint:
-			rp.flags |= flagJoint
-		default:
-			return nil, fmt.Errorf("filter order %q (want top_k_first or joint): %w", p.FilterOrder, engine.ErrUnsupported)
-		}
-		switch p.TopKTies {
-		case "", engine.TiesKeep:
-		case engine.TiesLowestIndex:
-			rp.flags |= flagLowestIndex
-		default:
-			return nil, fmt.Errorf("top_k ties %q (want keep or lowest_index): %w", p.TopKTies, engine.ErrUnsupported)
-		}
-		for r := range rows {
-			if rp.temperature[r] > 0 && rp.filtered(r, vocab) {
-				rp.flags |= flagHasFilters
-				break
-			}
-		}
-	}
-	if need&needSeeds != 0 {
-		if err := count("seed", len(p.Seed)); err != nil {
-			return nil, err
-		}
-		if err := count("offset", len(p.Offset)); err != nil {
-			return nil, err
-		}
-		copy(rp.seed, p.Seed)
-		copy(rp.offset, p.Offset)
 	}
 	return rp, nil
-}
-
-// filtered reports whether row r has a filter on.
-func (rp *rowParams) filtered(r, vocab int) bool {
-	return (rp.topK[r] > 0 && int(rp.topK[r]) < vocab) || rp.topP[r] < 1 || rp.minP[r] > 0
 }
 
 // bytes lays the parameters out as csrc/sampviz.h says: six arrays.
@@ -258,23 +181,6 @@ func readTensor(shm []byte, s slot, name string, dtype engine.DType, shape ...in
 	return t
 }
 
-func tensorBytes(ts ...*engine.Tensor) int64 {
-	var n int64
-	for _, t := range ts {
-		if t != nil {
-			n += int64(len(t.Data))
-		}
-	}
-	return n
-}
-
-// Bytes of the per-row parameters each op reads (as engine/cpu counts them).
-const (
-	temperatureBytes = 4
-	filterBytes      = 3 * 4
-	seedBytes        = 2 * 8
-)
-
 // buildPlan validates run and lays it out for the worker.
 func buildPlan(run *engine.Run) (*plan, error) {
 	switch run.Op {
@@ -306,13 +212,12 @@ func logitsPlan(run *engine.Run) (*plan, error) {
 		p.decode = func(shm []byte) *engine.Output {
 			return &engine.Output{Tokens: readTensor(shm, out, "tokens", engine.I32, rows)}
 		}
-		p.bytes = tensorBytes(run.Logits) + 4*int64(rows)
+		p.bytes = engine.TensorBytes(run.Logits) + 4*int64(rows)
 		return p, nil
 	case engine.OpSoftmax, engine.OpRenorm:
-		need, perRow := needTemperature, int64(temperatureBytes)
+		need := engine.NeedTemperature
 		if run.Op == engine.OpRenorm {
-			need |= needFilters
-			perRow += filterBytes
+			need |= engine.NeedFilters
 		}
 		rp, err := resolveParams(&run.Params, rows, vocab, need)
 		if err != nil {
@@ -325,7 +230,7 @@ func logitsPlan(run *engine.Run) (*plan, error) {
 		p.decode = func(shm []byte) *engine.Output {
 			return &engine.Output{Probs: readTensor(shm, out, "probs", engine.F32, rows, vocab)}
 		}
-		p.bytes = tensorBytes(run.Logits) + 4*int64(rows)*int64(vocab) + int64(rows)*perRow
+		p.bytes = engine.TensorBytes(run.Logits) + 4*int64(rows)*int64(vocab) + int64(rows)*need.Bytes()
 		return p, nil
 	}
 	// sample
@@ -337,7 +242,7 @@ func logitsPlan(run *engine.Run) (*plan, error) {
 	if draws < 0 {
 		return nil, fmt.Errorf("sample: draws %d is negative", draws)
 	}
-	rp, err := resolveParams(&run.Params, rows, vocab, needTemperature|needFilters|needSeeds)
+	rp, err := resolveParams(&run.Params, rows, vocab, engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds)
 	if err != nil {
 		return nil, fmt.Errorf("sample: %w", err)
 	}
@@ -373,7 +278,7 @@ func logitsPlan(run *engine.Run) (*plan, error) {
 		}
 		return out
 	}
-	p.bytes = tensorBytes(run.Logits) + 4*int64(rows)*int64(1+draws) + int64(rows)*(temperatureBytes+filterBytes+seedBytes)
+	p.bytes = engine.TensorBytes(run.Logits) + 4*int64(rows)*int64(1+draws) + int64(rows)*(engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds).Bytes()
 	return p, nil
 }
 
@@ -415,7 +320,7 @@ func specPlan(run *engine.Run) (*plan, error) {
 	if run.Params.Trials < 0 {
 		return nil, fmt.Errorf("spec_verify: trials %d is negative", run.Params.Trials)
 	}
-	rp, err := resolveParams(&run.Params, rows, vocab, needTemperature|needFilters|needSeeds)
+	rp, err := resolveParams(&run.Params, rows, vocab, engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds)
 	if err != nil {
 		return nil, fmt.Errorf("spec_verify: %w", err)
 	}
@@ -479,8 +384,8 @@ func specPlan(run *engine.Run) (*plan, error) {
 	if trials > 1 {
 		outBytes += 4 * int64(trials) * int64(rows*steps)
 	}
-	p.bytes = tensorBytes(run.TargetLogits, run.DraftTokens, run.DraftProbs) + outBytes +
-		int64(rows)*(temperatureBytes+filterBytes+seedBytes)
+	p.bytes = engine.TensorBytes(run.TargetLogits, run.DraftTokens, run.DraftProbs) + outBytes +
+		int64(rows)*(engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds).Bytes()
 	return p, nil
 }
 
@@ -533,6 +438,6 @@ func ngramPlan(run *engine.Run) (*plan, error) {
 	p.decode = func(shm []byte) *engine.Output {
 		return &engine.Output{DraftOut: readTensor(shm, out, "draft_out", engine.I32, rows, d)}
 	}
-	p.bytes = tensorBytes(run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx) + 4*int64(rows*d)
+	p.bytes = engine.TensorBytes(run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx) + 4*int64(rows*d)
 	return p, nil
 }

@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+)
+
+// ParamGroup names the per-row parameters an op's kernels read.
+type ParamGroup uint8
+
+// The parameter groups.
+const (
+	// NeedTemperature: the temperature.
+	NeedTemperature ParamGroup = 1 << iota
+	// NeedFilters: top_k, top_p and min_p, with the filter order and tie rule.
+	NeedFilters
+	// NeedSeeds: seed and offset.
+	NeedSeeds
+)
+
+// Bytes returns what a kernel reads of the groups in g for one row:
+// temperature, top_k, top_p and min_p as 4-byte values, seed and offset as
+// 8-byte ones. Backends count it into Timing.Bytes.
+func (g ParamGroup) Bytes() int64 {
+	var n int64
+	if g&NeedTemperature != 0 {
+		n += 4
+	}
+	if g&NeedFilters != 0 {
+		n += 3 * 4
+	}
+	if g&NeedSeeds != 0 {
+		n += 2 * 8
+	}
+	return n
+}
+
+// KernelParams are a run's per-row parameters as kernels take them: float32
+// temperature, top_p and min_p, integer top_k, 64-bit seed and offset, and
+// the filter order and tie rule with their defaults filled in. Every slice
+// has one entry per row; a group an op does not read holds its "off" values
+// (temperature 1, no filter, seed and offset 0).
+type KernelParams struct {
+	Temperature  []float32
+	TopK         []int
+	TopP, MinP   []float32
+	Seed, Offset []uint64
+	Order        FilterOrder
+	Ties         TopKTies
+}
+
+// ForKernels checks the groups in need for a batch of rows and converts
+// them. Both backends call it, so both refuse the same parameters in the same
+// words: a slice whose length is not rows, a temperature that is not finite
+// and >= 0 in float32, top_k < 0, top_p outside (0, 1], min_p outside
+// [0, 1]; an unknown filter order or tie rule wraps ErrUnsupported.
+func (p *Params) ForKernels(rows int, need ParamGroup) (*KernelParams, error) {
+	k := &KernelParams{
+		Temperature: make([]float32, rows),
+		TopK:        make([]int, rows),
+		TopP:        make([]float32, rows),
+		MinP:        make([]float32, rows),
+		Seed:        make([]uint64, rows),
+		Offset:      make([]uint64, rows),
+		Order:       TopKFirst,
+		Ties:        TiesKeep,
+	}
+	for r := range rows {
+		k.Temperature[r], k.TopP[r] = 1, 1
+	}
+	count := func(name string, n int) error {
+		if n != rows {
+			return fmt.Errorf("%s: %d values for %d rows", name, n, rows)
+		}
+		return nil
+	}
+	if need&NeedTemperature != 0 {
+		if err := count("temperature", len(p.Temperature)); err != nil {
+			return nil, err
+		}
+		for r, v := range p.Temperature {
+			t := float32(v)
+			if !(t >= 0 && t <= math.MaxFloat32) {
+				return nil, fmt.Errorf("row %d: temperature %g is not a finite number >= 0", r, v)
+			}
+			k.Temperature[r] = t
+		}
+	}
+	if need&NeedFilters != 0 {
+		for _, c := range []struct {
+			name string
+			n    int
+		}{{"top_k", len(p.TopK)}, {"top_p", len(p.TopP)}, {"min_p", len(p.MinP)}} {
+			if err := count(c.name, c.n); err != nil {
+				return nil, err
+			}
+		}
+		for r := range rows {
+			if p.TopK[r] < 0 {
+				return nil, fmt.Errorf("row %d: top_k %d is negative", r, p.TopK[r])
+			}
+			tp, mp := float32(p.TopP[r]), float32(p.MinP[r])
+			if !(tp > 0 && tp <= 1) {
+				return nil, fmt.Errorf("row %d: top_p %g outside (0, 1]", r, p.TopP[r])
+			}
+			if !(mp >= 0 && mp <= 1) {
+				return nil, fmt.Errorf("row %d: min_p %g outside [0, 1]", r, p.MinP[r])
+			}
+			k.TopK[r], k.TopP[r], k.MinP[r] = p.TopK[r], tp, mp
+		}
+		switch p.FilterOrder {
+		case "", TopKFirst:
+		case Joint:
+			k.Order = Joint
+		default:
+			return nil, fmt.Errorf("filter order %q (want top_k_first or joint): %w", p.FilterOrder, ErrUnsupported)
+		}
+		switch p.TopKTies {
+		case "", TiesKeep:
+		case TiesLowestIndex:
+			k.Ties = TiesLowestIndex
+		default:
+			return nil, fmt.Errorf("top_k ties %q (want keep or lowest_index): %w", p.TopKTies, ErrUnsupported)
+		}
+	}
+	if need&NeedSeeds != 0 {
+		if err := count("seed", len(p.Seed)); err != nil {
+			return nil, err
+		}
+		if err := count("offset", len(p.Offset)); err != nil {
+			return nil, err
+		}
+		copy(k.Seed, p.Seed)
+		copy(k.Offset, p.Offset)
+	}
+	return k, nil
+}
+
+// Filtered reports whether row r of a vocabulary of v tokens has a filter on
+// (docs/SEMANTICS.md: top_k in (0, V), top_p < 1, min_p > 0).
+func (k *KernelParams) Filtered(r, v int) bool {
+	return (k.TopK[r] > 0 && k.TopK[r] < v) || k.TopP[r] < 1 || k.MinP[r] > 0
+}
+
+// CheckTensor reports whether t is present, has rank dimensions, a float (or
+// integer) dtype and as many bytes as its shape says; its errors wrap
+// ErrUnsupported, since a backend cannot run what fails it.
+func CheckTensor(t *Tensor, name string, rank int, float bool) error {
+	if t == nil {
+		return fmt.Errorf("%s: missing: %w", name, ErrUnsupported)
+	}
+	if len(t.Shape) != rank {
+		return fmt.Errorf("%s: shape %s, want %d dimensions: %w", name, t.ShapeString(), rank, ErrUnsupported)
+	}
+	for _, d := range t.Shape {
+		if d < 0 {
+			return fmt.Errorf("%s: negative dimension in shape %s: %w", name, t.ShapeString(), ErrUnsupported)
+		}
+	}
+	if float && !t.DType.IsFloat() || !float && !t.DType.IsInt() {
+		kind := "an integer"
+		if float {
+			kind = "a float"
+		}
+		return fmt.Errorf("%s: dtype %s, want %s dtype: %w", name, t.DType, kind, ErrUnsupported)
+	}
+	if want := t.NumElements() * t.DType.Size(); len(t.Data) != want {
+		return fmt.Errorf("%s: %d bytes for shape %s of %s, want %d: %w", name, len(t.Data), t.ShapeString(), t.DType, want, ErrUnsupported)
+	}
+	return nil
+}
+
+// TensorBytes returns the bytes of the tensors that are not nil.
+func TensorBytes(ts ...*Tensor) int64 {
+	var n int64
+	for _, t := range ts {
+		if t != nil {
+			n += int64(len(t.Data))
+		}
+	}
+	return n
+}
