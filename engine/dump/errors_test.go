@@ -33,6 +33,7 @@ func TestSafetensorsMalformed(t *testing.T) {
 		{"shorter than 8 bytes", []byte{1, 2, 3}, "", []string{"3 bytes", "shorter than the 8-byte header length"}},
 		{"header over 100 MB", tooLong, "", []string{"header is 120000000 bytes, over the 100 MB limit"}},
 		{"header past end of file", pastEnd, "", []string{"header is 500 bytes", "past the end of the file"}},
+		{"a text file named .safetensors", []byte("hello, this is not a dump at all\n"), "", []string{"not a safetensors file", "no '{' follows"}},
 		{"header not JSON", rawSafetensors(`{"logits":{"dtype":`, nil), "logits", []string{"header is not JSON", "ends before"}},
 		{"header not an object", rawSafetensors(`{]`, nil), "", []string{"not JSON"}},
 		{"header does not start with brace", rawSafetensors(` {"a":1}`, nil), "", []string{"does not start with '{'"}},

@@ -41,6 +41,11 @@ func parseSafetensors(file string, data []byte) (*File, error) {
 		return nil, fileError(file, "file is %d bytes, shorter than the 8-byte header length that starts a safetensors file", len(data))
 	}
 	n := binary.LittleEndian.Uint64(data)
+	if (n > maxHeaderBytes || n > uint64(len(data)-8)) && (len(data) == 8 || data[8] != '{') {
+		// Neither a plausible length nor a JSON header after it: most likely
+		// not a safetensors file at all (a text file, another format).
+		return nil, fileError(file, "not a safetensors file: it must start with an 8-byte header length and a JSON header, but its first 8 bytes read as a %d-byte header and no '{' follows them", n)
+	}
 	if n > maxHeaderBytes {
 		return nil, fileError(file, "header is %d bytes, over the 100 MB limit", n)
 	}
