@@ -278,6 +278,39 @@ type RowDetail struct {
 	Samples *SampleDetail `json:"samples,omitempty"`
 	// Spec holds the speculative laws and the trace of a spec_verify row.
 	Spec *SpecDetail `json:"spec,omitempty"`
+	// Ngram shows how an ngram_match row was drafted.
+	Ngram *NgramDetail `json:"ngram,omitempty"`
+}
+
+// NgramDetail shows how the reference drafted one row of an ngram_match run
+// (ref.NgramRows), beside every output's draft of the row.
+type NgramDetail struct {
+	// Prompt is input_ids[:input_ids_len], Generated pre_ids[:step_idx].
+	Prompt    []int64 `json:"prompt"`
+	Generated []int64 `json:"generated"`
+	// MaxNgram is max_ngram_size; N the length of the n-gram that matched
+	// (the last N generated tokens), 0 for none.
+	MaxNgram int `json:"max_ngram_size"`
+	N        int `json:"n"`
+	// Source is where the leftmost match lies ("prompt" or "generated", ""
+	// for none) and Start its index there.
+	Source string `json:"source"`
+	Start  int    `json:"start"`
+	// Budget is the draft budget left when the row's turn came; Limit =
+	// min(max_draft_tokens, Budget) is what the row could propose.
+	Budget         int `json:"budget"`
+	Limit          int `json:"limit"`
+	MaxDraftTokens int `json:"max_draft_tokens"`
+	// Reference is the reference draft, Drafts every output's (without
+	// the -1 padding).
+	Reference []int64      `json:"reference"`
+	Drafts    []NamedDraft `json:"drafts"`
+}
+
+// NamedDraft is one output's draft of a row.
+type NamedDraft struct {
+	OutputInfo
+	Tokens []int64 `json:"tokens"`
 }
 
 // TokenDetail is one token of a row.

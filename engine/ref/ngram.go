@@ -6,12 +6,30 @@ import (
 	"github.com/sampviz/sampviz/engine"
 )
 
-// NgramMatch returns the exact drafts of an ngram_match run (SEMANTICS.md
-// "ngram_match"): one row of MaxDraftTokens tokens per batch row, -1 after
-// the draft, with the draft budget (Threshold) shared across the batch in row
-// order. It returns nil when the run lacks input_ids, input_ids_len, pre_ids
-// or step_idx.
-func NgramMatch(run *engine.Run) [][]int64 {
+// NgramRow is how the reference drafted one row of an ngram_match run, for
+// showing the match in the token sequence.
+type NgramRow struct {
+	// Prompt is input_ids[:input_ids_len]; Generated is pre_ids[:step_idx].
+	Prompt, Generated []int64
+	// Budget is the threshold left when the row's turn came (rows draft in
+	// order), Limit = min(max_draft_tokens, Budget) what the row may propose.
+	Budget, Limit int
+	// N is the length of the n-gram that matched (its pattern is the last N
+	// generated tokens), 0 when nothing matched or nothing was searched.
+	N int
+	// Source is where the leftmost match lies: "prompt" or "generated"
+	// ("" without a match), and Start its index there.
+	Source string
+	Start  int
+	// Draft is the proposal: the tokens after the match, at most Limit.
+	Draft []int64
+}
+
+// NgramRows returns how each row of an ngram_match run is drafted
+// (SEMANTICS.md "ngram_match"), with the draft budget (Threshold) shared
+// across the batch in row order. It returns nil when the run lacks
+// input_ids, input_ids_len, pre_ids or step_idx.
+func NgramRows(run *engine.Run) []NgramRow {
 	in, inLen, pre, step := run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx
 	if in == nil || inLen == nil || pre == nil || step == nil {
 		return nil
@@ -21,40 +39,59 @@ func NgramMatch(run *engine.Run) [][]int64 {
 	rows := min(pre.Dim(0), in.Dim(0), inLen.NumElements(), step.NumElements())
 	l, m := in.Dim(1), pre.Dim(1)
 	budget := p.Threshold
-	out := make([][]int64, rows)
+	out := make([]NgramRow, rows)
 	for r := range rows {
-		draft := make([]int64, width)
-		for j := range draft {
-			draft[j] = -1
-		}
-		out[r] = draft
-		limit := min(width, budget)
-		n := clamp(int(step.Int(r)), 0, m)
-		if limit <= 0 || n == 0 {
+		nr := &out[r]
+		nr.Prompt = rowInts(in, r, clamp(int(inLen.Int(r)), 0, l))
+		nr.Generated = rowInts(pre, r, clamp(int(step.Int(r)), 0, m))
+		nr.Budget, nr.Limit = budget, min(width, budget)
+		if nr.Limit <= 0 || len(nr.Generated) == 0 {
 			continue
 		}
-		prompt := rowInts(in, r, clamp(int(inLen.Int(r)), 0, l))
-		gen := rowInts(pre, r, n)
-		got := proposal(prompt, gen, p.MaxNgramSize, limit)
-		copy(draft, got)
-		budget -= len(got)
+		nr.propose(p.MaxNgramSize)
+		budget -= len(nr.Draft)
 	}
 	return out
 }
 
-// proposal returns the draft for one row: for n from maxN down to 1, the
-// tokens after the leftmost earlier match of the last n generated tokens,
-// searched in the prompt first, then in the generated tokens; at most limit.
-func proposal(prompt, gen []int64, maxN, limit int) []int64 {
+// NgramMatch returns the exact drafts of an ngram_match run: one row of
+// MaxDraftTokens tokens per batch row, -1 after the draft (NgramRows says
+// how each was found). It returns nil when the run lacks an input.
+func NgramMatch(run *engine.Run) [][]int64 {
+	rows := NgramRows(run)
+	if rows == nil {
+		return nil
+	}
+	out := make([][]int64, len(rows))
+	for r, nr := range rows {
+		draft := make([]int64, max(run.Params.MaxDraftTokens, 0))
+		for j := range draft {
+			draft[j] = -1
+		}
+		copy(draft, nr.Draft)
+		out[r] = draft
+	}
+	return out
+}
+
+// propose finds the row's draft: for n from maxN down to 1, the tokens after
+// the leftmost earlier match of the last n generated tokens, searched in the
+// prompt first, then in the generated tokens; at most Limit of them.
+func (nr *NgramRow) propose(maxN int) {
+	gen := nr.Generated
 	for n := min(maxN, len(gen)); n >= 1; n-- {
 		pattern := gen[len(gen)-n:]
-		for _, seq := range [][]int64{prompt, gen} {
-			if s := leftmost(seq, pattern); s >= 0 {
-				return seq[s+n : min(s+n+limit, len(seq))]
+		for _, src := range []struct {
+			name string
+			seq  []int64
+		}{{"prompt", nr.Prompt}, {"generated", gen}} {
+			if s := leftmost(src.seq, pattern); s >= 0 {
+				nr.N, nr.Source, nr.Start = n, src.name, s
+				nr.Draft = src.seq[s+n : min(s+n+nr.Limit, len(src.seq))]
+				return
 			}
 		}
 	}
-	return nil
 }
 
 // leftmost returns the least s with seq[s:s+n] equal to pattern and at least

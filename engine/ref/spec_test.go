@@ -1,6 +1,7 @@
 package ref
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -284,36 +285,44 @@ func TestNgramMatch(t *testing.T) {
 		width     int
 		threshold int
 		want      [][]int64
+		// matches says per row where NgramRows found the match and the
+		// budget the row saw: "prompt@0 n=3 budget=100", or "none budget=6".
+		matches []string
 	}{
 		{
 			name: "leftmost match in the prompt",
 			rows: []row{{prompt: []int64{1, 2, 3, 9, 1, 2, 3, 7, 8}, gen: []int64{5, 1, 2, 3}}},
 			maxN: 3, width: 4, threshold: 100,
-			want: [][]int64{{9, 1, 2, 3}},
+			want:    [][]int64{{9, 1, 2, 3}},
+			matches: []string{"prompt@0 n=3 budget=100"},
 		},
 		{
 			name: "the prompt is searched before the generated tokens",
 			rows: []row{{prompt: []int64{6, 9, 9}, gen: []int64{6, 7, 6}}},
 			maxN: 3, width: 4, threshold: 100,
-			want: [][]int64{{9, 9, -1, -1}},
+			want:    [][]int64{{9, 9, -1, -1}},
+			matches: []string{"prompt@0 n=1 budget=100"},
 		},
 		{
 			name: "generated tokens when the prompt has no match",
 			rows: []row{{prompt: []int64{4, 4, 6}, gen: []int64{6, 7, 1, 2, 6}}},
 			maxN: 3, width: 3, threshold: 100,
-			want: [][]int64{{7, 1, 2}},
+			want:    [][]int64{{7, 1, 2}},
+			matches: []string{"generated@0 n=1 budget=100"},
 		},
 		{
 			name: "a longer n wins over an earlier shorter match",
 			rows: []row{{prompt: []int64{2, 7, 1, 2, 8}, gen: []int64{1, 2}}},
 			maxN: 3, width: 4, threshold: 100,
-			want: [][]int64{{8, -1, -1, -1}},
+			want:    [][]int64{{8, -1, -1, -1}},
+			matches: []string{"prompt@2 n=2 budget=100"},
 		},
 		{
 			name: "a match at the end of the prompt gives no draft",
 			rows: []row{{prompt: []int64{3, 1, 2}, gen: []int64{1, 2}}},
 			maxN: 2, width: 2, threshold: 100,
-			want: [][]int64{{-1, -1}},
+			want:    [][]int64{{-1, -1}},
+			matches: []string{"none budget=100"},
 		},
 		{
 			name: "the budget runs out across rows",
@@ -323,19 +332,22 @@ func TestNgramMatch(t *testing.T) {
 				{prompt: []int64{1, 5, 6, 7, 8}, gen: []int64{1}},
 			},
 			maxN: 3, width: 4, threshold: 6,
-			want: [][]int64{{5, 6, 7, 8}, {5, 6, -1, -1}, {-1, -1, -1, -1}},
+			want:    [][]int64{{5, 6, 7, 8}, {5, 6, -1, -1}, {-1, -1, -1, -1}},
+			matches: []string{"prompt@0 n=1 budget=6", "prompt@0 n=1 budget=2", "none budget=0"},
 		},
 		{
 			name: "no generated tokens, no draft",
 			rows: []row{{prompt: []int64{1, 2, 3}, gen: nil}},
 			maxN: 3, width: 2, threshold: 100,
-			want: [][]int64{{-1, -1}},
+			want:    [][]int64{{-1, -1}},
+			matches: []string{"none budget=100"},
 		},
 		{
 			name: "no match",
 			rows: []row{{prompt: []int64{1, 2, 3}, gen: []int64{4, 5}}},
 			maxN: 3, width: 2, threshold: 100,
-			want: [][]int64{{-1, -1}},
+			want:    [][]int64{{-1, -1}},
+			matches: []string{"none budget=100"},
 		},
 	}
 	for _, tt := range tests {
@@ -367,6 +379,15 @@ func TestNgramMatch(t *testing.T) {
 			for r := range got {
 				if !slices.Equal(got[r], tt.want[r]) {
 					t.Errorf("row %d: got %v, want %v", r, got[r], tt.want[r])
+				}
+			}
+			for r, nr := range NgramRows(run) {
+				where := fmt.Sprintf("none budget=%d", nr.Budget)
+				if nr.N > 0 {
+					where = fmt.Sprintf("%s@%d n=%d budget=%d", nr.Source, nr.Start, nr.N, nr.Budget)
+				}
+				if where != tt.matches[r] {
+					t.Errorf("row %d: match %q, want %q", r, where, tt.matches[r])
 				}
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -343,5 +344,67 @@ func TestExecuteTokenOps(t *testing.T) {
 				t.Errorf("row detail: chosen %v, %d tokens, %d prob outputs", d.Chosen, len(d.Tokens), len(d.Probs))
 			}
 		})
+	}
+}
+
+func TestRowShowsTheNgramMatch(t *testing.T) {
+	// Row 0 matches [2 3] in the prompt at 1 and takes 2 of the budget of 3;
+	// row 1 matches [5 6] at 0 and may propose only the 1 token left.
+	in := []int64{1, 2, 3, 9, 8, 0, 5, 6, 7, 5, 6, 4}
+	pre := []int64{7, 2, 3, 0, 5, 6, 0, 0}
+	tensors := []*engine.Tensor{
+		engine.FromInts("input_ids", engine.I64, []int{2, 6}, in),
+		engine.FromInts("input_ids_len", engine.I64, []int{2}, []int64{5, 6}),
+		engine.FromInts("pre_ids", engine.I64, []int{2, 4}, pre),
+		engine.FromInts("step_idx", engine.I64, []int{2}, []int64{3, 2}),
+		// The external drafter got row 0 right and row 1 wrong.
+		engine.FromInts("draft_out", engine.I32, []int{2, 2}, []int64{9, 8, 4, -1}),
+	}
+	meta := map[string]string{"op": "ngram_match", "max_ngram_size": "2", "max_draft_tokens": "2", "threshold": "3"}
+	var buf bytes.Buffer
+	if err := dump.WriteSafetensors(&buf, tensors, meta); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ngram.safetensors")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := New(cpu.New())
+	job := web.Job{DumpPath: path, FileName: "ngram.safetensors", OutputsPath: filepath.Join(t.TempDir(), "o.safetensors"), Backend: "cpu"}
+	if _, err := p.Execute(context.Background(), job, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		row       int
+		source    string
+		start, n  int
+		budget    int
+		reference []int64
+		drafts    map[string][]int64
+	}{
+		{0, "prompt", 1, 2, 3, []int64{9, 8}, map[string][]int64{"cpu": {9, 8}, "draft_out": {9, 8}}},
+		{1, "prompt", 0, 2, 1, []int64{7}, map[string][]int64{"cpu": {7}, "draft_out": {4}}},
+	}
+	for _, tt := range tests {
+		d, err := p.Row(context.Background(), job, tt.row, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := d.Ngram
+		if n == nil {
+			t.Fatalf("row %d: no n-gram detail", tt.row)
+		}
+		if n.Source != tt.source || n.Start != tt.start || n.N != tt.n || n.Budget != tt.budget || !slices.Equal(n.Reference, tt.reference) {
+			t.Errorf("row %d: match %s@%d n=%d budget %d draft %v, want %s@%d n=%d budget %d draft %v",
+				tt.row, n.Source, n.Start, n.N, n.Budget, n.Reference, tt.source, tt.start, tt.n, tt.budget, tt.reference)
+		}
+		for _, dr := range n.Drafts {
+			if want := tt.drafts[dr.Name]; !slices.Equal(dr.Tokens, want) {
+				t.Errorf("row %d: %s drafted %v, want %v", tt.row, dr.Name, dr.Tokens, want)
+			}
+		}
+		if len(n.Drafts) != 2 {
+			t.Errorf("row %d: %d drafts, want ours and the dump's", tt.row, len(n.Drafts))
+		}
 	}
 }

@@ -77,8 +77,12 @@ func rowDetail(run *engine.Run, outs []*engine.Output, tr *web.RowTrace, tol *en
 		d.Spec = specDetail(run, r, eps, tr)
 		return d
 	}
+	if run.Op == engine.OpNgramMatch {
+		d.Ngram = ngramDetail(run, outs, r)
+		return d
+	}
 	if run.Logits == nil {
-		return d // ngram_match rows are told in words
+		return d
 	}
 	var dist ref.Dist
 	if run.Op == engine.OpSoftmax {
@@ -193,4 +197,39 @@ func cdf(dist *ref.Dist, order []int, d *web.RowDetail) ([]web.CDFPoint, web.Cut
 		}
 	}
 	return pts, cuts
+}
+
+// ngramDetail describes how row r of an ngram_match run was drafted, and
+// what each output drafted; nil when the run lacks an input.
+func ngramDetail(run *engine.Run, outs []*engine.Output, r int) *web.NgramDetail {
+	rows := ref.NgramRows(run)
+	if r >= len(rows) {
+		return nil
+	}
+	nr := rows[r]
+	p := run.Params
+	d := &web.NgramDetail{
+		Prompt: nr.Prompt, Generated: nr.Generated, MaxNgram: p.MaxNgramSize,
+		N: nr.N, Source: nr.Source, Start: nr.Start,
+		Budget: nr.Budget, Limit: nr.Limit, MaxDraftTokens: p.MaxDraftTokens,
+		Reference: nr.Draft,
+	}
+	for _, o := range outs {
+		t := o.DraftOut
+		if t == nil || len(t.Shape) != 2 || r >= t.Dim(0) {
+			continue
+		}
+		// The row as written, less its trailing -1 padding (a -1 inside
+		// the draft stays, to be seen).
+		w := t.Dim(1)
+		toks := make([]int64, w)
+		for j := range toks {
+			toks[j] = t.Int(r*w + j)
+		}
+		for len(toks) > 0 && toks[len(toks)-1] == -1 {
+			toks = toks[:len(toks)-1]
+		}
+		d.Drafts = append(d.Drafts, web.NamedDraft{OutputInfo: web.OutputInfo{Name: o.Name, External: o.External, Kind: "draft"}, Tokens: toks})
+	}
+	return d
 }

@@ -1,0 +1,156 @@
+package web
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// tokenSpan is one piece of a token sequence as the n-gram view draws it: a
+// token with its role, or an elision of tokens that play none.
+type tokenSpan struct {
+	Text string
+	// Class is "" (no role), "pattern", "match", "draft" or "elided".
+	Class string
+}
+
+// Elision: a sequence longer than showAll tokens keeps its first and last
+// keepEdge tokens and keepNear on each side of every marked range.
+const (
+	showAll  = 160
+	keepEdge = 12
+	keepNear = 16
+)
+
+// markedRange gives tokens [from, to) of a sequence a class.
+type markedRange struct {
+	from, to int
+	class    string
+}
+
+// tokenSpans lays out seq with the classes of marks, eliding long runs of
+// unmarked tokens so that the match stays in view.
+func tokenSpans(seq []int64, marks ...markedRange) []tokenSpan {
+	class := make([]string, len(seq))
+	keep := make([]bool, len(seq))
+	for i := range seq {
+		keep[i] = len(seq) <= showAll || i < keepEdge || i >= len(seq)-keepEdge
+	}
+	for _, m := range marks {
+		for i := max(m.from-keepNear, 0); i < min(m.to+keepNear, len(seq)); i++ {
+			keep[i] = true
+			if i >= m.from && i < m.to {
+				class[i] = m.class
+			}
+		}
+	}
+	var out []tokenSpan
+	for i := 0; i < len(seq); {
+		if !keep[i] {
+			j := i
+			for j < len(seq) && !keep[j] {
+				j++
+			}
+			out = append(out, tokenSpan{Text: fmt.Sprintf("… %d tokens …", j-i), Class: "elided"})
+			i = j
+			continue
+		}
+		out = append(out, tokenSpan{Text: strconv.FormatInt(seq[i], 10), Class: class[i]})
+		i++
+	}
+	return out
+}
+
+// ngramMarks returns the marks of the match and the draft after it, when the
+// match lies in source.
+func ngramMarks(n *NgramDetail, source string) []markedRange {
+	if n.N == 0 || n.Source != source {
+		return nil
+	}
+	return []markedRange{
+		{n.Start, n.Start + n.N, "match"},
+		{n.Start + n.N, n.Start + n.N + len(n.Reference), "draft"},
+	}
+}
+
+// ngramGenerated lays out the generated tokens: the pattern (their last N),
+// and the match and draft when the match lies among them.
+func ngramGenerated(n *NgramDetail) []tokenSpan {
+	marks := ngramMarks(n, "generated")
+	if n.N > 0 {
+		marks = append(marks, markedRange{len(n.Generated) - n.N, len(n.Generated), "pattern"})
+	}
+	return tokenSpans(n.Generated, marks...)
+}
+
+// ngramPrompt lays out the prompt, with the match and draft when the match
+// lies there.
+func ngramPrompt(n *NgramDetail) []tokenSpan {
+	return tokenSpans(n.Prompt, ngramMarks(n, "prompt")...)
+}
+
+// ngramSentence says how the row was drafted.
+func ngramSentence(n *NgramDetail) string {
+	budget := fmt.Sprintf("Rows draft in order from one shared budget; when this row's turn came %d draft tokens were left, so it could propose min(max_draft_tokens %d, %d) = %d.",
+		n.Budget, n.MaxDraftTokens, n.Budget, n.Limit)
+	switch {
+	case n.Limit <= 0:
+		return budget + " So it proposes nothing."
+	case len(n.Generated) == 0:
+		return "Nothing has been generated yet (step_idx is 0), so there is no n-gram to look up and no draft. " + budget
+	case n.N == 0:
+		return fmt.Sprintf("No n-gram of the last %d down to 1 generated tokens occurs earlier (in the prompt, then in the generated tokens) with a token after it, so there is no draft. %s",
+			min(n.MaxNgram, len(n.Generated)), budget)
+	}
+	where := "the prompt"
+	if n.Source == "generated" {
+		where = "the generated tokens"
+	}
+	tried := ""
+	if n.N < min(n.MaxNgram, len(n.Generated)) {
+		tried = fmt.Sprintf(" (no longer n-gram, up to %d, occurs earlier)", min(n.MaxNgram, len(n.Generated)))
+	}
+	return fmt.Sprintf("The last %d generated tokens [%s]%s first occur in %s at position %d; the draft is the %s after them. %s",
+		n.N, joinTokens(n.Generated[len(n.Generated)-n.N:]), tried, where, n.Start, plural(len(n.Reference), "token"), budget)
+}
+
+// draftCell is one token of an output's draft, marked where it differs
+// from the reference's.
+type draftCell struct {
+	Text string
+	Diff bool
+}
+
+// draftCells compares an output's draft with the reference position by
+// position; positions past either end count as different.
+func draftCells(got, want []int64) []draftCell {
+	var out []draftCell
+	for j := range max(len(got), len(want)) {
+		switch {
+		case j >= len(got):
+			out = append(out, draftCell{Text: "(missing)", Diff: true})
+		default:
+			out = append(out, draftCell{Text: strconv.FormatInt(got[j], 10), Diff: j >= len(want) || got[j] != want[j]})
+		}
+	}
+	return out
+}
+
+// draftVerdict says in a few words whether an output's draft is the
+// reference's.
+func draftVerdict(got, want []int64) string {
+	for _, c := range draftCells(got, want) {
+		if c.Diff {
+			return "differs"
+		}
+	}
+	return "same as the reference"
+}
+
+func joinTokens(t []int64) string {
+	s := make([]string, len(t))
+	for i, x := range t {
+		s[i] = strconv.FormatInt(x, 10)
+	}
+	return strings.Join(s, " ")
+}

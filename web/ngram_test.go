@@ -1,0 +1,121 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestTokenSpans(t *testing.T) {
+	long := make([]int64, 400)
+	for i := range long {
+		long[i] = int64(i)
+	}
+	tests := []struct {
+		name  string
+		seq   []int64
+		marks []markedRange
+		want  string // spans as "text/class", joined by spaces
+	}{
+		{"short, no marks", []int64{5, 6, 7}, nil, "5/ 6/ 7/"},
+		{"short with marks", []int64{5, 6, 7, 8}, []markedRange{{1, 2, "match"}, {2, 4, "draft"}}, "5/ 6/match 7/draft 8/draft"},
+		{"long: edges and the match stay, the rest is elided", long, []markedRange{{200, 202, "match"}},
+			"0/ 1/ 2/ 3/ 4/ 5/ 6/ 7/ 8/ 9/ 10/ 11/ … 172 tokens …/elided " +
+				"184/ 185/ 186/ 187/ 188/ 189/ 190/ 191/ 192/ 193/ 194/ 195/ 196/ 197/ 198/ 199/ 200/match 201/match " +
+				"202/ 203/ 204/ 205/ 206/ 207/ 208/ 209/ 210/ 211/ 212/ 213/ 214/ 215/ 216/ 217/ … 170 tokens …/elided " +
+				"388/ 389/ 390/ 391/ 392/ 393/ 394/ 395/ 396/ 397/ 398/ 399/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, s := range tokenSpans(tt.seq, tt.marks...) {
+				got = append(got, s.Text+"/"+s.Class)
+			}
+			if g := strings.Join(got, " "); g != tt.want {
+				t.Errorf("spans\n got %s\nwant %s", g, tt.want)
+			}
+		})
+	}
+}
+
+func TestNgramSentence(t *testing.T) {
+	tests := []struct {
+		name string
+		n    NgramDetail
+		want []string
+	}{
+		{"match in the prompt", NgramDetail{Prompt: []int64{1, 2, 3, 9}, Generated: []int64{5, 2, 3}, MaxNgram: 3, N: 2, Source: "prompt", Start: 1,
+			Budget: 10, Limit: 4, MaxDraftTokens: 4, Reference: []int64{9}},
+			[]string{"The last 2 generated tokens [2 3] (no longer n-gram, up to 3, occurs earlier) first occur in the prompt at position 1; the draft is the 1 token after them.", "min(max_draft_tokens 4, 10) = 4"}},
+		{"budget spent", NgramDetail{Generated: []int64{1}, MaxNgram: 3, Budget: 0, Limit: 0, MaxDraftTokens: 8},
+			[]string{"came 0 draft tokens were left", "proposes nothing"}},
+		{"no match", NgramDetail{Prompt: []int64{1}, Generated: []int64{4, 5}, MaxNgram: 3, Budget: 5, Limit: 5, MaxDraftTokens: 8},
+			[]string{"No n-gram of the last 2 down to 1 generated tokens occurs earlier"}},
+		{"nothing generated", NgramDetail{Prompt: []int64{1}, MaxNgram: 3, Budget: 5, Limit: 5, MaxDraftTokens: 8},
+			[]string{"Nothing has been generated yet"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := ngramSentence(&tt.n)
+			for _, w := range tt.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("%q does not say %q", s, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDraftCells(t *testing.T) {
+	tests := []struct {
+		name      string
+		got, want []int64
+		cells     string
+		verdict   string
+	}{
+		{"same", []int64{4, 5}, []int64{4, 5}, "4 5", "same as the reference"},
+		{"one differs", []int64{4, 6}, []int64{4, 5}, "4 6!", "differs"},
+		{"too short", []int64{4}, []int64{4, 5}, "4 (missing)!", "differs"},
+		{"too long", []int64{4, 5, 7}, []int64{4, 5}, "4 5 7!", "differs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, c := range draftCells(tt.got, tt.want) {
+				s := c.Text
+				if c.Diff {
+					s += "!"
+				}
+				got = append(got, s)
+			}
+			if g := strings.Join(got, " "); g != tt.cells || draftVerdict(tt.got, tt.want) != tt.verdict {
+				t.Errorf("cells %q verdict %q, want %q and %q", g, draftVerdict(tt.got, tt.want), tt.cells, tt.verdict)
+			}
+		})
+	}
+}
+
+func TestRowNgramRenders(t *testing.T) {
+	n := &NgramDetail{
+		Prompt: []int64{1, 2, 3, 9, 8}, Generated: []int64{7, 2, 3}, MaxNgram: 2, N: 2, Source: "prompt", Start: 1,
+		Budget: 100, Limit: 2, MaxDraftTokens: 2, Reference: []int64{9, 8},
+		Drafts: []NamedDraft{{OutputInfo: OutputInfo{Name: "draft_out", External: true}, Tokens: []int64{9, 7}}},
+	}
+	var b bytes.Buffer
+	if err := rowNgram(n).Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{
+		`data-testid="ngram-prompt"`,
+		`<span class="tok match">2</span><span class="tok match">3</span><span class="tok draft">9</span><span class="tok draft">8</span>`,
+		`<span class="tok pattern">2</span><span class="tok pattern">3</span>`,
+		`<span class="tok diff">7</span>`,
+		"differs",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("rendered row lacks %s", want)
+		}
+	}
+}
