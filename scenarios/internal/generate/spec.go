@@ -330,8 +330,8 @@ func specPartialAcceptance() (*scenario, error) {
 			Title:     "Speculative sampling: acceptance 0.7, over many rows",
 			Summary:   "200 copies of one row whose three drafts are each accepted with probability 0.7: per row a coin toss, over the batch the rate by position converges to theory.",
 			Op:        engine.OpSpecVerify,
-			Overrides: scenarios.Overrides{Trials: intp(4)},
-			View:      "/rows/0",
+			Overrides: scenarios.Overrides{Trials: intp(25)},
+			View:      "",
 			Expect: scenarios.Expect{Pass: true, Outputs: []scenarios.OutputExpect{
 				{Name: "cpu", Pass: true},
 			}},
