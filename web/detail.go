@@ -19,6 +19,10 @@ type SampleDetail struct {
 	// OutOfRange counts, per output, the draws outside [0, V): they are in
 	// no bin.
 	OutOfRange []int64 `json:"out_of_range"`
+	// SameAsFirst[i] reports whether output i drew exactly the tokens the
+	// first output drew, draw for draw (as the same seed and method must);
+	// SameAsFirst[0] is false.
+	SameAsFirst []bool `json:"same_as_first"`
 }
 
 // SampleToken is one bin of a sample histogram.

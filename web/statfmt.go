@@ -110,6 +110,9 @@ func samplesLine(d *SampleDetail) string {
 		if i < len(d.OutOfRange) && d.OutOfRange[i] > 0 {
 			p += fmt.Sprintf(" (%d draws outside the vocabulary, in no bar)", d.OutOfRange[i])
 		}
+		if i < len(d.SameAsFirst) && d.SameAsFirst[i] {
+			p += fmt.Sprintf(", draw for draw the same tokens as %s (the same seed and method draw the same tokens)", d.Outputs[0].Label())
+		}
 		parts = append(parts, p)
 	}
 	zero := 0

@@ -16,6 +16,7 @@ import (
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/cpu"
 	"github.com/sampviz/sampviz/engine/dump"
+	"github.com/sampviz/sampviz/scenarios"
 	"github.com/sampviz/sampviz/web"
 )
 
@@ -406,5 +407,48 @@ func TestRowShowsTheNgramMatch(t *testing.T) {
 		if len(n.Drafts) != 2 {
 			t.Errorf("row %d: %d drafts, want ours and the dump's", tt.row, len(n.Drafts))
 		}
+	}
+}
+
+func TestRowSaysWhenSamplesMatchOursDrawForDraw(t *testing.T) {
+	// The seeded-determinism scenario records the draws our CPU backend makes
+	// for its seeds; a second dump holds the same draws shifted by one.
+	sc, ok := scenarios.Lookup("seeded-determinism")
+	if !ok {
+		t.Fatal("no seeded-determinism scenario")
+	}
+	data, err := sc.DumpBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "seeded.safetensors")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := New(cpu.New())
+	job := web.Job{DumpPath: path, FileName: "seeded.safetensors", OutputsPath: filepath.Join(t.TempDir(), "o.safetensors"), Backend: "cpu", Params: web.Params{Draws: sc.Overrides.Draws}}
+	if _, err := p.Execute(context.Background(), job, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.Row(context.Background(), job, 0, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := d.Samples
+	if s == nil || len(s.SameAsFirst) != 2 || s.SameAsFirst[0] || !s.SameAsFirst[1] {
+		t.Fatalf("samples %+v: want the dump's draws to be ours, draw for draw", s)
+	}
+
+	// Without the recorded seed's draw count the comparison says nothing.
+	job.Params.Draws = nil
+	job.OutputsPath = filepath.Join(t.TempDir(), "o2.safetensors")
+	if _, err := p.Execute(context.Background(), job, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = p.Row(context.Background(), job, 0, 20); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Samples; s == nil || s.SameAsFirst[1] {
+		t.Errorf("samples %+v: %d draws of ours cannot equal the dump's %d", s, engine.DefaultDraws, *sc.Overrides.Draws)
 	}
 }

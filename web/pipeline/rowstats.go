@@ -49,6 +49,10 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 			counts[i][t]++
 		}
 	}
+	sd.SameAsFirst = make([]bool, len(drawn))
+	for i := 1; i < len(drawn); i++ {
+		sd.SameAsFirst[i] = sameDraws(drawn[0].Samples, drawn[i].Samples, r)
+	}
 	shown := make([]bool, v)
 	bin := func(t int) web.SampleToken {
 		shown[t] = true
@@ -216,4 +220,19 @@ func topIndices(x []float64, n int) []int {
 		top[j] = i
 	}
 	return top
+}
+
+// sameDraws reports whether row r of two [B, N] sample tensors holds the
+// same tokens in the same order.
+func sameDraws(a, b *engine.Tensor, r int) bool {
+	n := a.Dim(1)
+	if b.Dim(1) != n {
+		return false
+	}
+	for k := range n {
+		if a.Int(r*n+k) != b.Int(r*n+k) {
+			return false
+		}
+	}
+	return true
 }
