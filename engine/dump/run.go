@@ -450,44 +450,29 @@ func (b *builder) overrideError(name string, v any, rule string) error {
 
 // floatParam resolves one float parameter per row.
 func (b *builder) floatParam(name string, def float64, ov *float64, rule string, ok func(float64) bool) ([]float64, error) {
-	out := make([]float64, b.rows)
-	for r := range out {
-		out[r] = def
-	}
-	t, at, err := b.perRow(name, true)
-	if err != nil {
-		return nil, err
-	}
-	if t != nil {
-		for r := range out {
-			v := t.Float(at(r))
-			if !ok(v) {
-				return nil, b.rowError(t, r, v, rule)
-			}
-			out[r] = v
-		}
-	}
-	if ov != nil {
-		if !ok(*ov) {
-			return nil, b.overrideError(name, *ov, rule)
-		}
-		for r := range out {
-			out[r] = *ov
-		}
-	}
-	return out, nil
+	return rowParam(b, name, true, (*engine.Tensor).Float, def, ov, rule, ok)
 }
 
 // intParam resolves one integer parameter per row, as int64.
 func (b *builder) intParam(name string, ov *int64, rule string, ok func(int64) bool) ([]int64, error) {
-	out := make([]int64, b.rows)
-	t, at, err := b.perRow(name, false)
+	return rowParam(b, name, false, (*engine.Tensor).Int, 0, ov, rule, ok)
+}
+
+// rowParam resolves one parameter per row: def for every row, then the
+// dump's tensor (per row or one scalar), then the override for every row;
+// each value must pass ok, else the error names the row and the rule.
+func rowParam[V float64 | int64](b *builder, name string, float bool, read func(*engine.Tensor, int) V, def V, ov *V, rule string, ok func(V) bool) ([]V, error) {
+	out := make([]V, b.rows)
+	for r := range out {
+		out[r] = def
+	}
+	t, at, err := b.perRow(name, float)
 	if err != nil {
 		return nil, err
 	}
 	if t != nil {
 		for r := range out {
-			v := t.Int(at(r))
+			v := read(t, at(r))
 			if !ok(v) {
 				return nil, b.rowError(t, r, v, rule)
 			}
