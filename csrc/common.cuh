@@ -172,6 +172,74 @@ struct ArgBestOp {
   }
 };
 
+// vec_max returns the largest element of a 16-byte vector, or NaN when one
+// of them is NaN (packed __hmax2_nan for 16-bit types).
+__device__ __forceinline__ float vec_max(const uint4 &u, const float *) {
+  const float4 f = *reinterpret_cast<const float4 *>(&u);
+  const bool nan = (f.x != f.x) | (f.y != f.y) | (f.z != f.z) | (f.w != f.w);
+  return nan ? nan_f32() : fmaxf(fmaxf(f.x, f.y), fmaxf(f.z, f.w));
+}
+__device__ __forceinline__ float vec_max(const uint4 &u, const __nv_bfloat16 *) {
+  const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
+  const __nv_bfloat162 a = __hmax2_nan(__hmax2_nan(h[0], h[1]), __hmax2_nan(h[2], h[3]));
+  return __bfloat162float(__hmax_nan(__low2bfloat16(a), __high2bfloat16(a)));
+}
+__device__ __forceinline__ float vec_max(const uint4 &u, const __half *) {
+  const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+  const __half2 a = __hmax2_nan(__hmax2_nan(h[0], h[1]), __hmax2_nan(h[2], h[3]));
+  return __half2float(__hmax_nan(__low2half(a), __high2half(a)));
+}
+
+// scan_max folds this thread's share of elements [begin, end) of row x (a
+// block of BLOCK threads splits them) into best, the first index of the
+// maximum, and sets nan when one of them is NaN. One comparison per 16-byte
+// vector (its max), UNROLL vectors in flight, and a search for the first
+// index only in vectors that beat the thread's best: a thread visits its
+// vectors in increasing index order, so strict > keeps the first index.
+// argmax (over a chunk of a row) and row_stat (over a whole row) share it;
+// the block reduction of best and nan is theirs.
+template <typename T, int BLOCK, int UNROLL>
+__device__ __forceinline__ void scan_max(const T *x, int begin, int end, ArgBest &best, int &nan) {
+  constexpr int N = 16 / sizeof(T);
+  auto scalar = [&](int i) {
+    const float v = load_f32(x, i);
+    if (v != v)
+      nan = 1;
+    else if (better(v, i, best))
+      best = ArgBest{v, i};
+  };
+  if (end <= begin) return;
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(x + begin);
+  const int head = min(end - begin, (int)(((16 - (addr & 15)) & 15) / sizeof(T)));
+  for (int i = begin + threadIdx.x; i < begin + head; i += BLOCK) scalar(i);
+  const int start = begin + head;
+  const int nvec = (end - start) / N;
+  const uint4 *vec = reinterpret_cast<const uint4 *>(x + start);
+  for (int j0 = threadIdx.x; j0 < nvec; j0 += BLOCK * UNROLL) {
+    uint4 u[UNROLL];
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++)
+      if (j0 + k * BLOCK < nvec) u[k] = __ldg(vec + j0 + k * BLOCK);
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) {
+      const int j = j0 + k * BLOCK;
+      if (j >= nvec) break;
+      const float m = vec_max(u[k], (const T *)nullptr);
+      if (m != m) {
+        nan = 1;
+      } else if (m > best.v) {
+        const T *e = reinterpret_cast<const T *>(&u[k]);
+        int q = N - 1;
+#pragma unroll
+        for (int r = N - 1; r >= 0; r--)
+          if (to_f32(e[r]) == m) q = r;
+        best = ArgBest{m, start + j * N + q};
+      }
+    }
+  }
+  for (int i = start + nvec * N + threadIdx.x; i < end; i += BLOCK) scalar(i);
+}
+
 // Reduce is the shared storage and helpers for block-wide reductions whose
 // result every thread receives. Each helper synchronises before returning,
 // so the storage can be reused by the next call.

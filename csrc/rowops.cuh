@@ -54,69 +54,14 @@ struct RowStat {
   bool valid;
 };
 
-// vec_max returns the largest element of a 16-byte vector, or NaN when one
-// of them is NaN (packed __hmax2_nan for 16-bit types).
-__device__ __forceinline__ float vec_max(const uint4 &u, const float *) {
-  const float4 f = *reinterpret_cast<const float4 *>(&u);
-  const bool nan = (f.x != f.x) | (f.y != f.y) | (f.z != f.z) | (f.w != f.w);
-  return nan ? nan_f32() : fmaxf(fmaxf(f.x, f.y), fmaxf(f.z, f.w));
-}
-__device__ __forceinline__ float vec_max(const uint4 &u, const __nv_bfloat16 *) {
-  const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
-  const __nv_bfloat162 a = __hmax2_nan(__hmax2_nan(h[0], h[1]), __hmax2_nan(h[2], h[3]));
-  return __bfloat162float(__hmax_nan(__low2bfloat16(a), __high2bfloat16(a)));
-}
-__device__ __forceinline__ float vec_max(const uint4 &u, const __half *) {
-  const __half2 *h = reinterpret_cast<const __half2 *>(&u);
-  const __half2 a = __hmax2_nan(__hmax2_nan(h[0], h[1]), __hmax2_nan(h[2], h[3]));
-  return __half2float(__hmax_nan(__low2half(a), __high2half(a)));
-}
-
-// row_stat: one comparison per 16-byte vector (its max), a search for the
-// first index only in vectors that beat the thread's best (vectors are
-// visited in increasing index order within a thread, so strict > keeps the
-// first index), NaN carried by the vector max, +Inf read off the maximum.
+// row_stat: the row's maximum, its first index and whether the row has a
+// distribution (scan_max in common.cuh: NaN carried by the vector max; +Inf
+// read off the maximum).
 template <typename T, int BLOCK>
 __device__ RowStat row_stat(const T *x, int n, RowShared<BLOCK> &sh) {
-  constexpr int N = 16 / sizeof(T);
-  constexpr int UNROLL = 4;
   ArgBest best{-kInf, 0x7fffffff};
   int nan = 0;
-  auto scalar = [&](int i) {
-    const float v = load_f32(x, i);
-    if (v != v)
-      nan = 1;
-    else if (better(v, i, best))
-      best = ArgBest{v, i};
-  };
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(x);
-  const int head = min(n, (int)(((16 - (addr & 15)) & 15) / sizeof(T)));
-  for (int i = threadIdx.x; i < head; i += BLOCK) scalar(i);
-  const int nvec = (n - head) / N;
-  const uint4 *vec = reinterpret_cast<const uint4 *>(x + head);
-  for (int j0 = threadIdx.x; j0 < nvec; j0 += BLOCK * UNROLL) {
-    uint4 u[UNROLL];
-#pragma unroll
-    for (int k = 0; k < UNROLL; k++)
-      if (j0 + k * BLOCK < nvec) u[k] = __ldg(vec + j0 + k * BLOCK);
-#pragma unroll
-    for (int k = 0; k < UNROLL; k++) {
-      const int j = j0 + k * BLOCK;
-      if (j >= nvec) break;
-      const float m = vec_max(u[k], (const T *)nullptr);
-      if (m != m) {
-        nan = 1;
-      } else if (m > best.v) {
-        const T *e = reinterpret_cast<const T *>(&u[k]);
-        int q = N - 1;
-#pragma unroll
-        for (int r = N - 1; r >= 0; r--)
-          if (to_f32(e[r]) == m) q = r;
-        best = ArgBest{m, head + j * N + q};
-      }
-    }
-  }
-  for (int i = head + nvec * N + threadIdx.x; i < n; i += BLOCK) scalar(i);
+  scan_max<T, BLOCK, 4>(x, 0, n, best, nan);
   nan = Reduce<BLOCK>::any(sh.red, nan);
   best = Reduce<BLOCK>::argbest(sh.red, best);
   RowStat st;
