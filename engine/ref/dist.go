@@ -64,8 +64,10 @@ func (f Filter) Active(v int) bool { return f.topKOn(v) || f.topPOn() || f.minPO
 func NoFilter() Filter { return Filter{TopP: 1} }
 
 // BoundaryEps returns the boundary band SEMANTICS.md prescribes for a strict
-// tolerance's rtol: max(1e-6, rtol).
-func BoundaryEps(strictRtol float64) float64 { return max(1e-6, strictRtol) }
+// tolerance's rtol: max(1e-5, rtol). The floor covers the relative error of
+// float32 weights (about |z|·2^-24 plus a few ulp of the exp), which the
+// masses that decide a cut add up.
+func BoundaryEps(strictRtol float64) float64 { return max(1e-5, strictRtol) }
 
 // Dist is the reference distribution of one row.
 //

@@ -25,6 +25,9 @@ type groups struct {
 	splitAt int
 
 	topKProb, topPCut, minPThreshold float64
+
+	// prefix is scratch: prefix[j] is the exact mass of groups 0..j-1.
+	prefix []float64
 }
 
 // reset empties g for a row, keeping its memory.
@@ -128,26 +131,46 @@ func (g *groups) decide(f Filter, v int, sum *exactSum) {
 		cut := f.TopP * zPrime
 		g.topPCut = cut
 		keptBelow, droppedFrom := cut*(1-eps), cut*(1+eps)
+		// prefix[j] is filled only as far as the groups looked at need it:
+		// the loop stops soon after the cut, and a row holds thousands of
+		// groups past it.
+		g.prefix = append(g.prefix[:0], 0)
 		sum.reset()
+		prefixTo := func(j int) {
+			for k := len(g.prefix) - 1; k < j; k++ {
+				sum.addProduct(g.n[k], g.p[k])
+				g.prefix = append(g.prefix, sum.value())
+			}
+		}
+		// far counts the groups more probable than group i by more than a
+		// relative eps, near the groups at least (1 - eps) as probable:
+		// both only grow with i, as the probabilities fall.
+		far, near := 0, 0
 		for i := range ng {
-			ahead := sum.value() // the mass strictly more probable than group i
-			if i > 0 && ahead >= droppedFrom {
-				// The mass ahead only grows: every later group is dropped.
+			for far < ng && g.p[far] > g.p[i]*(1+eps) {
+				far++
+			}
+			for near < ng && g.p[near] >= g.p[i]*(1-eps) {
+				near++
+			}
+			prefixTo(near)
+			if i > 0 && g.prefix[far] >= droppedFrom {
+				// The mass far ahead only grows: every later group is dropped.
 				for ; i < ng; i++ {
 					g.combine(i, Dropped, false)
 				}
 				break
 			}
 			var c Class
-			tiedAhead := ahead + float64(float64(g.n[i]-1)*g.p[i])
+			// With every tied or near-tied token ahead of it.
+			worstAhead := g.prefix[near] - g.p[i]
 			switch {
-			case i == 0 || tiedAhead < keptBelow:
+			case i == 0 || worstAhead < keptBelow:
 				c = Kept
 			default:
 				c = Boundary
 			}
-			g.combine(i, c, i == 0 || ahead < cut)
-			sum.addProduct(g.n[i], g.p[i])
+			g.combine(i, c, i == 0 || g.prefix[i] < cut)
 		}
 	}
 

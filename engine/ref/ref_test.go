@@ -372,7 +372,9 @@ func TestNativeOverflowIsInvalid(t *testing.T) {
 
 // randomFilter draws filters that are often active and often tied.
 func randomFilter(rng *rand.Rand, v int) Filter {
-	f := Filter{TopP: 1, Eps: []float64{1e-6, 1.6e-2}[rng.IntN(2)]}
+	// An eps of 0.3 makes neighbouring groups of a 0.25 logit grid
+	// (probability ratio e^0.25) near-ties of each other.
+	f := Filter{TopP: 1, Eps: []float64{1e-6, 1.6e-2, 0.3}[rng.IntN(3)]}
 	if rng.IntN(2) == 0 {
 		f.TopK = 1 + rng.IntN(v)
 	}
@@ -477,11 +479,14 @@ func literalFilters(p []float64, f Filter) (keep []bool, class []Class) {
 		if f.topPOn() {
 			cut := f.TopP * zPrime
 			ahead := exact(func(j int) bool { return p[j] > p[i] })
-			tied := ahead + float64(float64(countEq(p, p[i])-1)*p[i])
+			// The mass ahead with every tied or near-tied token ahead, and
+			// the mass ahead by more than a relative eps.
+			nearAhead := exact(func(j int) bool { return j != i && p[j] >= p[i]*(1-f.Eps) })
+			farAhead := exact(func(j int) bool { return p[j] > p[i]*(1+f.Eps) })
 			kp = ahead < cut || p[i] == pmax
 			switch {
-			case p[i] == pmax || tied < cut*(1-f.Eps):
-			case ahead >= cut*(1+f.Eps):
+			case p[i] == pmax || nearAhead < cut*(1-f.Eps):
+			case farAhead >= cut*(1+f.Eps):
 				c = max(c, Dropped)
 			default:
 				c = max(c, Boundary)
@@ -505,16 +510,6 @@ func literalFilters(p []float64, f Filter) (keep []bool, class []Class) {
 		class[i] = c
 	}
 	return keep, class
-}
-
-func countEq(p []float64, x float64) int {
-	n := 0
-	for _, y := range p {
-		if y == x {
-			n++
-		}
-	}
-	return n
 }
 
 func TestFiltersFollowTheLiteralDefinition(t *testing.T) {
