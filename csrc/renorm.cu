@@ -20,26 +20,69 @@
 //       sums in registers (16-byte loads); each radix histogram has 8 copies
 //       (lane % 8), since a row's weights share their top byte and 32 lanes
 //       adding to one shared counter serialise. B=1: 554 us, B=128: 805 us.
-//   v3  (this file) 512 threads per block (ncu: 12.5% occupancy at B=128
-//       with 256), the exact exp without the tests that cannot fire for
-//       weights (argument <= 0), the row max from one packed compare per
-//       16-byte vector. B=1: 394 us, B=128: 602-616 us.
+//   v3  512 threads per block (ncu: 12.5% occupancy at B=128 with 256),
+//       the exact exp without the tests that cannot fire for weights
+//       (argument <= 0), the row max from one packed compare per 16-byte
+//       vector. B=1: 394 us, B=128: 602-616 us.
+//   v4  (this file) the top-k fast path (fastrow.cuh, renorm_fast_kernel)
+//       for rows with 0 < top_k <= 256: one read of the row, the chunks
+//       write the zeros, the row's last block writes the kept
+//       probabilities, normalised by the Sum over the kept tokens alone
+//       (fastrow.cuh sparse_sum, the same bits). B=1: 28.7 us, B=128:
+//       70.8 us (2.1x the floor).
 //
-// What is left (docs/PERF_KERNELS.md): ~13 passes over a 513 KB scratch row
-// per row; with hundreds of rows in flight they do not stay in L2.
-#include "rowops.cuh"
+// What is left (docs/PERF.md): rows without top-k still make ~13 passes
+// over a 513 KB scratch row; with hundreds of rows in flight they do not
+// stay in L2.
+#include "fastrow.cuh"
 
 namespace sv {
 namespace {
 
 constexpr int kRowBlock = 512;
 
+// renorm_fast_kernel serves the rows that take the top-k fast path
+// (fastrow.cuh): block (c, row) scans chunk c; the row's last block writes
+// the kept tokens' probabilities over the zeros the chunks wrote (when
+// zero_fill; in place, the last block writes the zeros itself). Rows it
+// cannot serve are flagged in a.todo for renorm_kernel.
+template <typename T>
+__global__ void __launch_bounds__(kFastBlock, 4)
+    renorm_fast_kernel(const T *__restrict__ logits, FastArgs a, float *probs, int zero_fill) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  FastSmem &s = *reinterpret_cast<FastSmem *>(smem);
+  const int row = blockIdx.y, n = a.vocab;
+  const FastParams fp = fast_params(a.rp, row);
+  if (!fast_eligible(fp, n, a.flags)) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) a.todo[row] = 1;
+    return;
+  }
+  const T *x = logits + (size_t)row * n;
+  float *out = probs + (size_t)row * n;
+  const int begin = blockIdx.x * a.chunk, end = min(n, begin + a.chunk);
+  scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
+  if (zero_fill)
+    for (int i = begin + threadIdx.x; i < end; i += kFastBlock) out[i] = 0.0f;
+  if (!fast_arrive(a, row, s)) return;
+  FastTop top;
+  const bool ok = fast_top<T>(a, row, fp, s, top);
+  if (threadIdx.x == 0) a.todo[row] = !ok;
+  if (!ok) return;
+  const float sum = sparse_sum(n, top.kept, s);
+  if (!zero_fill) {
+    for (int i = threadIdx.x; i < n; i += kFastBlock) out[i] = 0.0f;
+    __syncthreads();
+  }
+  for (int r = threadIdx.x; r < top.kept; r += kFastBlock) out[s.sidx[r]] = __fdiv_rn(s.sw[r], sum);
+}
+
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, 1)
     renorm_kernel(const T *__restrict__ logits, int vocab, RowParams rp, int flags, float *__restrict__ probs,
-                  float *__restrict__ wbuf) {
+                  float *__restrict__ wbuf, const int *__restrict__ todo) {
   __shared__ RowShared<BLOCK> sh;
   const int row = blockIdx.x;
+  if (todo && !todo[row]) return;  // served by renorm_fast_kernel
   const T *x = logits + (size_t)row * vocab;
   float *out = probs + (size_t)row * vocab;
   const RowStat st = row_stat<T, BLOCK>(x, vocab, sh);
@@ -74,13 +117,31 @@ int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t p
   if (vocab > kMaxExactVocab)
     return set_error(SV_ERR_UNSUPPORTED, "renorm: vocabulary %d over %d", vocab, kMaxExactVocab);
   if (rows == 0) return SV_OK;
+  if (rows > 65535) return set_error(SV_ERR_UNSUPPORTED, "renorm: over 65535 rows");
   const RowParams rp = row_params(params, rows);
+  const size_t wbytes = (sizeof(float) * (size_t)rows * wstride(vocab) + 255) & ~(size_t)255;
+  const bool fast = flags & SV_HAS_FILTERS;
+  int chunks = 1, chunk = vocab;
+  if (fast) fast_layout(rows, vocab, chunks, chunk);
   void *ws = nullptr;
-  int st = workspace(sizeof(float) * (size_t)rows * wstride(vocab), &ws);
+  int st = workspace(wbytes + (fast ? fast_bytes(rows, chunks) : 0), &ws);
   if (st != SV_OK) return st;
-  SV_DISPATCH_DTYPE(dtype, T,
-                    renorm_kernel<T, kRowBlock><<<rows, kRowBlock, 0, stream()>>>(
-                        static_cast<const T *>(logits), vocab, rp, flags, probs, static_cast<float *>(ws)));
+  FastArgs fa{};
+  if (fast) {
+    st = fast_args(static_cast<char *>(ws) + wbytes, rows, vocab, rp, flags, nullptr, 1, fa);
+    if (st != SV_OK) return st;
+  }
+  const int zero_fill = static_cast<const void *>(probs) != logits;
+  SV_DISPATCH_DTYPE(dtype, T, {
+    if (fast) {
+      st = fast_launch(renorm_fast_kernel<T>, dim3(fa.chunks, rows), "renorm (top-k fast path)",
+                       static_cast<const T *>(logits), fa, probs, zero_fill);
+      if (st != SV_OK) return st;
+    }
+    renorm_kernel<T, kRowBlock><<<rows, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), vocab, rp, flags,
+                                                                  probs, static_cast<float *>(ws),
+                                                                  fast ? fa.todo : nullptr);
+  });
   return check_launch("renorm");
 }
 

@@ -202,6 +202,25 @@ __device__ void fill_weights(const T *x, int n, float m, float t, float *wrow) {
   __syncthreads();
 }
 
+// tree_leaf returns the leaf of chunk c among chunks in a complete tree of
+// the given depth: walking down, splitting as engine/cpu's recursion does
+// (c chunks into c/2 and c - c/2).
+__device__ __forceinline__ int tree_leaf(int c, int chunks, int depth) {
+  int s0 = 0, cnt = chunks, leaf = 0;
+  for (int d = 0; d < depth; d++) {
+    const int h = cnt >> 1;
+    if (c - s0 < h) {
+      cnt = h;
+      leaf <<= 1;
+    } else {
+      s0 += h;
+      cnt -= h;
+      leaf = (leaf << 1) | 1;
+    }
+  }
+  return leaf;
+}
+
 // tree_sum returns the float32 sum of the (filtered) weights formed exactly
 // as engine/cpu's Sum forms it: 256-element chunks, each summed in 8 lanes
 // (lane l adds elements l, l+8, ... in order) combined as
@@ -224,20 +243,7 @@ __device__ float tree_sum(const Src &src, int n, const Filter *f, RowShared<BLOC
     src.chunk_sum8(base, min(256, n - base), f, a);
     const float s = __fadd_rn(__fadd_rn(__fadd_rn(a[0], a[1]), __fadd_rn(a[2], a[3])),
                               __fadd_rn(__fadd_rn(a[4], a[5]), __fadd_rn(a[6], a[7])));
-    // Chunk c's leaf: walk down, splitting as the recursion does.
-    int s0 = 0, cnt = chunks, leaf = 0;
-    for (int d = 0; d < depth; d++) {
-      const int h = cnt >> 1;
-      if (c - s0 < h) {
-        cnt = h;
-        leaf <<= 1;
-      } else {
-        s0 += h;
-        cnt -= h;
-        leaf = (leaf << 1) | 1;
-      }
-    }
-    sh.tree[leaves + leaf] = s;
+    sh.tree[leaves + tree_leaf(c, chunks, depth)] = s;
   }
   __syncthreads();
   for (int len = leaves >> 1; len >= 1; len >>= 1) {

@@ -34,15 +34,23 @@
 //       2552 us.
 //   v4  512-thread blocks, the cheaper exact exp for weights, the packed
 //       row max: filtered 2362 us, plain 371 us, Gumbel 506 us.
-//   v5  (this file) a lean kernel (no filter code, 64 registers, two blocks
-//       per SM) when no row of the launch has a filter on: plain 310 us,
-//       Gumbel 408 us; filtered 2392 us.
+//   v5  a lean kernel (no filter code, 64 registers, two blocks per SM)
+//       when no row of the launch has a filter on: plain 310 us, Gumbel
+//       408 us; filtered 2392 us.
+//   v6  (this file) the top-k fast path (fastrow.cuh, sample_fast_kernel)
+//       for single inverse-CDF draws from rows with 0 < top_k <= 256: one
+//       read of the row and exact weights for the top-k set alone; `auto`
+//       became the inverse CDF (docs/SEMANTICS.md), since rejection's first
+//       round needs every weight. Filtered B=512: 2392 -> 138 us (3.1x the
+//       floor); B=1: 452 -> 26.8 us. Predicted ~65 us at B=512: ncu shows
+//       the scan at 26-32% of DRAM bandwidth and 43% issue, latency-bound
+//       (each block waits on its four loads, then on its barriers).
 //
-// What is left (docs/PERF_KERNELS.md): the bit-exact weights cost ~40
-// instructions per token (the f32math exp), which alone is ~2x the one-read
-// floor at this shape; the filtered path makes ~13 passes over a scratch row
-// that does not stay in L2.
-#include "rowops.cuh"
+// What is left (docs/PERF.md): the fast path's loads are not pipelined
+// across tiles; rows without top-k (top-p or min-p alone), k > 256,
+// rejection and Gumbel still pay ~40 instructions per token for the exact
+// exp and ~13 passes over a scratch row that does not stay in L2.
+#include "fastrow.cuh"
 
 namespace sv {
 
@@ -83,7 +91,7 @@ __device__ void sample_row(const SampleArgs &a, const T *x, const RowStat &st, f
   const int n = a.vocab;
   const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
   int method = (a.flags >> SV_METHOD_SHIFT) & 15;
-  if (method == SV_METHOD_AUTO) method = f ? SV_METHOD_REJECTION : SV_METHOD_INVERSE_CDF;
+  if (method == SV_METHOD_AUTO) method = SV_METHOD_INVERSE_CDF;
   auto kept_weight = [&](int i) -> unsigned long long { return weight(masked(f, i, w(i))); };
 
   int token = -1;
@@ -178,9 +186,11 @@ __device__ void sample_row(const SampleArgs &a, const T *x, const RowStat &st, f
 // FILTERS = false is the lean variant for launches where no row has a
 // filter on: fewer registers, more blocks per SM.
 template <typename T, int BLOCK, bool FILTERS>
-__global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2) sample_kernel(const T *__restrict__ logits, SampleArgs a) {
+__global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
+    sample_kernel(const T *__restrict__ logits, SampleArgs a, const int *__restrict__ todo) {
   __shared__ RowShared<BLOCK> sh;
   const int slot = blockIdx.x;
+  if (todo && !todo[slot]) return;  // served by sample_fast_kernel
   const int row = a.rows[slot];
   const int n = a.vocab;
   const T *x = logits + (size_t)row * n;
@@ -202,6 +212,35 @@ __global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2) sample_kernel(const T 
   } else {
     sample_row<T, BLOCK>(a, x, st, temp, slot, row, XSource<T>{x, st.m, temp}, (const Filter *)nullptr, sh);
   }
+}
+
+// sample_fast_kernel draws one token (inverse CDF) for the sampled rows
+// that take the top-k fast path (fastrow.cuh): block (c, slot) scans chunk
+// c of the slot's row, and the row's last block draws from the kept tokens
+// by index, which is the full-row draw with every zero left out. Rows it
+// cannot serve are flagged in a.todo for sample_kernel.
+template <typename T>
+__global__ void __launch_bounds__(kFastBlock, 4) sample_fast_kernel(const T *__restrict__ logits, FastArgs a, int *tokens) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  FastSmem &s = *reinterpret_cast<FastSmem *>(smem);
+  const int slot = blockIdx.y, n = a.vocab;
+  const int row = a.map[slot];
+  const FastParams fp = fast_params(a.rp, row);
+  if (!fast_eligible(fp, n, a.flags)) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) a.todo[slot] = 1;
+    return;
+  }
+  const T *x = logits + (size_t)row * n;
+  const int begin = blockIdx.x * a.chunk, end = min(n, begin + a.chunk);
+  scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
+  if (!fast_arrive(a, slot, s)) return;
+  FastTop top;
+  const bool ok = fast_top<T>(a, slot, fp, s, top);
+  if (threadIdx.x == 0) a.todo[slot] = !ok;
+  if (!ok) return;
+  const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
+  const int r = kept_pick(top.kept, rng.u64(0), [&](int q) { return weight(s.sw[q]); }, s);
+  if (threadIdx.x == 0) tokens[row] = r >= 0 ? s.sidx[r] : -1;
 }
 
 // draws_kernel writes draw d of every listed row: the inverse CDF of the
@@ -258,12 +297,23 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
   const size_t cbytes = draws > 0 ? align256(sizeof(unsigned long long) * (size_t)n_sampled * vocab) : 0;
   const size_t tbytes = align256(sizeof(unsigned long long) * (size_t)(n_sampled + 1));
   const int method = (flags >> SV_METHOD_SHIFT) & 15;
-  const bool lists = (flags & SV_HAS_FILTERS) && (method == SV_METHOD_AUTO || method == SV_METHOD_REJECTION);
+  const bool lists = (flags & SV_HAS_FILTERS) && method == SV_METHOD_REJECTION;
   const size_t lbytes = lists ? align256(sizeof(int) * (size_t)n_sampled * wstride(vocab)) : 0;
+  // The top-k fast path serves single draws by inverse CDF.
+  const bool fast = (flags & SV_HAS_FILTERS) && draws == 0 && n_sampled > 0 &&
+                    (method == SV_METHOD_AUTO || method == SV_METHOD_INVERSE_CDF);
+  int chunks = 1, chunk = vocab;
+  if (fast) fast_layout(n_sampled, vocab, chunks, chunk);
+  const size_t slow_bytes = wbytes + cbytes + tbytes + 2 * lbytes;
   void *ws = nullptr;
-  st = workspace(wbytes + cbytes + tbytes + 2 * lbytes, &ws);
+  st = workspace(slow_bytes + (fast ? fast_bytes(n_sampled, chunks) : 0), &ws);
   if (st != SV_OK) return st;
   char *base = static_cast<char *>(ws);
+  FastArgs fa{};
+  if (fast) {
+    st = fast_args(base + slow_bytes, n_sampled, vocab, rp, flags, row_idx + n_greedy, 1, fa);
+    if (st != SV_OK) return st;
+  }
   SampleArgs a;
   a.vocab = vocab;
   a.rp = rp;
@@ -277,13 +327,19 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
   a.list_w = lists ? reinterpret_cast<float *>(base + wbytes + cbytes + tbytes + lbytes) : nullptr;
   if (n_sampled > 0) {
     if (flags & SV_HAS_FILTERS) {
-      SV_DISPATCH_DTYPE(dtype, T,
-                        sample_kernel<T, kRowBlock, true><<<n_sampled, kRowBlock, 0, stream()>>>(
-                            static_cast<const T *>(logits), a));
+      SV_DISPATCH_DTYPE(dtype, T, {
+        if (fast) {
+          st = fast_launch(sample_fast_kernel<T>, dim3(fa.chunks, n_sampled), "sample (top-k fast path)",
+                           static_cast<const T *>(logits), fa, tokens);
+          if (st != SV_OK) return st;
+        }
+        sample_kernel<T, kRowBlock, true><<<n_sampled, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), a,
+                                                                                fast ? fa.todo : nullptr);
+      });
     } else {
       SV_DISPATCH_DTYPE(dtype, T,
                         sample_kernel<T, kRowBlock, false><<<n_sampled, kRowBlock, 0, stream()>>>(
-                            static_cast<const T *>(logits), a));
+                            static_cast<const T *>(logits), a, nullptr));
     }
     st = check_launch("sample");
     if (st != SV_OK) return st;

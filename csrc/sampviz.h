@@ -51,7 +51,7 @@ typedef enum sv_dtype { SV_F32 = 0, SV_F16 = 1, SV_BF16 = 2 } sv_dtype;
 #define SV_METHOD_GUMBEL 2
 #define SV_METHOD_REJECTION 3
 #define SV_ARGMAX_INF_INVALID 0x100 /* argmax: +Inf makes a row invalid (-1) */
-#define SV_HAS_FILTERS 0x200        /* sample, spec_verify: some row has a filter on
+#define SV_HAS_FILTERS 0x200        /* renorm, sample, spec_verify: some row has a filter on
                                        (without it, filters are ignored: a leaner kernel runs) */
 
 /*

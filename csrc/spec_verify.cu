@@ -23,14 +23,20 @@
 //       instructions per token), chain at 12.5% occupancy.
 //   v3  512-thread blocks, the exact exp without dead tests, the packed row
 //       max: 553 us (B=1: 153 us).
-//   v4  (this file) lean kernels (no filter code: 46-50 registers, two
-//       prepare blocks per SM) when no row has a filter on: 454 us (B=1:
-//       140 us); with bf16 draft distributions 554 us.
+//   v4  lean kernels (no filter code: 46-50 registers, two prepare blocks
+//       per SM) when no row has a filter on: 454 us (B=1: 140 us); with
+//       bf16 draft distributions 554 us.
+//   v5  (this file) the top-k fast path (fastrow.cuh, spec_fast_kernel) for
+//       positions with 0 < top_k <= 256: one read of each target row, exact
+//       weights for the top-k set alone, and the kept tokens with their
+//       probabilities in a list per position, so the chain draws the
+//       residual from the list, not the row. top-k 50, top-p 0.9, T=0.7:
+//       B=128 300.5 us (3.0x the floor), B=1 37.8 us.
 //
-// What is left (docs/PERF_KERNELS.md): prepare computes the exact exp for
-// every token of B*(K+1) rows (~147M here), ~1.5-2x the bandwidth floor by
-// itself; the chain's residual pass runs one block per row.
-#include "rowops.cuh"
+// What is left (docs/PERF.md): unfiltered positions still compute the exact
+// exp for every token of B*(K+1) rows (~147M here), ~1.5-2x the bandwidth
+// floor by itself; the chain's residual pass runs one block per row.
+#include "fastrow.cuh"
 
 namespace sv {
 namespace {
@@ -47,7 +53,15 @@ struct PosStat {
   int onehot;
   int filtered;
   float px;  // p_i(x_i), i < K
+  int list;  // >= 0: p is nonzero only at the list's tokens (top-k fast path)
   Filter f;
+};
+
+// SpecLists holds the fast path's kept tokens per (row, position): their
+// ids by index and their probabilities, kFastList entries per slot.
+struct SpecLists {
+  int *idx;
+  float *p;
 };
 
 __device__ __forceinline__ float load_any(const void *p, int dtype, size_t i) {
@@ -77,9 +91,11 @@ __device__ __forceinline__ float target_prob(const PosStat &ps, const T *x, cons
 template <typename T, int BLOCK, bool FILTERS>
 __global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
     spec_prepare_kernel(const T *__restrict__ target, int k, int vocab, RowParams rp, int flags,
-                        const int *__restrict__ drafts, float *__restrict__ wbuf, PosStat *__restrict__ stats) {
+                        const int *__restrict__ drafts, float *__restrict__ wbuf, PosStat *__restrict__ stats,
+                        const int *__restrict__ todo) {
   __shared__ RowShared<BLOCK> sh;
   const int slot = blockIdx.x;  // row * (k + 1) + position
+  if (todo && !todo[slot]) return;  // served by spec_fast_kernel
   const int row = slot / (k + 1), pos = slot % (k + 1);
   const T *x = target + (size_t)slot * vocab;
   const RowStat st = row_stat<T, BLOCK>(x, vocab, sh);
@@ -92,6 +108,7 @@ __global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
   ps.onehot = 0;
   ps.filtered = 0;
   ps.px = nan_f32();
+  ps.list = -1;
   ps.f = Filter{false, false, 0.0f, 0x7fffffff, 0.0f, 0.0f};
   const int xd = pos < k ? drafts[(size_t)row * k + pos] : 0;
   if (st.valid && ps.temp == 0.0f) {
@@ -119,6 +136,61 @@ __global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
   if (threadIdx.x == 0) stats[slot] = ps;
 }
 
+// spec_fast_kernel prepares the positions that take the top-k fast path
+// (fastrow.cuh): block (c, slot) scans chunk c of the slot's target row;
+// the row's last block forms the exact normaliser over the kept tokens
+// (fastrow.cuh sparse_sum), writes their probabilities to the slot's list
+// and p_i(x_i). Positions it cannot serve are flagged in a.todo for
+// spec_prepare_kernel.
+template <typename T>
+__global__ void __launch_bounds__(kFastBlock, 4)
+    spec_fast_kernel(const T *__restrict__ target, FastArgs a, int k, const int *__restrict__ drafts,
+                     PosStat *__restrict__ stats, SpecLists lists) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  FastSmem &s = *reinterpret_cast<FastSmem *>(smem);
+  const int slot = blockIdx.y, n = a.vocab;
+  const int row = slot / (k + 1), pos = slot % (k + 1);
+  const FastParams fp = fast_params(a.rp, row);
+  if (!fast_eligible(fp, n, a.flags)) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) a.todo[slot] = 1;
+    return;
+  }
+  const T *x = target + (size_t)slot * n;
+  const int begin = blockIdx.x * a.chunk, end = min(n, begin + a.chunk);
+  scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
+  if (!fast_arrive(a, slot, s)) return;
+  FastTop top;
+  const bool ok = fast_top<T>(a, slot, fp, s, top);
+  if (threadIdx.x == 0) a.todo[slot] = !ok;
+  if (!ok) return;
+  const float sum = sparse_sum(n, top.kept, s);
+  const int xd = pos < k ? drafts[(size_t)row * k + pos] : -1;
+  int *li = lists.idx + (size_t)slot * kFastList;
+  float *lp = lists.p + (size_t)slot * kFastList;
+  if (threadIdx.x == 0) s.pick = -1;
+  __syncthreads();
+  for (int r = threadIdx.x; r < top.kept; r += kFastBlock) {
+    li[r] = s.sidx[r];
+    lp[r] = __fdiv_rn(s.sw[r], sum);
+    if (s.sidx[r] == xd) s.pick = r;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    PosStat ps;
+    ps.m = top.m;
+    ps.s = sum;
+    ps.temp = top.temp;
+    ps.arg = top.arg;
+    ps.valid = 1;
+    ps.onehot = 0;
+    ps.filtered = 1;
+    ps.px = pos < k ? (s.pick >= 0 ? __fdiv_rn(s.sw[s.pick], sum) : 0.0f) : nan_f32();
+    ps.list = top.kept;
+    ps.f = Filter{false, false, 0.0f, 0x7fffffff, 0.0f, 0.0f};
+    stats[slot] = ps;
+  }
+}
+
 struct ChainArgs {
   int rows, k, vocab;
   RowParams rp;
@@ -127,6 +199,7 @@ struct ChainArgs {
   int qdtype;
   const PosStat *stats;
   const float *wbuf;
+  SpecLists lists;
   int *tokens;    // [trials, rows, k+1]
   int *emitted;   // [trials, rows]
   int *accepted;  // [trials, rows]
@@ -193,14 +266,39 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
     auto target_weight = [&](int v) -> unsigned long long { return weight(target_prob<T, FILTERS>(ps, x, wrow, v)); };
     unsigned long long mine = 0, total = 0;
     bool use_residual = j < k;
-    if (use_residual) {
-      total = seg_total<BLOCK>(n, residual, mine, sh);
-      use_residual = total > 0;
-    }
-    if (!use_residual) total = seg_total<BLOCK>(n, target_weight, mine, sh);
-    if (total > 0) {
-      const unsigned long long t = pick(rng.u64(2 * (uint64_t)j + 1), total);
-      token = use_residual ? seg_find<BLOCK>(n, t, mine, residual, sh) : seg_find<BLOCK>(n, t, mine, target_weight, sh);
+    if (FILTERS && ps.list >= 0) {
+      // p is zero off the kept list, and so is max(p - q, 0): the draw over
+      // the list (by index) is the draw over the row with the zeros left out.
+      const size_t lbase = ((size_t)row * steps + j) * kFastList;
+      const int *li = a.lists.idx + lbase;
+      const float *lp = a.lists.p + lbase;
+      auto lresidual = [&](int r) -> unsigned long long {
+        const int v = li[r];
+        const float q = a.qprobs ? load_any(a.qprobs, a.qdtype, qbase + v) : (v == xd ? 1.0f : 0.0f);
+        return weight(__fsub_rn(lp[r], q));
+      };
+      auto lweight = [&](int r) -> unsigned long long { return weight(lp[r]); };
+      const int len = ps.list;
+      if (use_residual) {
+        total = seg_total<BLOCK>(len, lresidual, mine, sh);
+        use_residual = total > 0;
+      }
+      if (!use_residual) total = seg_total<BLOCK>(len, lweight, mine, sh);
+      if (total > 0) {
+        const unsigned long long t = pick(rng.u64(2 * (uint64_t)j + 1), total);
+        const int r = use_residual ? seg_find<BLOCK>(len, t, mine, lresidual, sh) : seg_find<BLOCK>(len, t, mine, lweight, sh);
+        token = r >= 0 ? li[r] : -1;
+      }
+    } else {
+      if (use_residual) {
+        total = seg_total<BLOCK>(n, residual, mine, sh);
+        use_residual = total > 0;
+      }
+      if (!use_residual) total = seg_total<BLOCK>(n, target_weight, mine, sh);
+      if (total > 0) {
+        const unsigned long long t = pick(rng.u64(2 * (uint64_t)j + 1), total);
+        token = use_residual ? seg_find<BLOCK>(n, t, mine, residual, sh) : seg_find<BLOCK>(n, t, mine, target_weight, sh);
+      }
     }
   }
   int *out = a.tokens + tbase;
@@ -234,14 +332,29 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
   const int tdtype = (flags >> SV_SPEC_TARGET_SHIFT) & 15;
   const int qdtype = (flags >> SV_SPEC_DRAFT_SHIFT) & 15;
   const bool filtered = flags & SV_HAS_FILTERS;
+  if (filtered && slots > 65535) return set_error(SV_ERR_UNSUPPORTED, "spec_verify: over 65535 positions");
   const size_t sbytes = align256(sizeof(PosStat) * slots);
   const size_t wbytes = filtered ? align256(sizeof(float) * slots * wstride(vocab)) : 0;
+  const size_t lbytes = filtered ? align256(sizeof(int) * slots * kFastList) : 0;
+  int chunks = 1, chunk = vocab;
+  if (filtered) fast_layout((int)slots, vocab, chunks, chunk);
   void *ws = nullptr;
-  int st = workspace(sbytes + wbytes, &ws);
+  int st = workspace(sbytes + wbytes + 2 * lbytes + (filtered ? fast_bytes((int)slots, chunks) : 0), &ws);
   if (st != SV_OK) return st;
-  PosStat *stats = static_cast<PosStat *>(ws);
-  float *wbuf = filtered ? reinterpret_cast<float *>(static_cast<char *>(ws) + sbytes) : nullptr;
+  char *base = static_cast<char *>(ws);
+  PosStat *stats = reinterpret_cast<PosStat *>(base);
+  float *wbuf = filtered ? reinterpret_cast<float *>(base + sbytes) : nullptr;
+  SpecLists lists{nullptr, nullptr};
+  if (filtered) {
+    lists.idx = reinterpret_cast<int *>(base + sbytes + wbytes);
+    lists.p = reinterpret_cast<float *>(base + sbytes + wbytes + lbytes);
+  }
   const RowParams rp = row_params(params, rows);
+  FastArgs fa{};
+  if (filtered) {
+    st = fast_args(base + sbytes + wbytes + 2 * lbytes, (int)slots, vocab, rp, flags, nullptr, k + 1, fa);
+    if (st != SV_OK) return st;
+  }
   ChainArgs a;
   a.rows = rows;
   a.k = k;
@@ -252,6 +365,7 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
   a.qdtype = qdtype;
   a.stats = stats;
   a.wbuf = wbuf;
+  a.lists = lists;
   a.tokens = tokens;
   a.emitted = emitted;
   a.accepted = accepted;
@@ -266,15 +380,18 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
   if (!trace) a.trace_trials = 0;
   SV_DISPATCH_DTYPE(tdtype, T, {
     if (filtered) {
+      st = fast_launch(spec_fast_kernel<T>, dim3(fa.chunks, (unsigned)slots), "spec_verify (top-k fast path)",
+                       static_cast<const T *>(target), fa, k, drafts, stats, lists);
+      if (st != SV_OK) return st;
       spec_prepare_kernel<T, kRowBlock, true><<<(unsigned)slots, kRowBlock, 0, stream()>>>(
-          static_cast<const T *>(target), k, vocab, rp, flags, drafts, wbuf, stats);
+          static_cast<const T *>(target), k, vocab, rp, flags, drafts, wbuf, stats, fa.todo);
       st = check_launch("spec_verify prepare");
       if (st != SV_OK) return st;
       spec_chain_kernel<T, kRowBlock, true><<<(unsigned)((size_t)rows * trials), kRowBlock, 0, stream()>>>(
           static_cast<const T *>(target), a);
     } else {
       spec_prepare_kernel<T, kLeanBlock, false><<<(unsigned)slots, kLeanBlock, 0, stream()>>>(
-          static_cast<const T *>(target), k, vocab, rp, flags, drafts, wbuf, stats);
+          static_cast<const T *>(target), k, vocab, rp, flags, drafts, wbuf, stats, nullptr);
       st = check_launch("spec_verify prepare");
       if (st != SV_OK) return st;
       spec_chain_kernel<T, kLeanBlock, false><<<(unsigned)((size_t)rows * trials), kLeanBlock, 0, stream()>>>(

@@ -58,8 +58,9 @@ const (
 type SampleMethod string
 
 const (
-	// SampleAuto lets the backend choose: rejection when top-k, top-p or
-	// min-p is active for the row, inverse CDF otherwise.
+	// SampleAuto is the inverse CDF over the filtered distribution (the
+	// filters found as thresholds, no sort): the fastest exact method, and
+	// on the kernels' top-k fast path one read of each row.
 	SampleAuto SampleMethod = ""
 	// SampleInverseCDF filters exactly, then inverts the fixed-point CDF with one
 	// 64-bit uniform per draw. The many-draws mode always uses it.

@@ -62,6 +62,10 @@ func benchCases(quick bool) []benchEntry {
 		c.Temperature, c.TopK, c.TopP = 0.7, 50, 0.9
 		return c
 	}
+	withMethod := func(c cuda.BenchCase, m engine.SampleMethod) cuda.BenchCase {
+		c.Method = m
+		return c
+	}
 	cases := []benchEntry{
 		{"argmax", cuda.BenchCase{Op: engine.OpArgmax, DType: bf, Rows: 1, Vocab: llama}, b1},
 		{"argmax", cuda.BenchCase{Op: engine.OpArgmax, DType: bf, Rows: 128, Vocab: llama}, floor13},
@@ -76,11 +80,17 @@ func benchCases(quick bool) []benchEntry {
 		{"renorm k50 p0.9", filt(cuda.BenchCase{Op: engine.OpRenorm, DType: bf, Rows: 128, Vocab: llama}), benchTarget{}},
 		{"sample k50 p0.9", filt(cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 1, Vocab: llama}), b1},
 		{"sample k50 p0.9", filt(cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama}), floor2},
+		{"sample k50 p0.9 rejection", withMethod(filt(cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama}), engine.SampleRejection), benchTarget{}},
+		{"sample k1000 p0.9", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 0.7, TopK: 1000, TopP: 0.9}, benchTarget{}},
+		{"sample p0.9 (no top-k)", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 0.7, TopP: 0.9}, benchTarget{}},
 		{"sample plain", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 1}, benchTarget{}},
 		{"sample gumbel", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 1, Method: engine.SampleGumbel}, benchTarget{}},
 		{"spec_verify", cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 1, Vocab: llama, K: 8, Temperature: 1}, b1},
 		{"spec_verify", cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 128, Vocab: llama, K: 8, Temperature: 1}, floor2},
 		{"spec_verify q", cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 128, Vocab: llama, K: 8, Temperature: 1, DraftProbs: true}, benchTarget{}},
+		{"spec_verify k50 p0.9", filt(cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 1, Vocab: llama, K: 8}), b1},
+		{"spec_verify k50 p0.9", filt(cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 128, Vocab: llama, K: 8}), floor2},
+		{"spec_verify k50 p0.9 q", filt(cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 128, Vocab: llama, K: 8, DraftProbs: true}), benchTarget{}},
 		{"ngram_match", cuda.BenchCase{Op: engine.OpNgramMatch, DType: engine.F32, Rows: 1, PromptLen: 4096, GenLen: 512}, b1},
 		{"ngram_match", cuda.BenchCase{Op: engine.OpNgramMatch, DType: engine.F32, Rows: 128, PromptLen: 4096, GenLen: 512}, benchTarget{}},
 	}

@@ -77,7 +77,7 @@ func newCheckFlags(stderr io.Writer) *checkFlags {
 	fs.Uint64Var(&c.offset, "offset", 0, "override every row's RNG offset")
 	fs.StringVar(&c.filterOrder, "filter-order", "", "override the filter order: top_k_first or joint")
 	fs.StringVar(&c.topKTies, "top-k-ties", "", "override the top-k tie rule: keep or lowest_index")
-	fs.StringVar(&c.method, "method", "", "sampler: inverse_cdf, gumbel or rejection (default: rejection when filtered, else inverse_cdf)")
+	fs.StringVar(&c.method, "method", "", "sampler: inverse_cdf, gumbel or rejection (default: inverse_cdf)")
 	fs.IntVar(&c.draws, "draws", engine.DefaultDraws, "independent draws per row that our sampler makes on sample runs (judged statistically)")
 	fs.IntVar(&c.trials, "trials", engine.DefaultTrials, "speculative trials per row that our backend runs on spec_verify runs (1: spec_tokens alone)")
 	fs.IntVar(&c.maxNgram, "max-ngram-size", 0, "override max_ngram_size")

@@ -129,7 +129,7 @@ func (b *Backend) sample(ctx context.Context, run *engine.Run) (*engine.Output, 
 			token = Argmax(x)
 		case method == engine.SampleGumbel:
 			token = SampleGumbel(x, t, keep, stream(0))
-		case method == engine.SampleRejection || method == engine.SampleAuto && keep != nil:
+		case method == engine.SampleRejection:
 			token = s.rejection.sample(w, keep, rp.Ties, stream(0))
 		default:
 			s.cdf.Reset(w, keep)

@@ -414,7 +414,7 @@ func checkSampleOutput(t *testing.T, run *engine.Run, out *engine.Output) {
 			check(d, out.Samples.Int(r*p.Draws+d))
 		}
 		unfiltered := keep == nil
-		if p.Draws > 0 && (p.Method == engine.SampleInverseCDF || (p.Method == engine.SampleAuto || p.Method == engine.SampleRejection) && unfiltered) {
+		if p.Draws > 0 && (p.Method == engine.SampleInverseCDF || p.Method == engine.SampleAuto || p.Method == engine.SampleRejection && unfiltered) {
 			if a, b := out.Tokens.Int(r), out.Samples.Int(r*p.Draws); a != b {
 				t.Fatalf("row %d: token %d but inverse-CDF draw 0 is %d", r, a, b)
 			}

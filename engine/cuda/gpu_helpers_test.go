@@ -94,20 +94,22 @@ func grid(full bool) []shape {
 
 // logits fills a [rows, vocab] tensor of dtype with fresh random logits of
 // varied kinds: plain normals of random scale, heavily masked rows (-inf),
-// exact ties at the top, a peaked row, and, when invalid is set, isolated
-// rows without a distribution (a NaN, a +Inf, or all -inf). It returns the
-// tensor and the rows without a distribution.
+// exact ties at the top, a peaked row, a row that rises steadily (the
+// top-k fast path's buffer overflows), a row of few distinct values (ties
+// at every cut), and, when invalid is set, isolated rows without a
+// distribution (a NaN, a +Inf, or all -inf). It returns the tensor and the
+// rows without a distribution.
 func logits(rng *rand.Rand, dtype engine.DType, rows, vocab int, invalid bool) (*engine.Tensor, map[int]bool) {
 	t := engine.NewTensor("logits", dtype, rows, vocab)
 	bad := map[int]bool{}
 	kinds := make([]int, rows)
 	seeds := make([]uint64, rows)
 	for r := range rows {
-		kinds[r] = rng.IntN(8)
+		kinds[r] = rng.IntN(10)
 		if !invalid || rows == 1 {
-			kinds[r] %= 5
+			kinds[r] = []int{0, 1, 2, 3, 4, 8, 9}[rng.IntN(7)]
 		}
-		if kinds[r] >= 5 {
+		if kinds[r] >= 5 && kinds[r] <= 7 {
 			bad[r] = true
 		}
 		seeds[r] = rng.Uint64()
@@ -165,6 +167,14 @@ func fillRow(rng *rand.Rand, t *engine.Tensor, r, vocab, kind int) {
 		for i := range vocab {
 			t.SetFloat(base+i, negInf)
 		}
+	case 8: // rising: every token beats the ones before it
+		for i := range vocab {
+			t.SetFloat(base+i, sigma*(-3+6*float64(i)/float64(vocab)))
+		}
+	case 9: // few distinct values: ties at every cut
+		for i := range vocab {
+			t.SetFloat(base+i, math.Round(t.Float(base+i)))
+		}
 	}
 }
 
@@ -188,7 +198,7 @@ func params(rng *rand.Rand, rows, vocab int, filters bool) engine.Params {
 		}
 		p.TopP[r] = 1
 		if filters {
-			p.TopK[r] = []int{0, 1, 2, 5, 50, vocab / 2, vocab + 3}[rng.IntN(7)]
+			p.TopK[r] = []int{0, 1, 2, 5, 50, 256, 257, 1000, vocab / 2, vocab + 3}[rng.IntN(10)]
 			p.TopP[r] = []float64{1, 1, 0.9, 0.5, 0.99, 0.1, 0.95}[rng.IntN(7)]
 			p.MinP[r] = []float64{0, 0, 0.05, 0.2, 1e-4}[rng.IntN(5)]
 		}

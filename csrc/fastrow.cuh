@@ -1,0 +1,744 @@
+// fastrow.cuh: the top-k fast path that renorm, sample and spec_verify share
+// for rows whose filters are decided inside their top-k set: top-k on
+// (0 < k <= kFastMaxK), and top-p, if on, on the top-k mass (top_k_first).
+//
+// Every decision still equals engine/cpu's bit for bit (docs/SEMANTICS.md);
+// what changes is how few tokens need their exact weight. w = Exp((x - m)/T)
+// never decreases as x grows, so the k-th largest weight is the weight of
+// the k-th largest logit, and a row's top-k set is found on the logits
+// alone, with no exp:
+//
+//   1. scan: the row is split into C chunks, one block each. A block reads
+//      its chunk once (16-byte loads, several in flight per thread), keeps
+//      the chunk's max, and appends to a shared-memory buffer every token at
+//      or above a running threshold theta. The first tile's theta is the
+//      k-th largest of its vector maxima (no exp, no cut of every token);
+//      when the buffer passes half full, it is cut to its k largest (radix
+//      select on order-preserving keys) and theta rises to the k-th largest
+//      seen so far; the last cut leaves exactly the chunk's top k. Every
+//      token at or above the chunk's k-th largest is in the buffer.
+//   2. finish, by the last block of the row to arrive (a counter per row;
+//      with C = 1 the same block, without a round trip through memory):
+//      the chunks' candidates are merged, the k-th largest logit x_k gives
+//      tau_k = w(x_k), and only the tokens at or above x_k get their exact
+//      weight. Ranked by (w descending, index), top-k (keep or
+//      lowest_index), top-p on integer masses and min-p keep a prefix; the
+//      kept tokens are then ranked by index for the op's own use (sum,
+//      draw, list).
+//
+// What sends a row to the full-row kernels instead (they run after, only on
+// the rows flagged in todo): NaN or +Inf, all -Inf, T = 0, no top-k, k over
+// kFastMaxK, joint top-p, a buffer overflow (ties in the logits, or rows
+// that rise steadily), a top-k set with ties past kFastList, and the one
+// case the logits cannot decide: a token below x_k whose weight still
+// equals tau_k (two logits one step apart that the exp maps to one float
+// weight, e.g. at T = 100 on float32 logits). That case is detected
+// exactly: the weight of the next representable value below x_k is
+// compared with tau_k.
+#pragma once
+
+#include <type_traits>
+
+#include "rowops.cuh"
+
+namespace sv {
+
+constexpr int kFastBlock = 256;
+constexpr int kFastUnroll = 4;        // 16-byte loads in flight per thread
+constexpr int kFastCap = 4096;        // candidates one block holds in shared memory
+constexpr int kFastMaxK = 256;        // largest top_k the fast path serves
+constexpr int kFastList = 512;        // largest top-k set (ties included) it ranks
+constexpr int kFastChunkOut = 2048;   // candidates one chunk hands on
+constexpr int kFastMaxChunks = 16;    // chunks per row
+constexpr int kFastItems = kFastList / kFastBlock;
+
+// FastChunk is what one chunk's scan hands to its row's finishing block.
+struct FastChunk {
+  float m;    // the chunk's maximum
+  int arg;    // its first index
+  int nan;    // a NaN was seen
+  int count;  // candidates written; < 0: the buffer overflowed
+};
+
+// FastArgs locate one launch's rows, parameters and scratch for the fast path.
+struct FastArgs {
+  int vocab;
+  int chunks;            // C
+  int chunk;             // tokens per chunk (a multiple of 8)
+  RowParams rp;
+  int flags;
+  const int *map;        // slot -> logits row (null: the slot itself)
+  int per;               // logits rows per parameter row (spec_verify: k + 1)
+  FastChunk *stats;      // [slots, C]
+  unsigned *keys;        // [slots, C, kFastChunkOut] (C > 1)
+  int *idx;
+  unsigned *arrived;     // [slots] zeroed counters
+  int *todo;             // [slots]: 1 = the full-row kernel must serve it
+};
+
+// FastSmem is the fast path's shared memory (dynamic, ~46 KB: four blocks
+// share an SM). The Sum tree reuses the candidate keys once they are done.
+struct FastSmem {
+  union {
+    unsigned keys[kFastCap];
+    float tree[2 * kMaxLeaves];
+  };
+  int idx[kFastCap];
+  unsigned long long rank_key[kFastList];
+  int lidx[kFastList];   // the top-k set ranked by (w desc, index)
+  float lw[kFastList];
+  int sidx[kFastList];   // the kept tokens ranked by index
+  float sw[kFastList];
+  unsigned hist[256];
+  FastChunk chunk[kFastMaxChunks];  // the row's chunks, in the finishing block
+  int off[kFastMaxChunks + 1];
+  union {
+    typename cub::BlockScan<int, kFastBlock>::TempStorage si;
+    typename cub::BlockScan<unsigned long long, kFastBlock>::TempStorage su;
+    typename cub::BlockReduce<unsigned long long, kFastBlock>::TempStorage ru;
+    typename cub::BlockReduce<int, kFastBlock>::TempStorage ri;
+    typename cub::BlockReduce<ArgBest, kFastBlock>::TempStorage ra;
+  } tmp;
+  int count, overflow, pick, need, last, flag, cut;
+  unsigned kth;  // after a cut: the buffer holds exactly the keys >= kth
+  float theta;
+  unsigned long long u;
+  ArgBest best;
+};
+
+// FastParams are one row's parameters, read once.
+struct FastParams {
+  int k;
+  float temp, top_p, min_p;
+};
+
+__device__ __forceinline__ FastParams fast_params(const RowParams &rp, int r) {
+  return FastParams{rp.top_k[r], rp.temperature[r], rp.top_p[r], rp.min_p[r]};
+}
+
+// fast_eligible says whether a row of n tokens can take the fast path as
+// far as its parameters tell.
+__device__ __forceinline__ bool fast_eligible(const FastParams &fp, int n, int flags) {
+  if (!(fp.temp > 0.0f) || fp.k <= 0 || fp.k >= n || fp.k > kFastMaxK) return false;
+  return fp.top_p >= 1.0f || !(flags & SV_ORDER_JOINT);
+}
+
+// KeyPasses is how many byte-wide radix passes order a dtype's keys: a
+// bf16 value widened to float32 has 16 low bits that the sign alone fixes,
+// an f16 value 13.
+template <typename T>
+struct KeyPasses {
+  static constexpr int value = sizeof(T) == 4 ? 4 : (std::is_same<T, __half>::value ? 3 : 2);
+};
+
+// order_key maps a float (not NaN) to an unsigned that orders as the float
+// does; -0 and +0 share the key of +0.
+__device__ __forceinline__ unsigned order_key(float v) {
+  const unsigned b = __float_as_uint(v == 0.0f ? 0.0f : v);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ __forceinline__ float key_value(unsigned k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+// below returns the next value of the input dtype below v (v finite or
+// +Inf, not -Inf), skipping -0 when v is 0.
+__device__ __forceinline__ float below(float v, const float *) {
+  float p = key_value(order_key(v) - 1);
+  if (p == v) p = key_value(order_key(v) - 2);
+  return p;
+}
+__device__ __forceinline__ unsigned short key16(unsigned short b) {
+  return (b & 0x8000u) ? (unsigned short)~b : (unsigned short)(b | 0x8000u);
+}
+__device__ __forceinline__ unsigned short unkey16(unsigned short k) {
+  return (k & 0x8000u) ? (unsigned short)(k & 0x7fffu) : (unsigned short)~k;
+}
+__device__ __forceinline__ float below(float v, const __half *) {
+  unsigned short k = key16(__half_as_ushort(__float2half_rn(v == 0.0f ? 0.0f : v)));
+  float p = __half2float(__ushort_as_half(unkey16((unsigned short)(k - 1))));
+  if (p == v) p = __half2float(__ushort_as_half(unkey16((unsigned short)(k - 2))));
+  return p;
+}
+__device__ __forceinline__ float below(float v, const __nv_bfloat16 *) {
+  unsigned short k = key16(__bfloat16_as_ushort(__float2bfloat16_rn(v == 0.0f ? 0.0f : v)));
+  float p = __bfloat162float(__ushort_as_bfloat16(unkey16((unsigned short)(k - 1))));
+  if (p == v) p = __bfloat162float(__ushort_as_bfloat16(unkey16((unsigned short)(k - 2))));
+  return p;
+}
+
+struct MaxU64 {
+  __device__ __forceinline__ unsigned long long operator()(unsigned long long a, unsigned long long b) const {
+    return a > b ? a : b;
+  }
+};
+
+// kth_key returns the k-th largest (1-based, k <= n) of keys[0..n): a
+// byte-wide radix select over the top PASSES bytes (KeyPasses: the bytes
+// below are fixed by the sign), with warp-aggregated histogram adds
+// (candidates share their top bytes, and 32 lanes adding to one counter
+// serialise).
+template <int PASSES>
+__device__ unsigned kth_key(const unsigned *keys, int n, int k, FastSmem &s) {
+  using Scan = cub::BlockScan<int, kFastBlock>;
+  unsigned prefix = 0, mask = 0;
+  int need = k;
+  const unsigned lane = threadIdx.x & 31;
+  for (int shift = 24; shift >= 32 - 8 * PASSES; shift -= 8) {
+    for (int d = threadIdx.x; d < 256; d += kFastBlock) s.hist[d] = 0;
+    __syncthreads();
+    for (int base = 0; base < n; base += kFastBlock) {
+      const int j = base + (int)threadIdx.x;
+      unsigned bucket = 256;
+      if (j < n) {
+        const unsigned key = keys[j];
+        if ((key & mask) == prefix) bucket = (key >> shift) & 0xffu;
+      }
+      const unsigned peers = __match_any_sync(0xffffffffu, bucket);
+      if (bucket < 256 && lane == (unsigned)(__ffs(peers) - 1)) atomicAdd(&s.hist[bucket], (unsigned)__popc(peers));
+    }
+    __syncthreads();
+    // Thread t holds bucket 255 - t: an inclusive scan counts from the top.
+    const int c = threadIdx.x < 256 ? (int)s.hist[255 - threadIdx.x] : 0;
+    int incl;
+    Scan(s.tmp.si).InclusiveSum(c, incl);
+    if (threadIdx.x < 256 && c > 0 && incl >= need && incl - c < need) {
+      s.pick = 255 - (int)threadIdx.x;
+      s.need = need - (incl - c);
+    }
+    __syncthreads();
+    prefix |= (unsigned)s.pick << shift;
+    mask |= 0xffu << shift;
+    need = s.need;
+    __syncthreads();
+  }
+  // The bytes below: all zero for keys of values >= +0, all ones below.
+  if (PASSES < 4) prefix |= (prefix & 0x80000000u) ? 0u : (0xffffffffu >> (8 * (PASSES & 3)));
+  return prefix;
+}
+
+// keep_at_least moves the entries of keys/idx[0..n) whose key is >= lo to
+// the front (their order is lost) and returns how many there are. A kept
+// entry never lands past where it was read, and a tile is read whole
+// before it is written, so the compaction is in place.
+__device__ inline int keep_at_least(unsigned *keys, int *idx, int n, unsigned lo, FastSmem &s) {
+  using Scan = cub::BlockScan<int, kFastBlock>;
+  constexpr int ITEMS = 4;
+  int carry = 0;
+  for (int base = 0; base < n; base += kFastBlock * ITEMS) {
+    const int j0 = base + (int)threadIdx.x * ITEMS;
+    unsigned key[ITEMS];
+    int id[ITEMS], keep = 0;
+#pragma unroll
+    for (int q = 0; q < ITEMS; q++) {
+      key[q] = 0;
+      id[q] = 0;
+      if (j0 + q < n) {
+        key[q] = keys[j0 + q];
+        id[q] = idx[j0 + q];
+        keep += key[q] >= lo;
+      }
+    }
+    int pos, total;
+    Scan(s.tmp.si).ExclusiveSum(keep, pos, total);
+    __syncthreads();
+    pos += carry;
+#pragma unroll
+    for (int q = 0; q < ITEMS; q++)
+      if (j0 + q < n && key[q] >= lo) {
+        keys[pos] = key[q];
+        idx[pos] = id[q];
+        pos++;
+      }
+    carry += total;
+    __syncthreads();
+  }
+  return carry;
+}
+
+// cut_to_top_k cuts the buffer to its k largest keys (ties included) and
+// raises theta to the k-th largest, or leaves it when it holds k or fewer.
+template <int PASSES>
+__device__ void cut_to_top_k(int k, FastSmem &s) {
+  const int n = s.count;
+  if (n <= k) return;
+  const unsigned kth = kth_key<PASSES>(s.keys, n, k, s);
+  const int kept = keep_at_least(s.keys, s.idx, n, kth, s);
+  if (threadIdx.x == 0) {
+    s.count = kept;
+    s.theta = key_value(kth);
+    s.kth = kth;
+    s.cut = 1;
+  }
+  __syncthreads();
+}
+
+// append adds this thread's tokens in pass (bit q: element q of the vector
+// at index base) to the buffer, one shared atomic per warp.
+template <typename T>
+__device__ __forceinline__ void append(unsigned pass, const uint4 &u, int base, FastSmem &s) {
+  constexpr int N = 16 / sizeof(T);
+  const int mine = __popc(pass);
+  int excl = mine;
+  const unsigned lane = threadIdx.x & 31;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int v = __shfl_up_sync(0xffffffffu, excl, off);
+    if (lane >= (unsigned)off) excl += v;
+  }
+  const int total = __shfl_sync(0xffffffffu, excl, 31);
+  excl -= mine;
+  int at = 0;
+  if (lane == 31) at = atomicAdd(&s.count, total);
+  at = __shfl_sync(0xffffffffu, at, 31) + excl;
+  const T *e = reinterpret_cast<const T *>(&u);
+#pragma unroll
+  for (int q = 0; q < N; q++)
+    if (pass & (1u << q)) {
+      if (at < kFastCap) {
+        s.keys[at] = order_key(to_f32(e[q]));
+        s.idx[at] = base + q;
+      } else {
+        s.overflow = 1;
+      }
+      at++;
+    }
+}
+
+// scan_chunk is step 1 for elements [begin, end) of row x: it leaves the
+// candidates in s.keys/s.idx[0..s.count) (s.overflow set if they did not
+// fit) and the chunk's max, its first index and a NaN flag in s.best and
+// s.flag. UNROLL vectors per thread are in flight. The first tile sets
+// theta without a cut: the k-th largest of its vector maxima is at most the
+// chunk's k-th largest logit (k vectors each hold a token at or above it),
+// so only the first tile's tokens at or above it are appended.
+template <typename T, int UNROLL>
+__device__ void scan_chunk(const T *x, int begin, int end, int k, FastSmem &s) {
+  constexpr int N = 16 / sizeof(T);
+  constexpr int BLOCK = kFastBlock;
+  constexpr int PASSES = KeyPasses<T>::value;
+  if (threadIdx.x == 0) {
+    s.count = 0;
+    s.overflow = 0;
+    s.cut = 0;
+    s.theta = -kInf;
+  }
+  __syncthreads();
+  ArgBest best{-kInf, 0x7fffffff};
+  int nan = 0;
+  float theta = -kInf;
+  auto scalar = [&](int i) {
+    const float v = load_f32(x, i);
+    if (v != v) {
+      nan = 1;
+      return;
+    }
+    if (better(v, i, best)) best = ArgBest{v, i};
+    const int at = atomicAdd(&s.count, 1);  // theta is -Inf here: every token is a candidate
+    s.keys[at] = order_key(v);
+    s.idx[at] = i;
+  };
+  // vector folds one vector into best and nan and returns its max (NaN if
+  // it holds a NaN).
+  auto vector = [&](const uint4 &u, int base) {
+    const float vm = vec_max(u, (const T *)nullptr);
+    const T *e = reinterpret_cast<const T *>(&u);
+    if (vm != vm) {
+      nan = 1;
+    } else if (vm >= best.v) {
+      int q = N - 1;
+#pragma unroll
+      for (int r = N - 1; r >= 0; r--)
+        if (to_f32(e[r]) == vm) q = r;
+      if (better(vm, base + q, best)) best = ArgBest{vm, base + q};
+    }
+    return vm;
+  };
+  auto passing = [&](const uint4 &u, float vm) {
+    unsigned pass = 0;
+    if (vm >= theta) {  // false for NaN
+      const T *e = reinterpret_cast<const T *>(&u);
+#pragma unroll
+      for (int q = 0; q < N; q++)
+        if (to_f32(e[q]) >= theta) pass |= 1u << q;
+    }
+    return pass;
+  };
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(x + begin);
+  const int head = min(end - begin, (int)(((16 - (addr & 15)) & 15) / sizeof(T)));
+  const int start = begin + head;
+  const int nvec = (end - start) / N;
+  const int tail = start + nvec * N;
+  const uint4 *vec = reinterpret_cast<const uint4 *>(x + start);
+  // Head and tail elements (at most 2 * (N - 1)) are all candidates.
+  if ((int)threadIdx.x < head) scalar(begin + threadIdx.x);
+  if ((int)threadIdx.x < end - tail) scalar(tail + threadIdx.x);
+
+  // First tile: UNROLL vectors per thread; their maxima set theta.
+  uint4 u[UNROLL];
+  float vm[UNROLL];
+#pragma unroll
+  for (int q = 0; q < UNROLL; q++) {
+    const int j = q * BLOCK + (int)threadIdx.x;
+    u[q] = j < nvec ? __ldg(vec + j) : make_uint4(0, 0, 0, 0);
+  }
+  __syncthreads();  // the head and tail candidates are in
+  const int head_count = s.count;
+  const int first = min(nvec, BLOCK * UNROLL);
+#pragma unroll
+  for (int q = 0; q < UNROLL; q++) {
+    const int j = q * BLOCK + (int)threadIdx.x;
+    vm[q] = j < nvec ? vector(u[q], start + j * N) : nan_f32();
+    s.keys[head_count + q * BLOCK + threadIdx.x] = vm[q] == vm[q] ? order_key(vm[q]) : 0u;
+  }
+  __syncthreads();
+  if (first >= k) {
+    const unsigned t0 = kth_key<PASSES>(s.keys + head_count, BLOCK * UNROLL, k, s);
+    theta = t0 > order_key(-kInf) ? key_value(t0) : -kInf;
+  }
+#pragma unroll
+  for (int q = 0; q < UNROLL; q++) {
+    const int j = q * BLOCK + (int)threadIdx.x;
+    append<T>(j < nvec ? passing(u[q], vm[q]) : 0u, u[q], start + j * N, s);
+  }
+  if (threadIdx.x == 0) s.theta = theta;
+  __syncthreads();
+  {
+    const int count = s.count, overflow = s.overflow;
+    __syncthreads();
+    if (!overflow && count > kFastCap / 2) cut_to_top_k<PASSES>(k, s);
+    theta = s.theta;
+  }
+  for (int j0 = BLOCK * UNROLL; j0 < nvec; j0 += BLOCK * UNROLL) {
+#pragma unroll
+    for (int q = 0; q < UNROLL; q++) {
+      const int j = j0 + q * BLOCK + (int)threadIdx.x;
+      u[q] = j < nvec ? __ldg(vec + j) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int q = 0; q < UNROLL; q++) {
+      const int j = j0 + q * BLOCK + (int)threadIdx.x;
+      const unsigned pass = j < nvec ? passing(u[q], vector(u[q], start + j * N)) : 0u;
+      if (__any_sync(0xffffffffu, pass != 0)) append<T>(pass, u[q], start + j * N, s);
+    }
+    __syncthreads();
+    // Every thread decides on the same snapshot before anyone appends again.
+    const int count = s.count, overflow = s.overflow;
+    __syncthreads();
+    if (overflow) break;
+    if (count > kFastCap / 2) cut_to_top_k<PASSES>(k, s);
+    theta = s.theta;
+  }
+  __syncthreads();
+  if (!s.overflow) cut_to_top_k<PASSES>(k, s);
+  nan = cub::BlockReduce<int, BLOCK>(s.tmp.ri).Reduce(nan, OrOp());
+  if (threadIdx.x == 0) s.flag = nan;
+  __syncthreads();
+  best = cub::BlockReduce<ArgBest, BLOCK>(s.tmp.ra).Reduce(best, ArgBestOp());
+  if (threadIdx.x == 0) s.best = best;
+  __syncthreads();
+}
+
+// FastTop is a row's top-k result after fast_top: in shared memory,
+// lidx/lw[0..n) ranked by (w desc, index) with the kept tokens a prefix
+// of length kept, and sidx/sw[0..kept) the kept tokens by index.
+struct FastTop {
+  float m, temp;
+  int arg;
+  int kept;
+};
+
+// rank_of returns the rank of v among keys[0..n) (all distinct).
+__device__ __forceinline__ int rank_of(const unsigned long long *keys, int n, unsigned long long v) {
+  int r = 0;
+  for (int b = 0; b < n; b++) r += keys[b] < v;
+  return r;
+}
+
+// fast_top is step 2 for slot's row, run by the row's last block: it merges
+// the chunks' candidates (from s itself when C = 1), finds the top-k set
+// and applies the filters. It returns false (every thread) when the row must
+// take the full-row path.
+template <typename T>
+__device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, FastSmem &s, FastTop &top) {
+  using ScanU = cub::BlockScan<unsigned long long, kFastBlock>;
+  constexpr int PASSES = KeyPasses<T>::value;
+  const int C = a.chunks;
+  const int k = fp.k;
+  const float temp = fp.temp;
+  float m = -kInf;
+  int arg = 0x7fffffff, nan = 0, total = 0, overflow = 0;
+  if (C == 1) {
+    m = s.best.v;
+    arg = s.best.i;
+    nan = s.flag;
+    overflow = s.overflow;
+    total = s.count;
+  } else {
+    // One thread per chunk reads its result; then every thread merges them
+    // from shared memory, in chunk order (ties to the lower index).
+    if ((int)threadIdx.x < C) {
+      const FastChunk *st = a.stats + (size_t)slot * C + threadIdx.x;
+      s.chunk[threadIdx.x] = FastChunk{__ldcg(&st->m), __ldcg(&st->arg), __ldcg(&st->nan), __ldcg(&st->count)};
+    }
+    __syncthreads();
+    for (int c = 0; c < C; c++) {
+      const FastChunk ch = s.chunk[c];
+      nan |= ch.nan;
+      s.off[c] = total;  // every thread writes the same value
+      if (ch.count < 0) overflow = 1;
+      else total += ch.count;
+      if (better(ch.m, ch.arg, ArgBest{m, arg})) m = ch.m, arg = ch.arg;
+    }
+    __syncthreads();
+  }
+  if (nan || overflow || !(m > -kInf) || m == kInf || total > kFastCap || total < k) return false;
+  unsigned kth;
+  int n;
+  if (C == 1 && s.cut) {  // the scan's last cut already left the keys >= the k-th largest
+    kth = s.kth;
+    n = total;
+  } else {
+    if (C > 1) {
+      for (int j = threadIdx.x; j < total; j += kFastBlock) {
+        int c = 0;
+        while (c + 1 < C && s.off[c + 1] <= j) c++;
+        const size_t from = ((size_t)slot * C + c) * kFastChunkOut + (j - s.off[c]);
+        s.keys[j] = __ldcg(a.keys + from);
+        s.idx[j] = __ldcg(a.idx + from);
+      }
+      __syncthreads();
+    }
+    kth = kth_key<PASSES>(s.keys, total, k, s);
+    n = keep_at_least(s.keys, s.idx, total, kth, s);
+  }
+  const float xk = key_value(kth);
+  const float tau = weight_of(xk, m, temp);
+  // A token below x_k whose weight equals tau_k would be in the top-k set
+  // without being a candidate.
+  if (tau > 0.0f && weight_of(below(xk, (const T *)nullptr), m, temp) >= tau) return false;
+  if (n > kFastList) return false;
+
+  // Rank the top-k set by (w desc, index): ~bits of w (w >= 0) then index.
+  for (int j = threadIdx.x; j < n; j += kFastBlock) {
+    const float w = weight_of(key_value(s.keys[j]), m, temp);
+    s.rank_key[j] = ((unsigned long long)~__float_as_uint(w) << 32) | (unsigned)s.idx[j];
+  }
+  __syncthreads();
+  for (int j = threadIdx.x; j < n; j += kFastBlock) {
+    const unsigned long long key = s.rank_key[j];
+    const int r = rank_of(s.rank_key, n, key);
+    s.lidx[r] = (int)(unsigned)key;
+    s.lw[r] = __uint_as_float(~(unsigned)(key >> 32));
+  }
+  __syncthreads();
+
+  // Filters on the ranked list; thread t holds ranks t*ITEMS.. (blocked).
+  const bool lowest = a.flags & SV_TIES_LOWEST_INDEX;
+  const int kset = lowest ? k : n;  // the top-k set is a prefix of the ranks
+  const float top_p = fp.top_p, min_p = fp.min_p;
+  const bool topp = top_p < 1.0f;
+  const float minw = min_p > 0.0f ? min_p : 0.0f;
+  unsigned long long W[kFastItems], z = 0;
+  const int r0 = (int)threadIdx.x * kFastItems;
+#pragma unroll
+  for (int q = 0; q < kFastItems; q++) {
+    W[q] = r0 + q < n ? weight(s.lw[r0 + q]) : 0ull;
+    if (r0 + q < kset) z += W[q];
+  }
+  double limit = 0.0;
+  if (topp) {
+    z = cub::BlockReduce<unsigned long long, kFastBlock>(s.tmp.ru).Sum(z);
+    if (threadIdx.x == 0) s.u = z;
+    __syncthreads();
+    limit = (double)top_p * (double)s.u;
+  }
+  // above: the mass of the tokens strictly heavier than rank r, i.e. the
+  // exclusive prefix at the head of r's group of equal weights.
+  unsigned long long sum = 0, excl[kFastItems], head[kFastItems];
+#pragma unroll
+  for (int q = 0; q < kFastItems; q++) sum += W[q];
+  unsigned long long before;
+  ScanU(s.tmp.su).ExclusiveSum(sum, before);
+  __syncthreads();
+  unsigned long long hmax = 0;
+#pragma unroll
+  for (int q = 0; q < kFastItems; q++) {
+    const int r = r0 + q;
+    excl[q] = before;
+    before += W[q];
+    head[q] = r < n && (r == 0 || s.lw[r] != s.lw[r - 1]) ? excl[q] : 0ull;
+    hmax = max(hmax, head[q]);
+  }
+  unsigned long long hbefore;
+  ScanU(s.tmp.su).ExclusiveScan(hmax, hbefore, 0ull, MaxU64());
+  __syncthreads();
+  int kept = 0;
+#pragma unroll
+  for (int q = 0; q < kFastItems; q++) {
+    const int r = r0 + q;
+    hbefore = max(hbefore, head[q]);
+    const bool keep = r < kset && (!topp || (double)hbefore < limit) && s.lw[r] >= minw;
+    kept += keep;
+  }
+  kept = cub::BlockReduce<int, kFastBlock>(s.tmp.ri).Sum(kept);
+  if (threadIdx.x == 0) s.count = kept;
+  __syncthreads();
+  kept = s.count;
+
+  // The kept prefix ranked by index.
+  for (int j = threadIdx.x; j < kept; j += kFastBlock) {
+    const int i = s.lidx[j];
+    int r = 0;
+    for (int b = 0; b < kept; b++) r += s.lidx[b] < i;
+    s.sidx[r] = i;
+    s.sw[r] = s.lw[j];
+  }
+  __syncthreads();
+  top.m = m;
+  top.temp = temp;
+  top.arg = arg;
+  top.kept = kept;
+  return true;
+}
+
+// fast_arrive publishes this chunk's result and reports whether this block
+// is the last of its row to arrive (always, for C = 1). Every thread
+// returns the same answer.
+__device__ inline bool fast_arrive(const FastArgs &a, int slot, FastSmem &s) {
+  if (a.chunks == 1) return true;
+  const int c = blockIdx.x;
+  const size_t base = ((size_t)slot * a.chunks + c) * kFastChunkOut;
+  const int n = s.overflow || s.count > kFastChunkOut ? -1 : s.count;
+  for (int j = threadIdx.x; j < n; j += kFastBlock) {
+    a.keys[base + j] = s.keys[j];
+    a.idx[base + j] = s.idx[j];
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    a.stats[(size_t)slot * a.chunks + c] = FastChunk{s.best.v, s.best.i, s.flag, n};
+    __threadfence();
+    const bool last = atomicAdd(&a.arrived[slot], 1u) == (unsigned)a.chunks - 1;
+    if (last) a.arrived[slot] = 0;
+    s.last = last;
+  }
+  __syncthreads();
+  const bool last = s.last;
+  if (last) __threadfence();
+  return last;
+}
+
+// sparse_sum is engine/cpu's Sum (rowops.cuh tree_sum) of a row of n
+// tokens that is zero except at the kept tokens sidx/sw[0..kept) (ranked by
+// index): adding zeros changes no float sum, so only the chunks that hold
+// kept tokens get a leaf, each summed in its 8 lanes in index order.
+__device__ inline float sparse_sum(int n, int kept, FastSmem &s) {
+  const int chunks = (n + 255) / 256;
+  int depth = 0;
+  while ((1 << depth) < chunks) depth++;
+  const int leaves = 1 << depth;
+  for (int j = threadIdx.x; j < leaves; j += kFastBlock) s.tree[leaves + j] = 0.0f;
+  __syncthreads();
+  for (int r = threadIdx.x; r < kept; r += kFastBlock) {
+    const int c = s.sidx[r] >> 8;
+    if (r > 0 && (s.sidx[r - 1] >> 8) == c) continue;  // not the first of its chunk
+    float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    for (int e = r; e < kept && (s.sidx[e] >> 8) == c; e++) {
+      const int l = s.sidx[e] & 7;
+      a[l] = __fadd_rn(a[l], s.sw[e]);
+    }
+    const float sum = __fadd_rn(__fadd_rn(__fadd_rn(a[0], a[1]), __fadd_rn(a[2], a[3])),
+                                __fadd_rn(__fadd_rn(a[4], a[5]), __fadd_rn(a[6], a[7])));
+    s.tree[leaves + tree_leaf(c, chunks, depth)] = sum;
+  }
+  __syncthreads();
+  for (int len = leaves >> 1; len >= 1; len >>= 1) {
+    for (int j = len + threadIdx.x; j < 2 * len; j += kFastBlock) s.tree[j] = __fadd_rn(s.tree[2 * j], s.tree[2 * j + 1]);
+    __syncthreads();
+  }
+  const float sum = s.tree[1];
+  __syncthreads();
+  return sum;
+}
+
+// kept_pick draws from the kept tokens (ranked by index) with fixed-point
+// weights val(r): the total S, t = pick(u, S), and the first rank whose
+// inclusive prefix exceeds t; -1 when S = 0. Every thread gets the rank.
+template <typename Val>
+__device__ int kept_pick(int kept, unsigned long long u, Val val, FastSmem &s) {
+  using ScanU = cub::BlockScan<unsigned long long, kFastBlock>;
+  const int r0 = (int)threadIdx.x * kFastItems;
+  unsigned long long v[kFastItems], sum = 0;
+#pragma unroll
+  for (int q = 0; q < kFastItems; q++) {
+    v[q] = r0 + q < kept ? val(r0 + q) : 0ull;
+    sum += v[q];
+  }
+  unsigned long long before, total;
+  ScanU(s.tmp.su).ExclusiveSum(sum, before, total);
+  if (threadIdx.x == 0) s.pick = -1;
+  __syncthreads();
+  if (total > 0) {
+    const unsigned long long t = pick(u, total);
+#pragma unroll
+    for (int q = 0; q < kFastItems; q++) {
+      if (before <= t && t < before + v[q]) s.pick = r0 + q;
+      before += v[q];
+    }
+  }
+  __syncthreads();
+  const int r = s.pick;
+  __syncthreads();
+  return r;
+}
+
+// fast_launch launches a fast kernel with its dynamic shared memory
+// (above the 48 KB default, so the kernel's limit is raised first).
+template <typename... Args>
+int fast_launch(void (*kernel)(Args...), dim3 grid, const char *what, Args... args) {
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sizeof(FastSmem));
+  if (err != cudaSuccess) return cuda_status(err, what);
+  kernel<<<grid, kFastBlock, sizeof(FastSmem), stream()>>>(args...);
+  return check_launch(what);
+}
+
+// fast_layout picks the chunks per row for a launch of slots rows of vocab
+// tokens: chunks of about 32k tokens (at least 4096), and more of them
+// when that leaves fewer than six blocks per SM (B = 1: 16 chunks).
+inline void fast_layout(int slots, int vocab, int &chunks, int &chunk) {
+  int c = max((vocab + 32767) / 32768, (6 * device_sms() + slots - 1) / slots);
+  c = max(1, min(c, min(kFastMaxChunks, (vocab + 4095) / 4096)));
+  chunk = ((vocab + c - 1) / c + 7) / 8 * 8;
+  chunks = (vocab + chunk - 1) / chunk;
+}
+
+// fast_bytes is the workspace the fast path needs for slots rows.
+inline size_t fast_bytes(int slots, int chunks) {
+  size_t b = ((sizeof(FastChunk) * (size_t)slots * chunks + 255) & ~(size_t)255) + 256 * (((size_t)slots * 4 + 255) / 256);
+  if (chunks > 1) b += 2 * 4 * (size_t)slots * chunks * kFastChunkOut;
+  return b;
+}
+
+// fast_args carves the workspace at base for the fast path.
+inline int fast_args(char *base, int slots, int vocab, RowParams rp, int flags, const int *map, int per,
+                     FastArgs &a) {
+  fast_layout(slots, vocab, a.chunks, a.chunk);
+  a.vocab = vocab;
+  a.rp = rp;
+  a.flags = flags;
+  a.map = map;
+  a.per = per;
+  a.stats = reinterpret_cast<FastChunk *>(base);
+  base += (sizeof(FastChunk) * (size_t)slots * a.chunks + 255) & ~(size_t)255;
+  a.todo = reinterpret_cast<int *>(base);
+  base += 256 * (((size_t)slots * 4 + 255) / 256);
+  a.keys = nullptr;
+  a.idx = nullptr;
+  if (a.chunks > 1) {
+    a.keys = reinterpret_cast<unsigned *>(base);
+    a.idx = reinterpret_cast<int *>(base + 4 * (size_t)slots * a.chunks * kFastChunkOut);
+  }
+  return counters(slots, &a.arrived);
+}
+
+}  // namespace sv
