@@ -8,7 +8,7 @@
 //       kernel combined a row's chunks. B=128: 29.9 us (2.7x the floor),
 //       B=512: 83.4 us (1.9x), B=1: 9.7 us. About 80 instructions per
 //       16-byte vector and two launches.
-//   v2  (this file) one comparison per vector: the largest element of 8
+//   v2  (the sm_80 path) one comparison per vector: the largest element of 8
 //       bf16 (or f16) comes from three packed __hmax2_nan and one __hmax_nan,
 //       which also carry any NaN (a NaN makes the row -1 anyway), and only a
 //       vector that beats the thread's best is searched for its first
@@ -20,11 +20,31 @@
 //       (1.79x), B=1: 7.5 us. What is left at B=128 is a fixed ~8 us per
 //       launch (launch, first-load latency, reductions, the last block's
 //       combine) on an 11 us floor.
+//   v3  (this file, sm_90) a thread block cluster per row instead of the
+//       last-block combine: each block of the cluster scans its chunk
+//       (scan_max, now eight 16-byte loads in flight per thread), reduces
+//       it in the block (NaN folded into the key as (+Inf, -1), so one
+//       reduction), and writes its (value, index) into slot [rank] of rank
+//       0's shared memory over DSMEM; after one cluster barrier rank 0 folds
+//       the slots in rank order and writes the token. No counter, no
+//       __threadfence, no partials in global memory, no second read of
+//       them. Shape: 256-thread blocks and the largest cluster (<= 16) that keeps every
+//       block of the launch resident at once (56 registers: 4 blocks per
+//       SM, so B=128: 4 blocks per row, B=512: 1), so no block waits for a
+//       second wave and all finish together. Floors: B=128 11.1 us, B=512 44.6 us.
+//       Predicted: B=128 ~13.5 us (1.2x: the floor plus ~2.5 us of launch
+//       and one load latency), B=512 ~50 us, B=1 ~5 us. The sm_80 build
+//       keeps v2. Measured (H100, 2026-11-22): B=512 49.6 us (1.11x; v2
+//       52.4), B=128 18.7 us (1.68x; v2 19.9), V=151936 B=128 21.1 us (v2
+//       23.3): the fixed cost at B=128 shrank by ~1 us, not the predicted
+//       ~6. With clusters of 16 blocks of 1024 threads B=1 took 8.6 us (v2
+//       7.5), so up to SMs / 16 rows keep v2.
 //
 // Ties go to the lowest index everywhere: in a thread, in the block
 // reduction and across chunks. Padded lanes start at (-Inf, INT_MAX) and
 // never win; an all -Inf row stays at -Inf and gives -1. +Inf is an ordinary
 // maximum unless the caller (sample's greedy rows) asks for it to be invalid.
+#include "cluster.cuh"
 #include "common.cuh"
 
 namespace sv {
@@ -88,6 +108,113 @@ __global__ void __launch_bounds__(BLOCK)
 
 constexpr int kArgmaxBlock = 256;
 
+// argmax_cluster_kernel (sm_90): one cluster of C blocks per row slot
+// (blockIdx.x / C); block rank r scans tokens [r * chunk, (r + 1) * chunk).
+// Rank 0 combines the blocks' results in rank order and writes the token.
+// MINB is __launch_bounds__' blocks per SM: without it nvcc 11.8's ptxas
+// caps the 256-thread kernel at 48 registers and spills.
+template <typename T, int BLOCK, int UNROLL, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB)
+    argmax_cluster_kernel(const T *__restrict__ logits, int vocab, int chunk, const int *__restrict__ row_idx,
+                          int inf_invalid, int *__restrict__ tokens) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ typename cub::BlockReduce<ArgBest, BLOCK>::TempStorage tmp;
+  __shared__ __align__(8) ArgBest part[kMaxCluster];  // rank 0's: one slot per block of the cluster
+  const int csize = cluster_blocks();
+  const int rank = cluster_rank();
+  // Arrive now, wait before writing into rank 0: by then every block of the
+  // cluster has started, which DSMEM access requires, at no cost.
+  cluster_arrive();
+  const int slot = blockIdx.x / csize;
+  const int row = row_idx ? row_idx[slot] : slot;
+  const T *x = logits + (size_t)row * vocab;
+  const int begin = rank * chunk;
+  const int end = min(vocab, begin + chunk);
+  ArgBest best{-kInf, 0x7fffffff};
+  int nan = 0;
+  scan_max<T, BLOCK, UNROLL>(x, begin, end, best, nan);
+  // A NaN makes the row -1 anyway: (+Inf, -1) beats every other key.
+  if (nan) best = ArgBest{kInf, -1};
+  best = cub::BlockReduce<ArgBest, BLOCK>(tmp).Reduce(best, ArgBestOp());  // thread 0's
+  cluster_wait();
+  if (threadIdx.x == 0) store_peer(&part[rank], 0, pack(best));
+  // After this barrier nothing touches another block's shared memory, so
+  // blocks may exit: no barrier before exit is needed.
+  cluster_sync();
+  if (rank == 0 && threadIdx.x == 0) {
+    best = part[0];
+    for (int r = 1; r < csize; r++)
+      if (better(part[r].v, part[r].i, best)) best = part[r];
+    const bool bad = best.i < 0 || !(best.v > -kInf) || (inf_invalid && best.v == kInf);
+    tokens[row] = bad ? -1 : best.i;
+  }
+#endif
+}
+
+// Cluster shape: small blocks with many loads in flight; MIN is the blocks
+// per SM for __launch_bounds__.
+constexpr int kNarrowBlock = 256, kNarrowUnroll = 8, kNarrowMin = 1;
+
+// argmax_occupancy sets a cluster kernel's attributes (cluster sizes above
+// 8) once and returns how many of its blocks an SM holds, 0 when unusable
+// (no sm_90 binary, or an attribute the device refuses).
+template <typename T, int BLOCK, int UNROLL, int MINB>
+int argmax_occupancy() {
+  static const int occ = [] {
+    auto kern = argmax_cluster_kernel<T, BLOCK, UNROLL, MINB>;
+    int n = 0;
+    if (!cluster_binary((const void *)kern)) return 0;
+    if (cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern, BLOCK, 0) != cudaSuccess) {
+      cudaGetLastError();
+      n = 0;
+    }
+    return n;
+  }();
+  return occ;
+}
+
+// argmax_split rounds a split of vocab into csize chunks to whole 16-byte
+// vectors (multiples of 8 tokens) and returns the chunk; csize becomes the
+// number of non-empty chunks.
+inline int argmax_split(int vocab, int &csize) {
+  int chunk = (vocab + csize - 1) / csize;
+  chunk = (chunk + 7) / 8 * 8;
+  csize = (vocab + chunk - 1) / chunk;
+  return chunk;
+}
+
+// argmax_cluster launches the cluster kernel, or returns -1 (nothing
+// launched) when no cluster shape fits the device.
+template <typename T>
+int argmax_cluster(const T *logits, int slots, int vocab, const int *row_idx, int inf_invalid, int *tokens) {
+  constexpr int N = 16 / sizeof(T);
+  const int sms = device_sms();
+  // Few rows (B <= SMs / 16) keep v2: clusters of 16 blocks of 1024 threads
+  // measured slower there (B=1: 8.6 us against 7.5).
+  if ((long long)slots * kMaxCluster <= sms) return -1;
+  // Many rows: the largest cluster with which every block of the launch is
+  // resident at once (one wave), and at least one vector per thread per
+  // block.
+  auto kern = argmax_cluster_kernel<T, kNarrowBlock, kNarrowUnroll, kNarrowMin>;
+  const int occ = argmax_occupancy<T, kNarrowBlock, kNarrowUnroll, kNarrowMin>();
+  if (occ <= 0) return -1;
+  int csize = (int)max(1LL, min((long long)kMaxCluster, (long long)occ * sms / slots));
+  csize = min(csize, max(1, vocab / (kNarrowBlock * N)));
+  for (;;) {
+    int c = csize;
+    const int chunk = argmax_split(vocab, c);
+    const int fit = max_clusters((const void *)kern, c, kNarrowBlock, 0);
+    if (fit >= 1 && (fit >= slots || c == 1)) {
+      if ((long long)c * slots > 0x7fffffff) return -1;
+      return launch_cluster(kern, c * slots, kNarrowBlock, 0, c, "argmax", logits, vocab, chunk, row_idx,
+                            inf_invalid, tokens);
+    }
+    if (csize == 1) return -1;
+    csize--;
+  }
+}
+
 }  // namespace
 
 // launch_argmax is sv_argmax for callers inside the library (sample's greedy rows).
@@ -96,6 +223,15 @@ int launch_argmax(int dtype, const void *logits, int rows, int vocab, const int 
   if (rows < 0 || vocab < 1) return set_error(SV_ERR_INVALID, "argmax: %d rows of %d tokens", rows, vocab);
   const int slots = row_idx ? n_idx : rows;
   if (slots <= 0) return SV_OK;
+  const int inf_invalid = (flags & SV_ARGMAX_INF_INVALID) != 0;
+  if (cluster_path()) {
+    int st = -1;
+    SV_DISPATCH_DTYPE(dtype, T,
+                      st = argmax_cluster<T>(static_cast<const T *>(logits), slots, vocab, row_idx, inf_invalid,
+                                             tokens));
+    if (st >= 0) return st;
+  }
+  // sm_80 (and any shape no cluster fits): v2.
   if (slots > 65535) return set_error(SV_ERR_UNSUPPORTED, "argmax: %d rows in one launch", slots);
   // Enough chunks for about eight blocks per SM, none under 2048 tokens.
   const int want = (8 * device_sms() + slots - 1) / slots;
@@ -110,7 +246,6 @@ int launch_argmax(int dtype, const void *logits, int rows, int vocab, const int 
   st = counters(slots, &count);
   if (st != SV_OK) return st;
   dim3 grid(chunks, slots);
-  const int inf_invalid = (flags & SV_ARGMAX_INF_INVALID) != 0;
   SV_DISPATCH_DTYPE(dtype, T,
                     argmax_kernel<T, kArgmaxBlock, 4><<<grid, kArgmaxBlock, 0, stream()>>>(
                         static_cast<const T *>(logits), vocab, chunk, row_idx, static_cast<ArgPartial *>(ws), count,

@@ -1,0 +1,168 @@
+// cluster.cuh: what the sm_90 row kernels (argmax, softmax) share to split a
+// row over a thread block cluster: which path the device takes, the cluster
+// barrier in its split form, 16-byte asynchronous copies into shared memory,
+// and the host side of a cluster launch (kernel attributes, how many
+// clusters fit at once, cudaLaunchKernelEx).
+//
+// The device helpers exist only in the sm_90 pass (__CUDA_ARCH__ >= 900);
+// kernels that use them keep their body inside the same guard, and the host
+// launches them only where cluster_path() says so.
+#pragma once
+
+#include <cooperative_groups.h>
+
+#include <utility>
+
+#include "common.cuh"
+
+namespace sv {
+
+// kMaxCluster is the largest cluster the row kernels use (16 needs the
+// non-portable cluster size attribute; 8 is the portable limit).
+constexpr int kMaxCluster = 16;
+constexpr int kPortableCluster = 8;
+
+// cluster_path says whether the current device runs the cluster kernels
+// (compute capability 9.0 or newer). The library binds one device in
+// sv_init, so the answer is queried once; a failed query means no.
+inline bool cluster_path() {
+  static const int major = [] {
+    int dev = 0, m = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      cudaGetLastError();  // not sticky: clear it
+      return 0;
+    }
+    return m;
+  }();
+  return major >= 9;
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// cluster_arrive and cluster_wait are the two halves of the cluster barrier
+// (cluster.sync() is both in a row): arrive releases this thread's earlier
+// writes, shared memory of peers included; wait returns once every thread
+// of the cluster has arrived and acquires their writes. Every thread of
+// every block calls them, alternately, the same number of times (the
+// forms without .aligned: a warp need not be converged).
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait;" ::: "memory"); }
+__device__ __forceinline__ void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
+}
+
+// cluster_rank is this block's rank in its cluster, cluster_blocks the
+// number of blocks of the cluster (special registers read directly: the
+// cooperative_groups calls cost spills with nvcc 11.8's ptxas).
+__device__ __forceinline__ int cluster_rank() {
+  unsigned r;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return (int)r;
+}
+__device__ __forceinline__ int cluster_blocks() {
+  unsigned r;
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+  return (int)r;
+}
+
+// store_peer writes 8 bytes (v) into the shared memory of block rank of the
+// cluster, at the address that local (8-byte aligned, in this block's
+// shared memory) has in this block: distributed shared memory, which
+// cooperative_groups' map_shared_rank also maps (mapa).
+__device__ __forceinline__ void store_peer(const void *local, int rank, unsigned long long v) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(local);
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+  asm volatile("st.shared::cluster.u64 [%0], %1;" ::"r"(remote), "l"(v) : "memory");
+}
+
+// pack is an ArgBest as the 8 bytes store_peer writes (its memory layout).
+__device__ __forceinline__ unsigned long long pack(const ArgBest &b) {
+  return (unsigned long long)__float_as_uint(b.v) | (unsigned long long)(unsigned)b.i << 32;
+}
+
+// cp_async16 starts a 16-byte copy from global memory (16-byte aligned) into
+// shared memory (16-byte aligned) that needs no register and keeps nothing
+// in L1; cp_async_wait_all waits for this thread's copies (a __syncthreads
+// after it shows them to the block).
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+#endif
+
+// cluster_binary says whether the device runs kern from an sm_90 (or newer)
+// binary: a build without sm_90 code (say sm_80 PTX, JIT-compiled) would
+// run the cluster kernels' empty sm_80 bodies.
+inline bool cluster_binary(const void *kern) {
+  cudaFuncAttributes a;
+  if (cudaFuncGetAttributes(&a, kern) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.binaryVersion >= 90;
+}
+
+// max_clusters is how many clusters of csize blocks of kern (threads per
+// block, dynamic shared memory smem) the device holds at once: 0 when none
+// fits, so a launch would fail. The kernel's attributes must be set first.
+// Answers are cached (the launchers ask with a few shapes only).
+inline int max_clusters(const void *kern, int csize, int threads, size_t smem) {
+  struct Entry {
+    const void *kern;
+    int csize, threads;
+    size_t smem;
+    int n;
+  };
+  static Entry cache[64];
+  static int used = 0, next = 0;
+  for (int k = 0; k < used; k++)
+    if (cache[k].kern == kern && cache[k].csize == csize && cache[k].threads == threads && cache[k].smem == smem)
+      return cache[k].n;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(csize);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = csize;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kern, &cfg) != cudaSuccess) {
+    cudaGetLastError();  // a shape the device refuses: not sticky
+    n = 0;
+  }
+  Entry &e = used < 64 ? cache[used++] : cache[next++ % 64];
+  e = Entry{kern, csize, threads, smem, n};
+  return n;
+}
+
+// launch_cluster launches kern on blocks blocks of threads threads, grouped
+// into clusters of csize consecutive blocks (blocks is a multiple of csize),
+// with smem bytes of dynamic shared memory, on the library's stream.
+template <typename... Params, typename... Args>
+int launch_cluster(void (*kern)(Params...), int blocks, int threads, size_t smem, int csize, const char *what,
+                   Args &&...args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream();
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = csize;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  const cudaError_t err = cudaLaunchKernelEx(&cfg, kern, std::forward<Args>(args)...);
+  if (err != cudaSuccess) return cuda_status(err, what);
+  return check_launch(what);
+}
+
+}  // namespace sv
