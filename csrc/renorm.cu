@@ -117,10 +117,9 @@ int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t p
   if (vocab > kMaxExactVocab)
     return set_error(SV_ERR_UNSUPPORTED, "renorm: vocabulary %d over %d", vocab, kMaxExactVocab);
   if (rows == 0) return SV_OK;
-  if (rows > 65535) return set_error(SV_ERR_UNSUPPORTED, "renorm: over 65535 rows");
   const RowParams rp = row_params(params, rows);
   const size_t wbytes = (sizeof(float) * (size_t)rows * wstride(vocab) + 255) & ~(size_t)255;
-  const bool fast = flags & SV_HAS_FILTERS;
+  const bool fast = (flags & SV_HAS_FILTERS) && rows <= 65535;  // the fast grid's rows are its y
   int chunks = 1, chunk = vocab;
   if (fast) fast_layout(rows, vocab, chunks, chunk);
   void *ws = nullptr;
