@@ -174,16 +174,6 @@ int argmax_occupancy() {
   return occ;
 }
 
-// argmax_split rounds a split of vocab into csize chunks to whole 16-byte
-// vectors (multiples of 8 tokens) and returns the chunk; csize becomes the
-// number of non-empty chunks.
-inline int argmax_split(int vocab, int &csize) {
-  int chunk = (vocab + csize - 1) / csize;
-  chunk = (chunk + 7) / 8 * 8;
-  csize = (vocab + chunk - 1) / chunk;
-  return chunk;
-}
-
 // argmax_cluster launches the cluster kernel, or returns -1 (nothing
 // launched) when no cluster shape fits the device.
 template <typename T>
@@ -203,7 +193,7 @@ int argmax_cluster(const T *logits, int slots, int vocab, const int *row_idx, in
   csize = min(csize, max(1, vocab / (kNarrowBlock * N)));
   for (;;) {
     int c = csize;
-    const int chunk = argmax_split(vocab, c);
+    const int chunk = split_row(vocab, c);
     const int fit = max_clusters((const void *)kern, c, kNarrowBlock, 0);
     if (fit >= 1 && (fit >= slots || c == 1)) {
       if ((long long)c * slots > 0x7fffffff) return -1;
@@ -236,9 +226,7 @@ int launch_argmax(int dtype, const void *logits, int rows, int vocab, const int 
   // Enough chunks for about eight blocks per SM, none under 2048 tokens.
   const int want = (8 * device_sms() + slots - 1) / slots;
   int chunks = max(1, min(want, (vocab + 2047) / 2048));
-  int chunk = (vocab + chunks - 1) / chunks;
-  chunk = (chunk + 7) / 8 * 8;
-  chunks = (vocab + chunk - 1) / chunk;
+  const int chunk = split_row(vocab, chunks);
   void *ws = nullptr;
   int st = workspace(sizeof(ArgPartial) * (size_t)slots * chunks, &ws);
   if (st != SV_OK) return st;

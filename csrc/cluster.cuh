@@ -105,6 +105,23 @@ inline bool cluster_binary(const void *kern) {
   return a.binaryVersion >= 90;
 }
 
+// cluster_config is the launch configuration of blocks blocks of threads
+// threads in clusters of csize, with smem bytes of dynamic shared memory;
+// attr holds its one attribute (the cluster shape) and must outlive it.
+inline cudaLaunchConfig_t cluster_config(int blocks, int threads, size_t smem, int csize, cudaLaunchAttribute &attr) {
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = csize;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 // max_clusters is how many clusters of csize blocks of kern (threads per
 // block, dynamic shared memory smem) the device holds at once: 0 when none
 // fits, so a launch would fail. The kernel's attributes must be set first.
@@ -121,17 +138,8 @@ inline int max_clusters(const void *kern, int csize, int threads, size_t smem) {
   for (int k = 0; k < used; k++)
     if (cache[k].kern == kern && cache[k].csize == csize && cache[k].threads == threads && cache[k].smem == smem)
       return cache[k].n;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(csize);
-  cfg.blockDim = dim3(threads);
-  cfg.dynamicSmemBytes = smem;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = csize;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = cluster_config(csize, threads, smem, csize, attr);
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, kern, &cfg) != cudaSuccess) {
     cudaGetLastError();  // a shape the device refuses: not sticky
@@ -148,18 +156,9 @@ inline int max_clusters(const void *kern, int csize, int threads, size_t smem) {
 template <typename... Params, typename... Args>
 int launch_cluster(void (*kern)(Params...), int blocks, int threads, size_t smem, int csize, const char *what,
                    Args &&...args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(threads);
-  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg = cluster_config(blocks, threads, smem, csize, attr);
   cfg.stream = stream();
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = csize;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
   const cudaError_t err = cudaLaunchKernelEx(&cfg, kern, std::forward<Args>(args)...);
   if (err != cudaSuccess) return cuda_status(err, what);
   return check_launch(what);

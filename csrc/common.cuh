@@ -41,6 +41,16 @@ int workspace(size_t bytes, void **out);
 // leave them at zero again, so launches share them one after another.
 int counters(int n, unsigned **out);
 
+// split_row splits a row of vocab tokens into at most chunks chunks whose
+// length is a multiple of 8 tokens (whole 16-byte vectors of 16-bit
+// logits, so chunks after the first keep the row's alignment) and returns
+// that length; chunks becomes the number of non-empty chunks.
+inline int split_row(int vocab, int &chunks) {
+  const int chunk = ((vocab + chunks - 1) / chunks + 7) / 8 * 8;
+  chunks = (vocab + chunk - 1) / chunk;
+  return chunk;
+}
+
 // check_launch returns the status of the last launch.
 inline int check_launch(const char *what) {
   cudaError_t err = cudaGetLastError();

@@ -547,27 +547,17 @@ bool softmax_prepare() {
   return ok;
 }
 
-// softmax_split rounds a split of vocab into csize chunks to multiples of 8
-// tokens and returns the chunk; csize becomes the number of non-empty
-// chunks.
-inline int softmax_split(int vocab, int &csize) {
-  int chunk = (vocab + csize - 1) / csize;
-  chunk = (chunk + 7) / 8 * 8;
-  csize = (vocab + chunk - 1) / chunk;
-  return chunk;
-}
-
 // softmax_try launches the cluster kernel with clusters of (up to) csize
 // blocks if they fit: shared memory within kMaxChunkBytes and at least
-// want clusters resident at once. Returns -1 when it launched nothing.
+// a cluster resident. Returns -1 when it launched nothing.
 template <typename T, int BLOCK, int MINB>
-int softmax_try(const T *logits, int rows, int vocab, const float *temperature, float *probs, int csize, int want) {
+int softmax_try(const T *logits, int rows, int vocab, const float *temperature, float *probs, int csize) {
   constexpr int N = 16 / sizeof(T);
   auto kern = softmax_cluster_kernel<T, BLOCK, MINB>;
-  const int chunk = softmax_split(vocab, csize);
+  const int chunk = split_row(vocab, csize);
   const size_t smem = sizeof(T) * (size_t)(chunk + N);
   if (smem > (size_t)kMaxChunkBytes || (long long)csize * rows > 0x7fffffff) return -1;
-  if (max_clusters((const void *)kern, csize, BLOCK, smem) < want) return -1;
+  if (max_clusters((const void *)kern, csize, BLOCK, smem) < 1) return -1;
   return launch_cluster(kern, csize * rows, BLOCK, smem, csize, "softmax", logits, vocab, chunk, temperature, probs);
 }
 
@@ -595,9 +585,9 @@ int softmax_cluster(const T *logits, int rows, int vocab, const float *temperatu
   // while every block must hold its whole chunk; v3's row kernel measured
   // faster there (bf16 B=128: 58 us against 64.7 with clusters of 6).
   if ((long long)csize * rows * 8 < 15LL * kNarrowMin * sms) return -1;
-  int st = softmax_try<T, kNarrowBlock, kNarrowMin>(logits, rows, vocab, temperature, probs, csize, 1);
+  int st = softmax_try<T, kNarrowBlock, kNarrowMin>(logits, rows, vocab, temperature, probs, csize);
   if (st < 0 && csize > kPortableCluster)
-    st = softmax_try<T, kNarrowBlock, kNarrowMin>(logits, rows, vocab, temperature, probs, kPortableCluster, 1);
+    st = softmax_try<T, kNarrowBlock, kNarrowMin>(logits, rows, vocab, temperature, probs, kPortableCluster);
   return st;
 }
 
@@ -632,11 +622,8 @@ int launch_softmax(int dtype, const void *logits, int rows, int vocab, const flo
     return check_launch("softmax");
   }
   if (rows > 65535) return set_error(SV_ERR_UNSUPPORTED, "softmax: too many rows");
-  int chunks = min((4 * sms + rows - 1) / rows, (vocab + 2047) / 2048);
-  if (chunks < 1) chunks = 1;
-  int chunk = (vocab + chunks - 1) / chunks;
-  chunk = (chunk + 7) / 8 * 8;
-  chunks = (vocab + chunk - 1) / chunk;
+  int chunks = max(1, min((4 * sms + rows - 1) / rows, (vocab + 2047) / 2048));
+  const int chunk = split_row(vocab, chunks);
   void *ws = nullptr;
   int st = workspace(sizeof(ChunkStat) * (size_t)rows * chunks, &ws);
   if (st != SV_OK) return st;
