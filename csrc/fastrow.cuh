@@ -67,8 +67,7 @@ struct FastArgs {
   int chunk;             // tokens per chunk (a multiple of 8)
   RowParams rp;
   int flags;
-  const int *map;        // slot -> logits row (null: the slot itself)
-  int per;               // logits rows per parameter row (spec_verify: k + 1)
+  const int *map;        // slot -> logits row (sample's sampled rows)
   FastChunk *stats;      // [slots, C]
   unsigned *keys;        // [slots, C, kFastChunkOut] (C > 1)
   int *idx;
@@ -628,6 +627,36 @@ __device__ inline bool fast_arrive(const FastArgs &a, int slot, FastSmem &s) {
   return last;
 }
 
+// fast_smem is a fast kernel's dynamic shared memory.
+__device__ __forceinline__ FastSmem &fast_smem() {
+  extern __shared__ __align__(16) unsigned char smem[];
+  return *reinterpret_cast<FastSmem *>(smem);
+}
+
+// fast_row is both steps for block (chunk, slot) of a fast kernel on
+// logits row x with parameters fp: the scan of this block's chunk (which it
+// also zeroes in zeros, when given), then, in the row's last block,
+// fast_top. It flags the slot in a.todo when the full-row kernel must serve
+// it, and returns true only in the last block of a row it serves (top then
+// holds the kept tokens).
+template <typename T>
+__device__ bool fast_row(const T *x, const FastArgs &a, int slot, const FastParams &fp, float *zeros, FastSmem &s,
+                         FastTop &top) {
+  const int n = a.vocab;
+  if (!fast_eligible(fp, n, a.flags)) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) a.todo[slot] = 1;
+    return false;
+  }
+  const int begin = blockIdx.x * a.chunk, end = min(n, begin + a.chunk);
+  scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
+  if (zeros)
+    for (int i = begin + threadIdx.x; i < end; i += kFastBlock) zeros[i] = 0.0f;
+  if (!fast_arrive(a, slot, s)) return false;
+  const bool ok = fast_top<T>(a, slot, fp, s, top);
+  if (threadIdx.x == 0) a.todo[slot] = !ok;
+  return ok;
+}
+
 // sparse_sum is engine/cpu's Sum (rowops.cuh tree_sum) of a row of n
 // tokens that is zero except at the kept tokens sidx/sw[0..kept) (ranked by
 // index): adding zeros changes no float sum, so only the chunks that hold
@@ -707,9 +736,8 @@ int fast_launch(void (*kernel)(Args...), dim3 grid, const char *what, Args... ar
 // when that leaves fewer than six blocks per SM (B = 1: 16 chunks).
 inline void fast_layout(int slots, int vocab, int &chunks, int &chunk) {
   int c = max((vocab + 32767) / 32768, (6 * device_sms() + slots - 1) / slots);
-  c = max(1, min(c, min(kFastMaxChunks, (vocab + 4095) / 4096)));
-  chunk = ((vocab + c - 1) / c + 7) / 8 * 8;
-  chunks = (vocab + chunk - 1) / chunk;
+  chunks = max(1, min(c, min(kFastMaxChunks, (vocab + 4095) / 4096)));
+  chunk = split_row(vocab, chunks);
 }
 
 // fast_bytes is the workspace the fast path needs for slots rows.
@@ -720,14 +748,12 @@ inline size_t fast_bytes(int slots, int chunks) {
 }
 
 // fast_args carves the workspace at base for the fast path.
-inline int fast_args(char *base, int slots, int vocab, RowParams rp, int flags, const int *map, int per,
-                     FastArgs &a) {
+inline int fast_args(char *base, int slots, int vocab, RowParams rp, int flags, const int *map, FastArgs &a) {
   fast_layout(slots, vocab, a.chunks, a.chunk);
   a.vocab = vocab;
   a.rp = rp;
   a.flags = flags;
   a.map = map;
-  a.per = per;
   a.stats = reinterpret_cast<FastChunk *>(base);
   base += (sizeof(FastChunk) * (size_t)slots * a.chunks + 255) & ~(size_t)255;
   a.todo = reinterpret_cast<int *>(base);

@@ -49,25 +49,12 @@ constexpr int kRowBlock = 512;
 template <typename T>
 __global__ void __launch_bounds__(kFastBlock, 4)
     renorm_fast_kernel(const T *__restrict__ logits, FastArgs a, float *probs, int zero_fill) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  FastSmem &s = *reinterpret_cast<FastSmem *>(smem);
+  FastSmem &s = fast_smem();
   const int row = blockIdx.y, n = a.vocab;
-  const FastParams fp = fast_params(a.rp, row);
-  if (!fast_eligible(fp, n, a.flags)) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) a.todo[row] = 1;
-    return;
-  }
-  const T *x = logits + (size_t)row * n;
   float *out = probs + (size_t)row * n;
-  const int begin = blockIdx.x * a.chunk, end = min(n, begin + a.chunk);
-  scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
-  if (zero_fill)
-    for (int i = begin + threadIdx.x; i < end; i += kFastBlock) out[i] = 0.0f;
-  if (!fast_arrive(a, row, s)) return;
   FastTop top;
-  const bool ok = fast_top<T>(a, row, fp, s, top);
-  if (threadIdx.x == 0) a.todo[row] = !ok;
-  if (!ok) return;
+  if (!fast_row<T>(logits + (size_t)row * n, a, row, fast_params(a.rp, row), zero_fill ? out : nullptr, s, top))
+    return;
   const float sum = sparse_sum(n, top.kept, s);
   if (!zero_fill) {
     for (int i = threadIdx.x; i < n; i += kFastBlock) out[i] = 0.0f;
@@ -127,7 +114,7 @@ int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t p
   if (st != SV_OK) return st;
   FastArgs fa{};
   if (fast) {
-    st = fast_args(static_cast<char *>(ws) + wbytes, rows, vocab, rp, flags, nullptr, 1, fa);
+    st = fast_args(static_cast<char *>(ws) + wbytes, rows, vocab, rp, flags, nullptr, fa);
     if (st != SV_OK) return st;
   }
   const int zero_fill = static_cast<const void *>(probs) != logits;

@@ -221,23 +221,10 @@ __global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
 // cannot serve are flagged in a.todo for sample_kernel.
 template <typename T>
 __global__ void __launch_bounds__(kFastBlock, 4) sample_fast_kernel(const T *__restrict__ logits, FastArgs a, int *tokens) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  FastSmem &s = *reinterpret_cast<FastSmem *>(smem);
-  const int slot = blockIdx.y, n = a.vocab;
-  const int row = a.map[slot];
-  const FastParams fp = fast_params(a.rp, row);
-  if (!fast_eligible(fp, n, a.flags)) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) a.todo[slot] = 1;
-    return;
-  }
-  const T *x = logits + (size_t)row * n;
-  const int begin = blockIdx.x * a.chunk, end = min(n, begin + a.chunk);
-  scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
-  if (!fast_arrive(a, slot, s)) return;
+  FastSmem &s = fast_smem();
+  const int slot = blockIdx.y, row = a.map[slot];
   FastTop top;
-  const bool ok = fast_top<T>(a, slot, fp, s, top);
-  if (threadIdx.x == 0) a.todo[slot] = !ok;
-  if (!ok) return;
+  if (!fast_row<T>(logits + (size_t)row * a.vocab, a, slot, fast_params(a.rp, row), nullptr, s, top)) return;
   const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
   const int r = kept_pick(top.kept, rng.u64(0), [&](int q) { return weight(s.sw[q]); }, s);
   if (threadIdx.x == 0) tokens[row] = r >= 0 ? s.sidx[r] : -1;
@@ -311,7 +298,7 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
   char *base = static_cast<char *>(ws);
   FastArgs fa{};
   if (fast) {
-    st = fast_args(base + slow_bytes, n_sampled, vocab, rp, flags, row_idx + n_greedy, 1, fa);
+    st = fast_args(base + slow_bytes, n_sampled, vocab, rp, flags, row_idx + n_greedy, fa);
     if (st != SV_OK) return st;
   }
   SampleArgs a;

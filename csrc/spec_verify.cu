@@ -146,23 +146,11 @@ template <typename T>
 __global__ void __launch_bounds__(kFastBlock, 4)
     spec_fast_kernel(const T *__restrict__ target, FastArgs a, int k, const int *__restrict__ drafts,
                      PosStat *__restrict__ stats, SpecLists lists) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  FastSmem &s = *reinterpret_cast<FastSmem *>(smem);
+  FastSmem &s = fast_smem();
   const int slot = blockIdx.y, n = a.vocab;
   const int row = slot / (k + 1), pos = slot % (k + 1);
-  const FastParams fp = fast_params(a.rp, row);
-  if (!fast_eligible(fp, n, a.flags)) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) a.todo[slot] = 1;
-    return;
-  }
-  const T *x = target + (size_t)slot * n;
-  const int begin = blockIdx.x * a.chunk, end = min(n, begin + a.chunk);
-  scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
-  if (!fast_arrive(a, slot, s)) return;
   FastTop top;
-  const bool ok = fast_top<T>(a, slot, fp, s, top);
-  if (threadIdx.x == 0) a.todo[slot] = !ok;
-  if (!ok) return;
+  if (!fast_row<T>(target + (size_t)slot * n, a, slot, fast_params(a.rp, row), nullptr, s, top)) return;
   const float sum = sparse_sum(n, top.kept, s);
   const int xd = pos < k ? drafts[(size_t)row * k + pos] : -1;
   int *li = lists.idx + (size_t)slot * kFastList;
@@ -207,6 +195,26 @@ struct ChainArgs {
   float *tu, *tp, *tq;
   int *tacc, *tres;
 };
+
+// draw_stop draws the token at a chain's stopping position over positions
+// [0, len): from the residual weights when residual_first is set and they
+// are not all 0, else from the target weights, by the segment search with
+// the 64-bit uniform u. It returns the position, or -1 when every weight
+// is 0.
+template <int BLOCK, typename Residual, typename Target>
+__device__ int draw_stop(int len, bool residual_first, uint64_t u, Residual residual, Target target,
+                         RowShared<BLOCK> &sh) {
+  unsigned long long mine = 0, total = 0;
+  bool use_residual = residual_first;
+  if (use_residual) {
+    total = seg_total<BLOCK>(len, residual, mine, sh);
+    use_residual = total > 0;
+  }
+  if (!use_residual) total = seg_total<BLOCK>(len, target, mine, sh);
+  if (total == 0) return -1;
+  const unsigned long long t = pick(u, total);
+  return use_residual ? seg_find<BLOCK>(len, t, mine, residual, sh) : seg_find<BLOCK>(len, t, mine, target, sh);
+}
 
 template <typename T, int BLOCK, bool FILTERS>
 __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restrict__ target, ChainArgs a) {
@@ -254,51 +262,26 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
     const float *wrow = FILTERS && ps.filtered && a.wbuf ? a.wbuf + ((size_t)row * steps + j) * wstride(n) : nullptr;
     const int xd = j < k ? a.drafts[(size_t)row * k + j] : -1;
     const size_t qbase = ((size_t)row * k + j) * n;
-    auto residual = [&](int v) -> unsigned long long {
-      const float p = target_prob<T, FILTERS>(ps, x, wrow, v);
-      float q;
-      if (a.qprobs)
-        q = load_any(a.qprobs, a.qdtype, qbase + v);
-      else
-        q = v == xd ? 1.0f : 0.0f;
-      return weight(__fsub_rn(p, q));
+    auto q_of = [&](int v) -> float {
+      return a.qprobs ? load_any(a.qprobs, a.qdtype, qbase + v) : (v == xd ? 1.0f : 0.0f);
     };
-    auto target_weight = [&](int v) -> unsigned long long { return weight(target_prob<T, FILTERS>(ps, x, wrow, v)); };
-    unsigned long long mine = 0, total = 0;
-    bool use_residual = j < k;
+    const uint64_t u = rng.u64(2 * (uint64_t)j + 1);
     if (FILTERS && ps.list >= 0) {
       // p is zero off the kept list, and so is max(p - q, 0): the draw over
       // the list (by index) is the draw over the row with the zeros left out.
       const size_t lbase = ((size_t)row * steps + j) * kFastList;
       const int *li = a.lists.idx + lbase;
       const float *lp = a.lists.p + lbase;
-      auto lresidual = [&](int r) -> unsigned long long {
-        const int v = li[r];
-        const float q = a.qprobs ? load_any(a.qprobs, a.qdtype, qbase + v) : (v == xd ? 1.0f : 0.0f);
-        return weight(__fsub_rn(lp[r], q));
-      };
-      auto lweight = [&](int r) -> unsigned long long { return weight(lp[r]); };
-      const int len = ps.list;
-      if (use_residual) {
-        total = seg_total<BLOCK>(len, lresidual, mine, sh);
-        use_residual = total > 0;
-      }
-      if (!use_residual) total = seg_total<BLOCK>(len, lweight, mine, sh);
-      if (total > 0) {
-        const unsigned long long t = pick(rng.u64(2 * (uint64_t)j + 1), total);
-        const int r = use_residual ? seg_find<BLOCK>(len, t, mine, lresidual, sh) : seg_find<BLOCK>(len, t, mine, lweight, sh);
-        token = r >= 0 ? li[r] : -1;
-      }
+      auto residual = [&](int r) -> unsigned long long { return weight(__fsub_rn(lp[r], q_of(li[r]))); };
+      auto target_weight = [&](int r) -> unsigned long long { return weight(lp[r]); };
+      const int r = draw_stop<BLOCK>(ps.list, j < k, u, residual, target_weight, sh);
+      token = r >= 0 ? li[r] : -1;
     } else {
-      if (use_residual) {
-        total = seg_total<BLOCK>(n, residual, mine, sh);
-        use_residual = total > 0;
-      }
-      if (!use_residual) total = seg_total<BLOCK>(n, target_weight, mine, sh);
-      if (total > 0) {
-        const unsigned long long t = pick(rng.u64(2 * (uint64_t)j + 1), total);
-        token = use_residual ? seg_find<BLOCK>(n, t, mine, residual, sh) : seg_find<BLOCK>(n, t, mine, target_weight, sh);
-      }
+      auto residual = [&](int v) -> unsigned long long {
+        return weight(__fsub_rn(target_prob<T, FILTERS>(ps, x, wrow, v), q_of(v)));
+      };
+      auto target_weight = [&](int v) -> unsigned long long { return weight(target_prob<T, FILTERS>(ps, x, wrow, v)); };
+      token = draw_stop<BLOCK>(n, j < k, u, residual, target_weight, sh);
     }
   }
   int *out = a.tokens + tbase;
@@ -352,7 +335,7 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
   const RowParams rp = row_params(params, rows);
   FastArgs fa{};
   if (filtered) {
-    st = fast_args(base + sbytes + wbytes + 2 * lbytes, (int)slots, vocab, rp, flags, nullptr, k + 1, fa);
+    st = fast_args(base + sbytes + wbytes + 2 * lbytes, (int)slots, vocab, rp, flags, nullptr, fa);
     if (st != SV_OK) return st;
   }
   ChainArgs a;
