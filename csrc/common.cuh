@@ -51,6 +51,16 @@ inline int split_row(int vocab, int &chunks) {
   return chunk;
 }
 
+// flagged_grid is the grid of a full-row kernel that serves only the slots
+// a fast kernel flagged (see flagged_slots): at most the blocks that are
+// resident at once, and enough that each block has at most block slots.
+inline int flagged_grid(const void *kernel, int block, int slots) {
+  int resident = 1;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, block, 0) != cudaSuccess || resident < 1)
+    resident = 1;
+  return max(min(slots, device_sms() * resident), (slots + block - 1) / block);
+}
+
 // check_launch returns the status of the last launch.
 inline int check_launch(const char *what) {
   cudaError_t err = cudaGetLastError();

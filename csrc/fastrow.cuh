@@ -8,23 +8,26 @@
 // the k-th largest logit, and a row's top-k set is found on the logits
 // alone, with no exp:
 //
-//   1. scan: the row is split into C chunks, one block each. A block reads
-//      its chunk once (16-byte loads, several in flight per thread), keeps
-//      the chunk's max, and appends to a shared-memory buffer every token at
-//      or above a running threshold theta. The first tile's theta is the
-//      k-th largest of its vector maxima (no exp, no cut of every token);
-//      when the buffer passes half full, it is cut to its k largest (radix
-//      select on order-preserving keys) and theta rises to the k-th largest
-//      seen so far; the last cut leaves exactly the chunk's top k. Every
-//      token at or above the chunk's k-th largest is in the buffer.
+//   1. scan: the row is split into C chunks, one block each (fast_layout:
+//      whole rows when there are enough of them to fill the GPU). A block
+//      reads its chunk once (16-byte loads, several in flight per thread)
+//      and appends to a shared-memory buffer every token at or above a
+//      running threshold theta; the hot loop is a packed vector max and
+//      one comparison per 16 bytes. The first tile's theta is the k-th
+//      largest of its vector maxima (no exp, no cut of every token); when
+//      the buffer passes half full, it is cut to its k largest (radix
+//      select on order-preserving keys) and theta rises to the k-th
+//      largest seen so far. Every token at or above the chunk's k-th
+//      largest is in the buffer, and theta never passes it.
 //   2. finish, by the last block of the row to arrive (a counter per row;
 //      with C = 1 the same block, without a round trip through memory):
-//      the chunks' candidates are merged, the k-th largest logit x_k gives
-//      tau_k = w(x_k), and only the tokens at or above x_k get their exact
-//      weight. Ranked by (w descending, index), top-k (keep or
-//      lowest_index), top-p on integer masses and min-p keep a prefix; the
-//      kept tokens are then ranked by index for the op's own use (sum,
-//      draw, list).
+//      the chunks' candidates at or above the largest theta are merged,
+//      the row's max and its first index are read off them, the k-th
+//      largest logit x_k gives tau_k = w(x_k), and only the tokens at or
+//      above x_k get their exact weight. Ranked by (w descending, index),
+//      top-k (keep or lowest_index), top-p on integer masses and min-p
+//      keep a prefix; the kept tokens are then ranked by index for the
+//      op's own use (sum, draw, list).
 //
 // What sends a row to the full-row kernels instead (they run after, only on
 // the rows flagged in todo): NaN or +Inf, all -Inf, T = 0, no top-k, k over
@@ -44,20 +47,19 @@
 namespace sv {
 
 constexpr int kFastBlock = 256;
-constexpr int kFastUnroll = 4;        // 16-byte loads in flight per thread
+constexpr int kFastUnroll = 4;        // 16-byte loads in flight per thread (8: spills, slower)
 constexpr int kFastCap = 4096;        // candidates one block holds in shared memory
 constexpr int kFastMaxK = 256;        // largest top_k the fast path serves
 constexpr int kFastList = 512;        // largest top-k set (ties included) it ranks
 constexpr int kFastChunkOut = 2048;   // candidates one chunk hands on
-constexpr int kFastMaxChunks = 16;    // chunks per row
+constexpr int kFastMaxChunks = 32;    // chunks per row (one per lane in fast_top)
 constexpr int kFastItems = kFastList / kFastBlock;
 
 // FastChunk is what one chunk's scan hands to its row's finishing block.
 struct FastChunk {
-  float m;    // the chunk's maximum
-  int arg;    // its first index
-  int nan;    // a NaN was seen
-  int count;  // candidates written; < 0: the buffer overflowed
+  int nan;         // a NaN was seen
+  int count;       // candidates written; < 0: the buffer overflowed
+  unsigned theta;  // order key of the chunk's final theta (<= its k-th largest)
 };
 
 // FastArgs locate one launch's rows, parameters and scratch for the fast path.
@@ -89,8 +91,6 @@ struct FastSmem {
   int sidx[kFastList];   // the kept tokens ranked by index
   float sw[kFastList];
   unsigned hist[256];
-  FastChunk chunk[kFastMaxChunks];  // the row's chunks, in the finishing block
-  int off[kFastMaxChunks + 1];
   union {
     typename cub::BlockScan<int, kFastBlock>::TempStorage si;
     typename cub::BlockScan<unsigned long long, kFastBlock>::TempStorage su;
@@ -98,11 +98,10 @@ struct FastSmem {
     typename cub::BlockReduce<int, kFastBlock>::TempStorage ri;
     typename cub::BlockReduce<ArgBest, kFastBlock>::TempStorage ra;
   } tmp;
-  int count, overflow, pick, need, last, flag, cut;
-  unsigned kth;  // after a cut: the buffer holds exactly the keys >= kth
+  int count, overflow, pick, need, last;
   float theta;
   unsigned long long u;
-  ArgBest best;
+  ArgBest best;  // the row's max and its first index, in the finishing block
 };
 
 // FastParams are one row's parameters, read once.
@@ -174,9 +173,9 @@ struct MaxU64 {
 
 // kth_key returns the k-th largest (1-based, k <= n) of keys[0..n): a
 // byte-wide radix select over the top PASSES bytes (KeyPasses: the bytes
-// below are fixed by the sign), with warp-aggregated histogram adds
-// (candidates share their top bytes, and 32 lanes adding to one counter
-// serialise).
+// below are fixed by the sign). Candidates often share their top byte, and
+// 32 lanes adding to one counter serialise: a warp whose keys all fall in
+// one bucket adds once.
 template <int PASSES>
 __device__ unsigned kth_key(const unsigned *keys, int n, int k, FastSmem &s) {
   using Scan = cub::BlockScan<int, kFastBlock>;
@@ -193,8 +192,16 @@ __device__ unsigned kth_key(const unsigned *keys, int n, int k, FastSmem &s) {
         const unsigned key = keys[j];
         if ((key & mask) == prefix) bucket = (key >> shift) & 0xffu;
       }
-      const unsigned peers = __match_any_sync(0xffffffffu, bucket);
-      if (bucket < 256 && lane == (unsigned)(__ffs(peers) - 1)) atomicAdd(&s.hist[bucket], (unsigned)__popc(peers));
+      const unsigned valid = __ballot_sync(0xffffffffu, bucket < 256);
+      if (valid) {
+        const int first = __ffs(valid) - 1;
+        const unsigned lead = __shfl_sync(0xffffffffu, bucket, first);
+        if (__ballot_sync(0xffffffffu, bucket == lead) == valid) {
+          if (lane == (unsigned)first) atomicAdd(&s.hist[lead], (unsigned)__popc(valid));
+        } else if (bucket < 256) {
+          atomicAdd(&s.hist[bucket], 1u);
+        }
+      }
     }
     __syncthreads();
     // Thread t holds bucket 255 - t: an inclusive scan counts from the top.
@@ -266,102 +273,71 @@ __device__ void cut_to_top_k(int k, FastSmem &s) {
   if (threadIdx.x == 0) {
     s.count = kept;
     s.theta = key_value(kth);
-    s.kth = kth;
-    s.cut = 1;
   }
   __syncthreads();
 }
 
-// append adds this thread's tokens in pass (bit q: element q of the vector
-// at index base) to the buffer, one shared atomic per warp.
-template <typename T>
-__device__ __forceinline__ void append(unsigned pass, const uint4 &u, int base, FastSmem &s) {
-  constexpr int N = 16 / sizeof(T);
-  const int mine = __popc(pass);
-  int excl = mine;
-  const unsigned lane = threadIdx.x & 31;
-#pragma unroll
-  for (int off = 1; off < 32; off <<= 1) {
-    const int v = __shfl_up_sync(0xffffffffu, excl, off);
-    if (lane >= (unsigned)off) excl += v;
-  }
-  const int total = __shfl_sync(0xffffffffu, excl, 31);
-  excl -= mine;
-  int at = 0;
-  if (lane == 31) at = atomicAdd(&s.count, total);
-  at = __shfl_sync(0xffffffffu, at, 31) + excl;
-  const T *e = reinterpret_cast<const T *>(&u);
-#pragma unroll
-  for (int q = 0; q < N; q++)
-    if (pass & (1u << q)) {
-      if (at < kFastCap) {
-        s.keys[at] = order_key(to_f32(e[q]));
-        s.idx[at] = base + q;
-      } else {
-        s.overflow = 1;
-      }
-      at++;
-    }
-}
-
 // scan_chunk is step 1 for elements [begin, end) of row x: it leaves the
 // candidates in s.keys/s.idx[0..s.count) (s.overflow set if they did not
-// fit) and the chunk's max, its first index and a NaN flag in s.best and
-// s.flag. UNROLL vectors per thread are in flight. The first tile sets
-// theta without a cut: the k-th largest of its vector maxima is at most the
-// chunk's k-th largest logit (k vectors each hold a token at or above it),
-// so only the first tile's tokens at or above it are appended.
+// fit) and returns, to every thread, whether the chunk holds a NaN. The
+// chunk's max is not tracked here: it is the largest candidate (every token
+// at or above theta is one), found once per row by fast_top.
+//
+// The loop is kept lean, because it runs once per 16-byte vector of every
+// row: the vector's packed max, a NaN test, and one comparison with theta;
+// only a thread whose vector reaches theta compares its elements and
+// appends them (one shared atomic per appending thread, rare once theta is
+// set). A tile of UNROLL vectors per thread ends in one barrier, which also
+// tells every thread whether the buffer is past half full (each appending
+// thread knows where its entries ended), and only then is it cut.
+//
+// The first tile sets theta without a cut: the k-th largest of its vector
+// maxima is at most the chunk's k-th largest logit (k vectors each hold a
+// token at or above it), so only the first tile's tokens at or above it are
+// appended.
 template <typename T, int UNROLL>
-__device__ void scan_chunk(const T *x, int begin, int end, int k, FastSmem &s) {
+__device__ int scan_chunk(const T *x, int begin, int end, int k, FastSmem &s) {
   constexpr int N = 16 / sizeof(T);
   constexpr int BLOCK = kFastBlock;
   constexpr int PASSES = KeyPasses<T>::value;
   if (threadIdx.x == 0) {
     s.count = 0;
     s.overflow = 0;
-    s.cut = 0;
-    s.theta = -kInf;
   }
   __syncthreads();
-  ArgBest best{-kInf, 0x7fffffff};
-  int nan = 0;
+  int nan = 0, high = 0;  // high: where this thread's last entries ended
   float theta = -kInf;
-  auto scalar = [&](int i) {
-    const float v = load_f32(x, i);
-    if (v != v) {
-      nan = 1;
-      return;
+  auto put = [&](int at, float v, int i) {
+    if (at < kFastCap) {
+      s.keys[at] = order_key(v);
+      s.idx[at] = i;
+    } else {
+      s.overflow = 1;
     }
-    if (better(v, i, best)) best = ArgBest{v, i};
-    const int at = atomicAdd(&s.count, 1);  // theta is -Inf here: every token is a candidate
-    s.keys[at] = order_key(v);
-    s.idx[at] = i;
   };
-  // vector folds one vector into best and nan and returns its max (NaN if
-  // it holds a NaN).
-  auto vector = [&](const uint4 &u, int base) {
-    const float vm = vec_max(u, (const T *)nullptr);
+  // add appends the elements of vector u (element 0 at index base) that
+  // are at or above theta.
+  auto add = [&](const uint4 &u, int base) {
     const T *e = reinterpret_cast<const T *>(&u);
-    if (vm != vm) {
-      nan = 1;
-    } else if (vm >= best.v) {
-      int q = N - 1;
-#pragma unroll
-      for (int r = N - 1; r >= 0; r--)
-        if (to_f32(e[r]) == vm) q = r;
-      if (better(vm, base + q, best)) best = ArgBest{vm, base + q};
-    }
-    return vm;
-  };
-  auto passing = [&](const uint4 &u, float vm) {
     unsigned pass = 0;
-    if (vm >= theta) {  // false for NaN
-      const T *e = reinterpret_cast<const T *>(&u);
 #pragma unroll
-      for (int q = 0; q < N; q++)
-        if (to_f32(e[q]) >= theta) pass |= 1u << q;
-    }
-    return pass;
+    for (int q = 0; q < N; q++)
+      if (to_f32(e[q]) >= theta) pass |= 1u << q;
+    int at = atomicAdd(&s.count, __popc(pass));
+    high = at + __popc(pass);
+#pragma unroll
+    for (int q = 0; q < N; q++)
+      if (pass & (1u << q)) put(at++, to_f32(e[q]), base + q);
+  };
+  // settle ends a tile: one barrier, then a cut if the buffer is past half
+  // full. It returns false, in every thread, when the buffer overflowed.
+  auto settle = [&]() {
+    if (!__syncthreads_or(high > kFastCap / 2)) return true;
+    if (s.overflow) return false;
+    cut_to_top_k<PASSES>(k, s);
+    theta = s.theta;
+    high = 0;
+    return true;
   };
   const uintptr_t addr = reinterpret_cast<uintptr_t>(x + begin);
   const int head = min(end - begin, (int)(((16 - (addr & 15)) & 15) / sizeof(T)));
@@ -370,12 +346,18 @@ __device__ void scan_chunk(const T *x, int begin, int end, int k, FastSmem &s) {
   const int tail = start + nvec * N;
   const uint4 *vec = reinterpret_cast<const uint4 *>(x + start);
   // Head and tail elements (at most 2 * (N - 1)) are all candidates.
+  auto scalar = [&](int i) {
+    const float v = load_f32(x, i);
+    if (v != v)
+      nan = 1;
+    else
+      put(atomicAdd(&s.count, 1), v, i);
+  };
   if ((int)threadIdx.x < head) scalar(begin + threadIdx.x);
   if ((int)threadIdx.x < end - tail) scalar(tail + threadIdx.x);
 
   // First tile: UNROLL vectors per thread; their maxima set theta.
   uint4 u[UNROLL];
-  float vm[UNROLL];
 #pragma unroll
   for (int q = 0; q < UNROLL; q++) {
     const int j = q * BLOCK + (int)threadIdx.x;
@@ -383,59 +365,42 @@ __device__ void scan_chunk(const T *x, int begin, int end, int k, FastSmem &s) {
   }
   __syncthreads();  // the head and tail candidates are in
   const int head_count = s.count;
-  const int first = min(nvec, BLOCK * UNROLL);
+  float vm[UNROLL];
 #pragma unroll
   for (int q = 0; q < UNROLL; q++) {
     const int j = q * BLOCK + (int)threadIdx.x;
-    vm[q] = j < nvec ? vector(u[q], start + j * N) : nan_f32();
+    vm[q] = j < nvec ? vec_max(u[q], (const T *)nullptr) : nan_f32();
+    if (j < nvec && vm[q] != vm[q]) nan = 1;
     s.keys[head_count + q * BLOCK + threadIdx.x] = vm[q] == vm[q] ? order_key(vm[q]) : 0u;
   }
   __syncthreads();
-  if (first >= k) {
+  if (min(nvec, BLOCK * UNROLL) >= k) {
     const unsigned t0 = kth_key<PASSES>(s.keys + head_count, BLOCK * UNROLL, k, s);
     theta = t0 > order_key(-kInf) ? key_value(t0) : -kInf;
   }
 #pragma unroll
-  for (int q = 0; q < UNROLL; q++) {
-    const int j = q * BLOCK + (int)threadIdx.x;
-    append<T>(j < nvec ? passing(u[q], vm[q]) : 0u, u[q], start + j * N, s);
-  }
-  if (threadIdx.x == 0) s.theta = theta;
-  __syncthreads();
-  {
-    const int count = s.count, overflow = s.overflow;
-    __syncthreads();
-    if (!overflow && count > kFastCap / 2) cut_to_top_k<PASSES>(k, s);
-    theta = s.theta;
-  }
-  for (int j0 = BLOCK * UNROLL; j0 < nvec; j0 += BLOCK * UNROLL) {
+  for (int q = 0; q < UNROLL; q++)
+    if (vm[q] >= theta) add(u[q], start + (q * BLOCK + (int)threadIdx.x) * N);  // false for NaN
+  bool ok = settle();
+  for (int j0 = BLOCK * UNROLL; ok && j0 < nvec; j0 += BLOCK * UNROLL) {
 #pragma unroll
     for (int q = 0; q < UNROLL; q++) {
       const int j = j0 + q * BLOCK + (int)threadIdx.x;
-      u[q] = j < nvec ? __ldg(vec + j) : make_uint4(0, 0, 0, 0);
+      if (j < nvec) u[q] = __ldg(vec + j);
     }
 #pragma unroll
     for (int q = 0; q < UNROLL; q++) {
       const int j = j0 + q * BLOCK + (int)threadIdx.x;
-      const unsigned pass = j < nvec ? passing(u[q], vector(u[q], start + j * N)) : 0u;
-      if (__any_sync(0xffffffffu, pass != 0)) append<T>(pass, u[q], start + j * N, s);
+      if (j < nvec) {
+        const float m = vec_max(u[q], (const T *)nullptr);
+        nan |= m != m;
+        if (m >= theta) add(u[q], start + j * N);
+      }
     }
-    __syncthreads();
-    // Every thread decides on the same snapshot before anyone appends again.
-    const int count = s.count, overflow = s.overflow;
-    __syncthreads();
-    if (overflow) break;
-    if (count > kFastCap / 2) cut_to_top_k<PASSES>(k, s);
-    theta = s.theta;
+    ok = settle();
   }
-  __syncthreads();
-  if (!s.overflow) cut_to_top_k<PASSES>(k, s);
-  nan = cub::BlockReduce<int, BLOCK>(s.tmp.ri).Reduce(nan, OrOp());
-  if (threadIdx.x == 0) s.flag = nan;
-  __syncthreads();
-  best = cub::BlockReduce<ArgBest, BLOCK>(s.tmp.ra).Reduce(best, ArgBestOp());
-  if (threadIdx.x == 0) s.best = best;
-  __syncthreads();
+  if (threadIdx.x == 0) s.theta = theta;  // every thread holds the same theta
+  return __syncthreads_or(nan);
 }
 
 // FastTop is a row's top-k result after fast_top: in shared memory,
@@ -455,62 +420,93 @@ __device__ __forceinline__ int rank_of(const unsigned long long *keys, int n, un
 }
 
 // fast_top is step 2 for slot's row, run by the row's last block: it merges
-// the chunks' candidates (from s itself when C = 1), finds the top-k set
-// and applies the filters. It returns false (every thread) when the row must
-// take the full-row path.
+// the chunks' candidates (from s itself when C = 1; scan_nan is that
+// chunk's NaN flag), takes the row's max and its first index from them,
+// finds the top-k set and applies the filters. It returns false (every
+// thread) when the row must take the full-row path.
 template <typename T>
-__device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, FastSmem &s, FastTop &top) {
+__device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int scan_nan, FastSmem &s,
+                         FastTop &top) {
   using ScanU = cub::BlockScan<unsigned long long, kFastBlock>;
   constexpr int PASSES = KeyPasses<T>::value;
   const int C = a.chunks;
   const int k = fp.k;
   const float temp = fp.temp;
-  float m = -kInf;
-  int arg = 0x7fffffff, nan = 0, total = 0, overflow = 0;
+  int nan = 0, total = 0, overflow = 0;
   if (C == 1) {
-    m = s.best.v;
-    arg = s.best.i;
-    nan = s.flag;
+    nan = scan_nan;
     overflow = s.overflow;
     total = s.count;
   } else {
-    // One thread per chunk reads its result; then every thread merges them
-    // from shared memory, in chunk order (ties to the lower index).
-    if ((int)threadIdx.x < C) {
-      const FastChunk *st = a.stats + (size_t)slot * C + threadIdx.x;
-      s.chunk[threadIdx.x] = FastChunk{__ldcg(&st->m), __ldcg(&st->arg), __ldcg(&st->nan), __ldcg(&st->count)};
+    // Every warp reads the C chunk results (one per lane). The row's k-th
+    // largest is at least every chunk's theta, so only the candidates at or
+    // above the largest theta are merged (in any order: what follows does
+    // not depend on it). Warp w copies chunks w, w + 8, ..., its loads in
+    // flight at once.
+    const unsigned lane = threadIdx.x & 31;
+    int count = 0;
+    unsigned theta = 0;
+    if ((int)lane < C) {
+      const FastChunk *st = a.stats + (size_t)slot * C + lane;
+      nan = __ldcg(&st->nan);
+      count = __ldcg(&st->count);
+      theta = __ldcg(&st->theta);
     }
-    __syncthreads();
-    for (int c = 0; c < C; c++) {
-      const FastChunk ch = s.chunk[c];
-      nan |= ch.nan;
-      s.off[c] = total;  // every thread writes the same value
-      if (ch.count < 0) overflow = 1;
-      else total += ch.count;
-      if (better(ch.m, ch.arg, ArgBest{m, arg})) m = ch.m, arg = ch.arg;
-    }
-    __syncthreads();
-  }
-  if (nan || overflow || !(m > -kInf) || m == kInf || total > kFastCap || total < k) return false;
-  unsigned kth;
-  int n;
-  if (C == 1 && s.cut) {  // the scan's last cut already left the keys >= the k-th largest
-    kth = s.kth;
-    n = total;
-  } else {
-    if (C > 1) {
-      for (int j = threadIdx.x; j < total; j += kFastBlock) {
-        int c = 0;
-        while (c + 1 < C && s.off[c + 1] <= j) c++;
-        const size_t from = ((size_t)slot * C + c) * kFastChunkOut + (j - s.off[c]);
-        s.keys[j] = __ldcg(a.keys + from);
-        s.idx[j] = __ldcg(a.idx + from);
+    nan = __any_sync(0xffffffffu, nan);
+    overflow = __any_sync(0xffffffffu, count < 0);
+    count = max(count, 0);
+    theta = __reduce_max_sync(0xffffffffu, theta);
+    if (!nan && !overflow) {
+      for (int c = threadIdx.x >> 5; c < C; c += kFastBlock / 32) {
+        const int n = __shfl_sync(0xffffffffu, count, c);  // c is the same in the whole warp
+        const size_t from = ((size_t)slot * C + c) * kFastChunkOut;
+        for (int j0 = 0; j0 < n; j0 += 128) {
+          unsigned key[4];
+          int id[4];
+#pragma unroll
+          for (int q = 0; q < 4; q++) {
+            const int j = j0 + q * 32 + (int)lane;
+            key[q] = 0;
+            if (j < n) {
+              key[q] = __ldcg(a.keys + from + j);
+              id[q] = __ldcg(a.idx + from + j);
+            }
+          }
+#pragma unroll
+          for (int q = 0; q < 4; q++) {
+            const bool keep = key[q] >= theta && j0 + q * 32 + (int)lane < n;
+            const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+            if (!ballot) continue;
+            int at = 0;
+            if (lane == 0) at = atomicAdd(&s.count, __popc(ballot));
+            at = __shfl_sync(0xffffffffu, at, 0) + __popc(ballot & ((1u << lane) - 1));
+            if (keep && at < kFastCap) {
+              s.keys[at] = key[q];
+              s.idx[at] = id[q];
+            }
+          }
+        }
       }
-      __syncthreads();
     }
-    kth = kth_key<PASSES>(s.keys, total, k, s);
-    n = keep_at_least(s.keys, s.idx, total, kth, s);
+    __syncthreads();
+    total = s.count;
   }
+  if (nan || overflow || total > kFastCap || total < k) return false;
+  // Every token at or above the row's k-th largest is a candidate, so the
+  // max and all of its copies are.
+  ArgBest best{-kInf, 0x7fffffff};
+  for (int j = threadIdx.x; j < total; j += kFastBlock) {
+    const float v = key_value(s.keys[j]);
+    if (better(v, s.idx[j], best)) best = ArgBest{v, s.idx[j]};
+  }
+  best = cub::BlockReduce<ArgBest, kFastBlock>(s.tmp.ra).Reduce(best, ArgBestOp());
+  if (threadIdx.x == 0) s.best = best;
+  __syncthreads();
+  const float m = s.best.v;
+  const int arg = s.best.i;
+  if (!(m > -kInf) || m == kInf) return false;
+  const unsigned kth = kth_key<PASSES>(s.keys, total, k, s);
+  const int n = keep_at_least(s.keys, s.idx, total, kth, s);
   const float xk = key_value(kth);
   const float tau = weight_of(xk, m, temp);
   // A token below x_k whose weight equals tau_k would be in the top-k set
@@ -604,7 +600,7 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, Fast
 // fast_arrive publishes this chunk's result and reports whether this block
 // is the last of its row to arrive (always, for C = 1). Every thread
 // returns the same answer.
-__device__ inline bool fast_arrive(const FastArgs &a, int slot, FastSmem &s) {
+__device__ inline bool fast_arrive(const FastArgs &a, int slot, int nan, FastSmem &s) {
   if (a.chunks == 1) return true;
   const int c = blockIdx.x;
   const size_t base = ((size_t)slot * a.chunks + c) * kFastChunkOut;
@@ -615,7 +611,8 @@ __device__ inline bool fast_arrive(const FastArgs &a, int slot, FastSmem &s) {
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    a.stats[(size_t)slot * a.chunks + c] = FastChunk{s.best.v, s.best.i, s.flag, n};
+    a.stats[(size_t)slot * a.chunks + c] = FastChunk{nan, n, order_key(s.theta)};
+    s.count = 0;  // fast_top's merge counter, in the last block
     __threadfence();
     const bool last = atomicAdd(&a.arrived[slot], 1u) == (unsigned)a.chunks - 1;
     if (last) a.arrived[slot] = 0;
@@ -633,6 +630,19 @@ __device__ __forceinline__ FastSmem &fast_smem() {
   return *reinterpret_cast<FastSmem *>(smem);
 }
 
+// zero_chunk writes zeros to p[begin, end) with the block's threads,
+// 16 bytes at a time where p is aligned.
+__device__ inline void zero_chunk(float *p, int begin, int end) {
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(p + begin);
+  const int head = min(end - begin, (int)(((16 - (addr & 15)) & 15) / sizeof(float)));
+  if ((int)threadIdx.x < head) p[begin + threadIdx.x] = 0.0f;
+  const int start = begin + head;
+  const int nvec = (end - start) / 4;
+  float4 *v = reinterpret_cast<float4 *>(p + start);
+  for (int j = threadIdx.x; j < nvec; j += kFastBlock) v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if ((int)threadIdx.x < end - (start + 4 * nvec)) p[start + 4 * nvec + threadIdx.x] = 0.0f;
+}
+
 // fast_row is both steps for block (chunk, slot) of a fast kernel on
 // logits row x with parameters fp: the scan of this block's chunk (which it
 // also zeroes in zeros, when given), then, in the row's last block,
@@ -648,11 +658,10 @@ __device__ bool fast_row(const T *x, const FastArgs &a, int slot, const FastPara
     return false;
   }
   const int begin = blockIdx.x * a.chunk, end = min(n, begin + a.chunk);
-  scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
-  if (zeros)
-    for (int i = begin + threadIdx.x; i < end; i += kFastBlock) zeros[i] = 0.0f;
-  if (!fast_arrive(a, slot, s)) return false;
-  const bool ok = fast_top<T>(a, slot, fp, s, top);
+  const int nan = scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
+  if (zeros) zero_chunk(zeros, begin, end);
+  if (!fast_arrive(a, slot, nan, s)) return false;
+  const bool ok = fast_top<T>(a, slot, fp, nan, s, top);
   if (threadIdx.x == 0) a.todo[slot] = !ok;
   return ok;
 }
@@ -732,10 +741,13 @@ int fast_launch(void (*kernel)(Args...), dim3 grid, const char *what, Args... ar
 }
 
 // fast_layout picks the chunks per row for a launch of slots rows of vocab
-// tokens: chunks of about 32k tokens (at least 4096), and more of them
-// when that leaves fewer than six blocks per SM (B = 1: 16 chunks).
+// tokens: the fewest that give about three blocks per SM (chunks of at least
+// 4096 tokens, at most kFastMaxChunks). Every chunk but the row's last pays
+// a hand-over (its candidates through memory, the merge), and a block that
+// scans a whole row needs none, so rows are split only to fill the GPU:
+// B = 512 takes whole rows, B = 128 four chunks, B = 1 thirty-two.
 inline void fast_layout(int slots, int vocab, int &chunks, int &chunk) {
-  int c = max((vocab + 32767) / 32768, (6 * device_sms() + slots - 1) / slots);
+  int c = (3 * device_sms() + slots - 1) / slots;
   chunks = max(1, min(c, min(kFastMaxChunks, (vocab + 4095) / 4096)));
   chunk = split_row(vocab, chunks);
 }

@@ -24,12 +24,15 @@
 //       the exact exp without the tests that cannot fire for weights
 //       (argument <= 0), the row max from one packed compare per 16-byte
 //       vector. B=1: 394 us, B=128: 602-616 us.
-//   v4  (this file) the top-k fast path (fastrow.cuh, renorm_fast_kernel)
+//   v4  the top-k fast path (fastrow.cuh, renorm_fast_kernel)
 //       for rows with 0 < top_k <= 256: one read of the row, the chunks
 //       write the zeros, the row's last block writes the kept
 //       probabilities, normalised by the Sum over the kept tokens alone
 //       (fastrow.cuh sparse_sum, the same bits). B=1: 28.7 us, B=128:
 //       70.8 us (2.1x the floor).
+//   v5  (this file) fastrow.cuh's lean scan and layout, 16-byte zero
+//       stores, and the flagged rows served by a grid of resident blocks:
+//       B=1 24.6 us, B=128 60.0 us (1.78x).
 //
 // What is left (docs/PERF.md): rows without top-k still make ~13 passes
 // over a 513 KB scratch row; with hundreds of rows in flight they do not
@@ -64,12 +67,8 @@ __global__ void __launch_bounds__(kFastBlock, 4)
 }
 
 template <typename T, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 1)
-    renorm_kernel(const T *__restrict__ logits, int vocab, RowParams rp, int flags, float *__restrict__ probs,
-                  float *__restrict__ wbuf, const int *__restrict__ todo) {
-  __shared__ RowShared<BLOCK> sh;
-  const int row = blockIdx.x;
-  if (todo && !todo[row]) return;  // served by renorm_fast_kernel
+__device__ void renorm_row(const T *__restrict__ logits, int vocab, const RowParams &rp, int flags,
+                           float *__restrict__ probs, float *__restrict__ wbuf, int row, RowShared<BLOCK> &sh) {
   const T *x = logits + (size_t)row * vocab;
   float *out = probs + (size_t)row * vocab;
   const RowStat st = row_stat<T, BLOCK>(x, vocab, sh);
@@ -94,6 +93,21 @@ __global__ void __launch_bounds__(BLOCK, 1)
   const Filter f = make_filter<BLOCK>(ws, vocab, rp, row, flags, sh);
   const float s = tree_sum<BLOCK>(ws, vocab, &f, sh);
   ws.template each<BLOCK>(vocab, [&](int i, float w) { out[i] = f.kept(i, w) ? __fdiv_rn(w, s) : 0.0f; });
+}
+
+// renorm_kernel serves one row per block, or with todo only the rows
+// renorm_fast_kernel flagged (flagged_slots).
+template <typename T, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+    renorm_kernel(const T *__restrict__ logits, int vocab, int rows, RowParams rp, int flags,
+                  float *__restrict__ probs, float *__restrict__ wbuf, const int *__restrict__ todo) {
+  __shared__ RowShared<BLOCK> sh;
+  __shared__ Flagged<BLOCK> fl;
+  const int n = todo ? flagged_slots(todo, rows, fl) : 1;
+  for (int i = 0; i < n; i++) {  // one call site, so that it is inlined
+    renorm_row<T, BLOCK>(logits, vocab, rp, flags, probs, wbuf, todo ? fl.slot[i] : (int)blockIdx.x, sh);
+    __syncthreads();  // sh serves the next row
+  }
 }
 
 }  // namespace
@@ -124,9 +138,10 @@ int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t p
                        static_cast<const T *>(logits), fa, probs, zero_fill);
       if (st != SV_OK) return st;
     }
-    renorm_kernel<T, kRowBlock><<<rows, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), vocab, rp, flags,
-                                                                  probs, static_cast<float *>(ws),
-                                                                  fast ? fa.todo : nullptr);
+    auto kern = renorm_kernel<T, kRowBlock>;
+    const int grid = fast ? flagged_grid((const void *)kern, kRowBlock, rows) : rows;
+    kern<<<grid, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
+                                           static_cast<float *>(ws), fast ? fa.todo : nullptr);
   });
   return check_launch("renorm");
 }

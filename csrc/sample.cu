@@ -37,7 +37,7 @@
 //   v5  a lean kernel (no filter code, 64 registers, two blocks per SM)
 //       when no row of the launch has a filter on: plain 310 us, Gumbel
 //       408 us; filtered 2392 us.
-//   v6  (this file) the top-k fast path (fastrow.cuh, sample_fast_kernel)
+//   v6  the top-k fast path (fastrow.cuh, sample_fast_kernel)
 //       for single inverse-CDF draws from rows with 0 < top_k <= 256: one
 //       read of the row and exact weights for the top-k set alone; `auto`
 //       became the inverse CDF (docs/SEMANTICS.md), since rejection's first
@@ -45,9 +45,15 @@
 //       floor); B=1: 452 -> 26.8 us. Predicted ~65 us at B=512: ncu shows
 //       the scan at 26-32% of DRAM bandwidth and 43% issue, latency-bound
 //       (each block waits on its four loads, then on its barriers).
+//   v7  (this file) a lean scan (no per-thread argmax, one barrier a tile,
+//       appends by the threads that pass theta only), whole rows per block
+//       when there are enough rows, and the flagged rows served by
+//       sample_flagged_kernel with a grid of resident blocks: filtered
+//       B=512 76.3 us (1.69x the floor), B=1 22.7 us.
 //
-// What is left (docs/PERF.md): the fast path's loads are not pipelined
-// across tiles; rows without top-k (top-p or min-p alone), k > 256,
+// What is left (docs/PERF.md): B=1 is a chain of dependent steps in one
+// block (~12 us of merge, select, rank and filters); rows without top-k
+// (top-p or min-p alone), k > 256,
 // rejection and Gumbel still pay ~40 instructions per token for the exact
 // exp and ~13 passes over a scratch row that does not stay in L2.
 #include "fastrow.cuh"
@@ -186,11 +192,7 @@ __device__ void sample_row(const SampleArgs &a, const T *x, const RowStat &st, f
 // FILTERS = false is the lean variant for launches where no row has a
 // filter on: fewer registers, more blocks per SM.
 template <typename T, int BLOCK, bool FILTERS>
-__global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
-    sample_kernel(const T *__restrict__ logits, SampleArgs a, const int *__restrict__ todo) {
-  __shared__ RowShared<BLOCK> sh;
-  const int slot = blockIdx.x;
-  if (todo && !todo[slot]) return;  // served by sample_fast_kernel
+__device__ void sample_slot(const T *__restrict__ logits, const SampleArgs &a, int slot, RowShared<BLOCK> &sh) {
   const int row = a.rows[slot];
   const int n = a.vocab;
   const T *x = logits + (size_t)row * n;
@@ -214,11 +216,35 @@ __global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
   }
 }
 
+// sample_kernel serves one slot per block.
+template <typename T, int BLOCK, bool FILTERS>
+__global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
+    sample_kernel(const T *__restrict__ logits, SampleArgs a) {
+  __shared__ RowShared<BLOCK> sh;
+  sample_slot<T, BLOCK, FILTERS>(logits, a, blockIdx.x, sh);
+}
+
+// sample_flagged_kernel serves the slots sample_fast_kernel flagged in todo
+// (flagged_slots). It is a kernel of its own because the loop costs
+// sample_kernel's filtered variant a few registers it does not have: folded
+// into it, the rejection rounds spilled and ran 5% slower.
+template <typename T, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+    sample_flagged_kernel(const T *__restrict__ logits, SampleArgs a, const int *__restrict__ todo, int slots) {
+  __shared__ RowShared<BLOCK> sh;
+  __shared__ Flagged<BLOCK> fl;
+  const int n = flagged_slots(todo, slots, fl);
+  for (int i = 0; i < n; i++) {
+    sample_slot<T, BLOCK, true>(logits, a, fl.slot[i], sh);
+    __syncthreads();  // sh serves the next slot
+  }
+}
+
 // sample_fast_kernel draws one token (inverse CDF) for the sampled rows
 // that take the top-k fast path (fastrow.cuh): block (c, slot) scans chunk
 // c of the slot's row, and the row's last block draws from the kept tokens
 // by index, which is the full-row draw with every zero left out. Rows it
-// cannot serve are flagged in a.todo for sample_kernel.
+// cannot serve are flagged in a.todo for sample_flagged_kernel.
 template <typename T>
 __global__ void __launch_bounds__(kFastBlock, 4) sample_fast_kernel(const T *__restrict__ logits, FastArgs a, int *tokens) {
   FastSmem &s = fast_smem();
@@ -320,13 +346,18 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
                            static_cast<const T *>(logits), fa, tokens);
           if (st != SV_OK) return st;
         }
-        sample_kernel<T, kRowBlock, true><<<n_sampled, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), a,
-                                                                                fast ? fa.todo : nullptr);
+        if (fast) {
+          auto kern = sample_flagged_kernel<T, kRowBlock>;
+          kern<<<flagged_grid((const void *)kern, kRowBlock, n_sampled), kRowBlock, 0, stream()>>>(
+              static_cast<const T *>(logits), a, fa.todo, n_sampled);
+        } else {
+          sample_kernel<T, kRowBlock, true><<<n_sampled, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), a);
+        }
       });
     } else {
       SV_DISPATCH_DTYPE(dtype, T,
                         sample_kernel<T, kRowBlock, false><<<n_sampled, kRowBlock, 0, stream()>>>(
-                            static_cast<const T *>(logits), a, nullptr));
+                            static_cast<const T *>(logits), a));
     }
     st = check_launch("sample");
     if (st != SV_OK) return st;

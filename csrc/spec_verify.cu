@@ -26,12 +26,17 @@
 //   v4  lean kernels (no filter code: 46-50 registers, two prepare blocks
 //       per SM) when no row has a filter on: 454 us (B=1: 140 us); with
 //       bf16 draft distributions 554 us.
-//   v5  (this file) the top-k fast path (fastrow.cuh, spec_fast_kernel) for
+//   v5  the top-k fast path (fastrow.cuh, spec_fast_kernel) for
 //       positions with 0 < top_k <= 256: one read of each target row, exact
 //       weights for the top-k set alone, and the kept tokens with their
 //       probabilities in a list per position, so the chain draws the
 //       residual from the list, not the row. top-k 50, top-p 0.9, T=0.7:
 //       B=128 300.5 us (3.0x the floor), B=1 37.8 us.
+//   v6  (this file) fastrow.cuh's lean scan (whole rows per block at
+//       B=128: 1152 slots), the flagged slots prepared by a grid of
+//       resident blocks (the no-op prepare launch was 7 us as one block
+//       per slot), the chain's acceptance tests one lane per position:
+//       with filters B=128 195.7 us (1.93x), B=1 33.2 us.
 //
 // What is left (docs/PERF.md): unfiltered positions still compute the exact
 // exp for every token of B*(K+1) rows (~147M here), ~1.5-2x the bandwidth
@@ -89,13 +94,9 @@ __device__ __forceinline__ float target_prob(const PosStat &ps, const T *x, cons
 // filter on: without the filter machinery it needs far fewer registers, so
 // more blocks share an SM (the exact exp makes this kernel ALU-bound).
 template <typename T, int BLOCK, bool FILTERS>
-__global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
-    spec_prepare_kernel(const T *__restrict__ target, int k, int vocab, RowParams rp, int flags,
-                        const int *__restrict__ drafts, float *__restrict__ wbuf, PosStat *__restrict__ stats,
-                        const int *__restrict__ todo) {
-  __shared__ RowShared<BLOCK> sh;
-  const int slot = blockIdx.x;  // row * (k + 1) + position
-  if (todo && !todo[slot]) return;  // served by spec_fast_kernel
+__device__ void prepare_slot(const T *__restrict__ target, int k, int vocab, const RowParams &rp, int flags,
+                             const int *__restrict__ drafts, float *__restrict__ wbuf, PosStat *__restrict__ stats,
+                             int slot, RowShared<BLOCK> &sh) {  // slot = row * (k + 1) + position
   const int row = slot / (k + 1), pos = slot % (k + 1);
   const T *x = target + (size_t)slot * vocab;
   const RowStat st = row_stat<T, BLOCK>(x, vocab, sh);
@@ -134,6 +135,23 @@ __global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
     if (pos < k) ps.px = target_prob<T, FILTERS>(ps, x, wrow, xd);
   }
   if (threadIdx.x == 0) stats[slot] = ps;
+}
+
+// spec_prepare_kernel prepares one slot per block, or with todo only the
+// slots spec_fast_kernel flagged (flagged_slots).
+template <typename T, int BLOCK, bool FILTERS>
+__global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
+    spec_prepare_kernel(const T *__restrict__ target, int k, int vocab, int slots, RowParams rp, int flags,
+                        const int *__restrict__ drafts, float *__restrict__ wbuf, PosStat *__restrict__ stats,
+                        const int *__restrict__ todo) {
+  __shared__ RowShared<BLOCK> sh;
+  __shared__ Flagged<BLOCK> fl;
+  const int n = todo ? flagged_slots(todo, slots, fl) : 1;
+  for (int i = 0; i < n; i++) {  // one call site, so that it is inlined
+    const int slot = todo ? fl.slot[i] : (int)blockIdx.x;
+    prepare_slot<T, BLOCK, FILTERS>(target, k, vocab, rp, flags, drafts, wbuf, stats, slot, sh);
+    __syncthreads();  // sh serves the next slot
+  }
 }
 
 // spec_fast_kernel prepares the positions that take the top-k fast path
@@ -225,33 +243,43 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
   const Stream rng(a.rp.seed[row], a.rp.offset[row], row, trial);
   const size_t tbase = ((size_t)trial * a.rows + row) * steps;
   const bool traced = trial < a.trace_trials;
-  if (threadIdx.x == 0) {
+  // The acceptance tests (u * q < p, every position counted), one lane per
+  // position in warp 0, so that their loads are in flight together.
+  if (threadIdx.x < 32) {
+    const int lane = (int)threadIdx.x;
     int stop = -1, acc = 0;
-    for (int i = 0; i < k; i++) {
-      const int xd = a.drafts[(size_t)row * k + i];
-      const float u = u01(rng.block(2 * (uint64_t)i).x);
-      const float p = a.stats[(size_t)row * steps + i].px;
-      const float q = a.qprobs ? load_any(a.qprobs, a.qdtype, ((size_t)row * k + i) * n + xd) : 1.0f;
-      const bool ok = __fmul_rn(u, q) < p;
-      acc += ok;
-      if (stop < 0 && !ok) stop = i;
-      if (traced) {
-        a.tu[tbase + i] = u;
-        a.tp[tbase + i] = p;
-        a.tq[tbase + i] = q;
-        a.tacc[tbase + i] = ok;
+    for (int i0 = 0; i0 < k; i0 += 32) {
+      const int i = i0 + lane;
+      bool ok = false;
+      if (i < k) {
+        const int xd = a.drafts[(size_t)row * k + i];
+        const float u = u01(rng.block(2 * (uint64_t)i).x);
+        const float p = a.stats[(size_t)row * steps + i].px;
+        const float q = a.qprobs ? load_any(a.qprobs, a.qdtype, ((size_t)row * k + i) * n + xd) : 1.0f;
+        ok = __fmul_rn(u, q) < p;
+        if (traced) {
+          a.tu[tbase + i] = u;
+          a.tp[tbase + i] = p;
+          a.tq[tbase + i] = q;
+          a.tacc[tbase + i] = ok;
+        }
       }
+      const unsigned rejected = __ballot_sync(0xffffffffu, i < k && !ok);
+      acc += __popc(__ballot_sync(0xffffffffu, ok));
+      if (stop < 0 && rejected) stop = i0 + __ffs(rejected) - 1;
     }
-    if (traced) {
-      a.tu[tbase + k] = 0.0f;
-      a.tp[tbase + k] = 0.0f;
-      a.tq[tbase + k] = 0.0f;
-      a.tacc[tbase + k] = 0;
+    if (lane == 0) {
+      if (traced) {
+        a.tu[tbase + k] = 0.0f;
+        a.tp[tbase + k] = 0.0f;
+        a.tq[tbase + k] = 0.0f;
+        a.tacc[tbase + k] = 0;
+      }
+      if (stop < 0) stop = k;
+      stop_sh = stop;
+      a.emitted[(size_t)trial * a.rows + row] = stop;
+      a.accepted[(size_t)trial * a.rows + row] = acc;
     }
-    if (stop < 0) stop = k;
-    stop_sh = stop;
-    a.emitted[(size_t)trial * a.rows + row] = stop;
-    a.accepted[(size_t)trial * a.rows + row] = acc;
   }
   __syncthreads();
   const int j = stop_sh;
@@ -366,15 +394,16 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
       st = fast_launch(spec_fast_kernel<T>, dim3(fa.chunks, (unsigned)slots), "spec_verify (top-k fast path)",
                        static_cast<const T *>(target), fa, k, drafts, stats, lists);
       if (st != SV_OK) return st;
-      spec_prepare_kernel<T, kRowBlock, true><<<(unsigned)slots, kRowBlock, 0, stream()>>>(
-          static_cast<const T *>(target), k, vocab, rp, flags, drafts, wbuf, stats, fa.todo);
+      auto prep = spec_prepare_kernel<T, kRowBlock, true>;
+      prep<<<flagged_grid((const void *)prep, kRowBlock, (int)slots), kRowBlock, 0, stream()>>>(
+          static_cast<const T *>(target), k, vocab, (int)slots, rp, flags, drafts, wbuf, stats, fa.todo);
       st = check_launch("spec_verify prepare");
       if (st != SV_OK) return st;
       spec_chain_kernel<T, kRowBlock, true><<<(unsigned)((size_t)rows * trials), kRowBlock, 0, stream()>>>(
           static_cast<const T *>(target), a);
     } else {
       spec_prepare_kernel<T, kLeanBlock, false><<<(unsigned)slots, kLeanBlock, 0, stream()>>>(
-          static_cast<const T *>(target), k, vocab, rp, flags, drafts, wbuf, stats, nullptr);
+          static_cast<const T *>(target), k, vocab, (int)slots, rp, flags, drafts, wbuf, stats, nullptr);
       st = check_launch("spec_verify prepare");
       if (st != SV_OK) return st;
       spec_chain_kernel<T, kLeanBlock, false><<<(unsigned)((size_t)rows * trials), kLeanBlock, 0, stream()>>>(
