@@ -130,41 +130,56 @@ __device__ __forceinline__ float load_f32(const T *p, int64_t i) {
 // never the poison pattern 0x7fc00001 that the worker fills outputs with.
 __device__ __forceinline__ float nan_f32() { return __int_as_float(0x7fffffff); }
 
-// for_each_vec calls f(i, x) for every element i in [begin, end) of row
-// (x widened to float), spreading the elements over the block's BLOCK
-// threads: a scalar head up to 16-byte alignment, then 16-byte vector loads,
-// UNROLL of them in flight per thread before the first use, then a scalar
-// tail. Elements are visited in no particular order.
+// for_each_vector calls f(i0, v, n) for the elements [begin, end) of row:
+// n = 1 for the scalar head and tail, n = N (16 bytes) in between, with
+// UNROLL vector loads in flight per thread.
 template <typename T, int BLOCK, int UNROLL, typename F>
-__device__ __forceinline__ void for_each_vec(const T *row, int begin, int end,
-                                             F &&f) {
+__device__ __forceinline__ void for_each_vector(const T *row, int begin, int end, F &&f) {
   constexpr int N = 16 / sizeof(T);
   if (end <= begin) return;
   const uintptr_t addr = reinterpret_cast<uintptr_t>(row + begin);
-  int head = (int)(((16 - (addr & 15)) & 15) / sizeof(T));
-  if (head > end - begin) head = end - begin;
-  for (int i = begin + threadIdx.x; i < begin + head; i += BLOCK) f(i, load_f32(row, i));
+  const int head = min(end - begin, (int)(((16 - (addr & 15)) & 15) / sizeof(T)));
+  for (int i = begin + threadIdx.x; i < begin + head; i += BLOCK) {
+    const float v[N] = {load_f32(row, i)};
+    f(i, v, 1);
+  }
   const int start = begin + head;
   const int nvec = (end - start) / N;
-  const uint4 *v = reinterpret_cast<const uint4 *>(row + start);
+  const uint4 *vec = reinterpret_cast<const uint4 *>(row + start);
   for (int j0 = threadIdx.x; j0 < nvec; j0 += BLOCK * UNROLL) {
     uint4 u[UNROLL];
 #pragma unroll
-    for (int k = 0; k < UNROLL; k++) {
-      const int j = j0 + k * BLOCK;
-      if (j < nvec) u[k] = __ldg(v + j);
-    }
+    for (int k = 0; k < UNROLL; k++)
+      if (j0 + k * BLOCK < nvec) u[k] = __ldg(vec + j0 + k * BLOCK);
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) {
       const int j = j0 + k * BLOCK;
       if (j < nvec) {
         const T *e = reinterpret_cast<const T *>(&u[k]);
+        float v[N];
 #pragma unroll
-        for (int q = 0; q < N; q++) f(start + j * N + q, to_f32(e[q]));
+        for (int q = 0; q < N; q++) v[q] = to_f32(e[q]);
+        f(start + j * N, v, N);
       }
     }
   }
-  for (int i = start + nvec * N + threadIdx.x; i < end; i += BLOCK) f(i, load_f32(row, i));
+  for (int i = start + nvec * N + threadIdx.x; i < end; i += BLOCK) {
+    const float v[N] = {load_f32(row, i)};
+    f(i, v, 1);
+  }
+}
+
+// for_each_vec calls f(i, x) for every element i in [begin, end) of row
+// (x widened to float), through for_each_vector. Elements are visited in
+// no particular order.
+template <typename T, int BLOCK, int UNROLL, typename F>
+__device__ __forceinline__ void for_each_vec(const T *row, int begin, int end, F &&f) {
+  constexpr int N = 16 / sizeof(T);
+  for_each_vector<T, BLOCK, UNROLL>(row, begin, end, [&](int i0, const float(&v)[N], int n) {
+#pragma unroll
+    for (int q = 0; q < N; q++)
+      if (q < n) f(i0 + q, v[q]);
+  });
 }
 
 struct MaxOp {

@@ -105,45 +105,6 @@ __device__ __forceinline__ void add(Online &o, const float (&v)[N], int n, float
   }
 }
 
-// for_each_vector calls f(i0, v, n) for the elements [begin, end) of row:
-// n = 1 for the scalar head and tail, n = N (16 bytes) in between, with
-// UNROLL vector loads in flight per thread.
-template <typename T, int BLOCK, int UNROLL, typename F>
-__device__ __forceinline__ void for_each_vector(const T *row, int begin, int end, F &&f) {
-  constexpr int N = 16 / sizeof(T);
-  if (end <= begin) return;
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(row + begin);
-  const int head = min(end - begin, (int)(((16 - (addr & 15)) & 15) / sizeof(T)));
-  for (int i = begin + threadIdx.x; i < begin + head; i += BLOCK) {
-    const float v[N] = {load_f32(row, i)};
-    f(i, v, 1);
-  }
-  const int start = begin + head;
-  const int nvec = (end - start) / N;
-  const uint4 *vec = reinterpret_cast<const uint4 *>(row + start);
-  for (int j0 = threadIdx.x; j0 < nvec; j0 += BLOCK * UNROLL) {
-    uint4 u[UNROLL];
-#pragma unroll
-    for (int k = 0; k < UNROLL; k++)
-      if (j0 + k * BLOCK < nvec) u[k] = __ldg(vec + j0 + k * BLOCK);
-#pragma unroll
-    for (int k = 0; k < UNROLL; k++) {
-      const int j = j0 + k * BLOCK;
-      if (j < nvec) {
-        const T *e = reinterpret_cast<const T *>(&u[k]);
-        float v[N];
-#pragma unroll
-        for (int q = 0; q < N; q++) v[q] = to_f32(e[q]);
-        f(start + j * N, v, N);
-      }
-    }
-  }
-  for (int i = start + nvec * N + threadIdx.x; i < end; i += BLOCK) {
-    const float v[N] = {load_f32(row, i)};
-    f(i, v, 1);
-  }
-}
-
 // RowTotals is a row's combined statistics.
 struct RowTotals {
   float m;
