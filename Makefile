@@ -60,7 +60,7 @@ NVCC_FLAGS  ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC $(NVCC_ARCH)
 GPU_OUT     ?= gpu-out
 GPU_TIMEOUT ?= 15m
 
-.PHONY: kernels gpu-bundle gpu-test
+.PHONY: kernels gpu-bundle gpu-test gpu-probe
 
 kernels: $(KERNEL_LIB)
 
@@ -78,6 +78,13 @@ gpu-bundle:
 
 gpu-test:
 	GPU_OUT=$(GPU_OUT) GPU_TIMEOUT=$(GPU_TIMEOUT) bash csrc/gpu_test.sh
+
+# `make gpu-probe` (on the GPU machine) times simple reference kernels on the
+# bench's shapes: what a kernel of each op's traffic can reach (docs/PERF.md).
+gpu-probe:
+	@mkdir -p build
+	$(NVCC) -O3 -std=c++17 -arch=sm_90 -o build/bwprobe csrc/probe/bwprobe.cu
+	build/bwprobe
 
 # --- web UI (web/, `sampviz serve`) --------------------------------------------
 # `make run` passes SERVE_FLAGS to `sampviz serve` (--listen, --data, --token,

@@ -1,7 +1,7 @@
 // cluster.cuh: what the sm_90 row kernels (argmax, softmax) share to split a
 // row over a thread block cluster: which path the device takes, the cluster
-// barrier in its split form, 16-byte asynchronous copies into shared memory,
-// and the host side of a cluster launch (kernel attributes, how many
+// barrier in its split form, stores into a peer block's shared memory, and
+// the host side of a cluster launch (kernel attributes, how many
 // clusters fit at once, cudaLaunchKernelEx).
 //
 // The device helpers exist only in the sm_90 pass (__CUDA_ARCH__ >= 900);
@@ -77,20 +77,19 @@ __device__ __forceinline__ void store_peer(const void *local, int rank, unsigned
   asm volatile("st.shared::cluster.u64 [%0], %1;" ::"r"(remote), "l"(v) : "memory");
 }
 
+// store_peer_f32 is store_peer for 4 bytes (local 4-byte aligned).
+__device__ __forceinline__ void store_peer_f32(const void *local, int rank, float v) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(local);
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
+}
+
 // pack is an ArgBest as the 8 bytes store_peer writes (its memory layout).
 __device__ __forceinline__ unsigned long long pack(const ArgBest &b) {
   return (unsigned long long)__float_as_uint(b.v) | (unsigned long long)(unsigned)b.i << 32;
 }
 
-// cp_async16 starts a 16-byte copy from global memory (16-byte aligned) into
-// shared memory (16-byte aligned) that needs no register and keeps nothing
-// in L1; cp_async_wait_all waits for this thread's copies (a __syncthreads
-// after it shows them to the block).
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 #endif
 
 // cluster_binary says whether the device runs kern from an sm_90 (or newer)

@@ -68,6 +68,54 @@ inline int check_launch(const char *what) {
   return SV_OK;
 }
 
+// Programmatic dependent launch (sm_90): a kernel launched with
+// launch_after may start while the kernel before it on the stream is still
+// running, once every block of that kernel has called pdl_trigger; it must
+// call pdl_wait before it touches anything the earlier kernel writes (or
+// reads), and pdl_wait returns once that kernel has finished and its
+// writes are visible. Both are no-ops where there is no such dependency
+// (and on sm_80). Used where a follow-up kernel has little to do (the
+// full-row kernels after a fast kernel that served every row, the
+// spec_verify chain), so that its launch hides behind the kernel before it.
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// pdl_supported says whether the current device takes launch_after's
+// early start (compute capability 9.0 or newer), asked once.
+bool pdl_supported();
+
+// launch_after launches kernel (grid, block threads, smem bytes of dynamic
+// shared memory) on the library's stream; with early, as a programmatic
+// dependent of the kernel before it where the device supports it, which
+// pays off when the kernel has little to do (its blocks sit resident, so
+// a kernel with real work may start unevenly spread: the full-row kernels
+// after a fast kernel take early only under SV_ALL_FAST).
+template <typename... Params, typename... Args>
+int launch_after(bool early, void (*kernel)(Params...), dim3 grid, int block, size_t smem, const char *what,
+                 Args... args) {
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(block);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream();
+  cfg.attrs = &attr;
+  cfg.numAttrs = early && pdl_supported() ? 1 : 0;
+  const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
+  if (err != cudaSuccess) return cuda_status(err, what);
+  return check_launch(what);
+}
+
 // params_* locate the six per-row arrays of the parameter buffer.
 struct RowParams {
   const float *temperature;

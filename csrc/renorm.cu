@@ -52,6 +52,7 @@ constexpr int kRowBlock = 512;
 template <typename T>
 __global__ void __launch_bounds__(kFastBlock, 4)
     renorm_fast_kernel(const T *__restrict__ logits, FastArgs a, float *probs, int zero_fill) {
+  pdl_trigger();  // renorm_kernel may launch now; it waits for this kernel
   FastSmem &s = fast_smem();
   const int row = blockIdx.y, n = a.vocab;
   float *out = probs + (size_t)row * n;
@@ -103,6 +104,7 @@ __global__ void __launch_bounds__(BLOCK, 1)
                   float *__restrict__ probs, float *__restrict__ wbuf, const int *__restrict__ todo) {
   __shared__ RowShared<BLOCK> sh;
   __shared__ Flagged<BLOCK> fl;
+  pdl_wait();  // launched behind renorm_fast_kernel: its flags and zeros first
   const int n = todo ? flagged_slots(todo, rows, fl) : 1;
   for (int i = 0; i < n; i++) {  // one call site, so that it is inlined
     renorm_row<T, BLOCK>(logits, vocab, rp, flags, probs, wbuf, todo ? fl.slot[i] : (int)blockIdx.x, sh);
@@ -139,9 +141,12 @@ int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t p
       if (st != SV_OK) return st;
     }
     auto kern = renorm_kernel<T, kRowBlock>;
-    const int grid = fast ? flagged_grid((const void *)kern, kRowBlock, rows) : rows;
-    kern<<<grid, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
-                                           static_cast<float *>(ws), fast ? fa.todo : nullptr);
+    if (fast)
+      return launch_after((flags & SV_ALL_FAST) != 0, kern, dim3(flagged_grid((const void *)kern, kRowBlock, rows)),
+                          kRowBlock, 0, "renorm", static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
+                          static_cast<float *>(ws), fa.todo);
+    kern<<<rows, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
+                                           static_cast<float *>(ws), nullptr);
   });
   return check_launch("renorm");
 }

@@ -480,12 +480,13 @@ __device__ unsigned long long seg_total(int n, Val val, unsigned long long &mine
   return Reduce<BLOCK>::sum(sh.red, s);
 }
 
-// seg_find returns the first i whose inclusive prefix sum of val exceeds
-// target, given each thread's segment sum from seg_total; -1 when none does.
-template <int BLOCK, typename Val>
-__device__ int seg_find(int n, unsigned long long target, unsigned long long mine, Val val, RowShared<BLOCK> &sh) {
+// find_segment returns the thread whose segment (of sum mine, segments in
+// thread order) holds target, and in rem the target's offset within it; -1
+// when the total does not reach past target.
+template <int BLOCK>
+__device__ int find_segment(unsigned long long target, unsigned long long mine, unsigned long long &rem,
+                            RowShared<BLOCK> &sh) {
   using Scan = cub::BlockScan<unsigned long long, BLOCK>;
-  const int S = seg_len<BLOCK>(n);
   unsigned long long excl;
   if (threadIdx.x == 0) sh.seg = -1;
   Scan(sh.red.s.scan).ExclusiveSum(mine, excl);
@@ -496,8 +497,18 @@ __device__ int seg_find(int n, unsigned long long target, unsigned long long min
   }
   __syncthreads();
   const int seg = sh.seg;
-  const unsigned long long rem = sh.rem;
+  rem = sh.rem;
   __syncthreads();
+  return seg;
+}
+
+// seg_find returns the first i whose inclusive prefix sum of val exceeds
+// target, given each thread's segment sum from seg_total; -1 when none does.
+template <int BLOCK, typename Val>
+__device__ int seg_find(int n, unsigned long long target, unsigned long long mine, Val val, RowShared<BLOCK> &sh) {
+  const int S = seg_len<BLOCK>(n);
+  unsigned long long rem;
+  const int seg = find_segment<BLOCK>(target, mine, rem, sh);
   if (seg < 0) return -1;
   const int lo = seg * S;
   return scan_find<BLOCK, 4>(lo, min(n, lo + S), rem, val, sh);

@@ -116,6 +116,19 @@ int cuda_status(cudaError_t err, const char *what) {
 cudaStream_t stream() { return g_stream; }
 int device_sms() { return g_sms > 0 ? g_sms : 1; }
 
+bool pdl_supported() {
+  static const bool yes = [] {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      cudaGetLastError();  // not sticky: clear it
+      return false;
+    }
+    return major >= 9;
+  }();
+  return yes;
+}
+
 int workspace(size_t bytes, void **out) {
   if (bytes == 0) bytes = 256;
   if (bytes > g_ws_bytes) {

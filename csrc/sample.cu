@@ -233,6 +233,7 @@ __global__ void __launch_bounds__(BLOCK, 1)
     sample_flagged_kernel(const T *__restrict__ logits, SampleArgs a, const int *__restrict__ todo, int slots) {
   __shared__ RowShared<BLOCK> sh;
   __shared__ Flagged<BLOCK> fl;
+  pdl_wait();  // launched behind sample_fast_kernel: its flags first
   const int n = flagged_slots(todo, slots, fl);
   for (int i = 0; i < n; i++) {
     sample_slot<T, BLOCK, true>(logits, a, fl.slot[i], sh);
@@ -247,6 +248,7 @@ __global__ void __launch_bounds__(BLOCK, 1)
 // cannot serve are flagged in a.todo for sample_flagged_kernel.
 template <typename T>
 __global__ void __launch_bounds__(kFastBlock, 4) sample_fast_kernel(const T *__restrict__ logits, FastArgs a, int *tokens) {
+  pdl_trigger();  // sample_flagged_kernel may launch now; it waits for this kernel
   FastSmem &s = fast_smem();
   const int slot = blockIdx.y, row = a.map[slot];
   FastTop top;
@@ -348,8 +350,10 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
         }
         if (fast) {
           auto kern = sample_flagged_kernel<T, kRowBlock>;
-          kern<<<flagged_grid((const void *)kern, kRowBlock, n_sampled), kRowBlock, 0, stream()>>>(
-              static_cast<const T *>(logits), a, fa.todo, n_sampled);
+          const dim3 grid(flagged_grid((const void *)kern, kRowBlock, n_sampled));
+          st = launch_after((flags & SV_ALL_FAST) != 0, kern, grid, kRowBlock, 0, "sample",
+                            static_cast<const T *>(logits), a, fa.todo, n_sampled);
+          if (st != SV_OK) return st;
         } else {
           sample_kernel<T, kRowBlock, true><<<n_sampled, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), a);
         }

@@ -53,6 +53,11 @@ typedef enum sv_dtype { SV_F32 = 0, SV_F16 = 1, SV_BF16 = 2 } sv_dtype;
 #define SV_ARGMAX_INF_INVALID 0x100 /* argmax: +Inf makes a row invalid (-1) */
 #define SV_HAS_FILTERS 0x200        /* renorm, sample, spec_verify: some row has a filter on
                                        (without it, filters are ignored: a leaner kernel runs) */
+#define SV_ALL_FAST 0x400           /* renorm, sample, spec_verify: a hint that every row takes
+                                       the top-k fast path by its parameters (T > 0,
+                                       0 < top_k < vocab, top_k <= 256, top-p not joint), so
+                                       the full-row kernel after it starts early, expecting
+                                       nothing to do; a wrong hint costs time, not results */
 
 /*
  * Per-row parameters live in one device buffer of SV_PARAM_BYTES * rows

@@ -24,7 +24,7 @@
 //       path for 66 <= B < 264 (B=128 71.8 us). ncu at B=128: one block per
 //       SM, 48% occupancy, DRAM at 50-56%: the row kernel cannot keep enough
 //       loads in flight with one row per SM.
-//   v4  (this file, sm_90) one read of the input: a thread block cluster of
+//   v4  (sm_90, replaced by v5) one read of the input: a thread block cluster of
 //       C blocks per row (C = 1..16). Each block copies its chunk once into
 //       dynamic shared memory with cp.async (16-byte copies, the whole
 //       chunk in flight at once, no registers held), then works from shared
@@ -46,8 +46,31 @@
 //       The prediction missed by ~30%: a block cannot start its sums
 //       before its whole chunk has landed, and below two waves the last
 //       partial wave idles SMs. So v4 runs only where it measured faster
-//       (at least ~2 waves of blocks: B=512, f32 B=128); other shapes keep
+//       (at least ~2 waves of blocks: B=512, f32 B=128); other shapes kept
 //       v3.
+//   v5  (this file, sm_90, every shape) v3's two reads in a cluster: C
+//       blocks per row (C = 1..16, chunks of about 8192 tokens), each
+//       reading its chunk for v3's per-vector online statistics, the
+//       blocks' (max, first maximum, sum, flags) exchanged over DSMEM and
+//       folded in rank order by every block (one cluster barrier), then the
+//       chunk read again, from L2, and written. A probe of simple kernels
+//       on the bench's shapes (docs/PERF.md, run 24) showed why: a block
+//       that reads a chunk of 4-8k tokens twice, the second time from L2,
+//       wrote bf16 B=512 at 1.14x the floor (153 us) and B=128 at 1.28x,
+//       where a plain one-read conversion took 194-258 us; and small blocks
+//       with few registers, many per SM. Measured (runs 26-33): B=128 54 us
+//       (1.63x; v3 57.9), B=512 178-183 us (1.33-1.38x; v4 200.8),
+//       V=151936 66 us (v3 69.7), f32 B=128 65 us (v4 64.8), B=1 10.6 us
+//       (v3 10.3). The cluster costs against the probe: blocks of a
+//       cluster start and are scheduled together within a GPC, and every
+//       block waits for its cluster's slowest before it writes.
+//       Tried after v5 (run 34): the same blocks without a cluster, as a
+//       cooperative grid of row groups (up to 32 blocks, all resident)
+//       that exchange their statistics through global memory and a
+//       counter, each group serving rows in rounds: B=128 55-61 us,
+//       B=512 196-227 us, worse than v5 (within a block the rounds run
+//       read, wait, write one after another; in v5 finished blocks are
+//       replaced by fresh ones that overlap them); B=1 9.1 us.
 //
 // Numerics: softmax is not bit for bit (docs/SEMANTICS.md): the outputs are
 // exp2((x - m) * log2(e)/T) / S with the hardware exp2 (relative error
@@ -55,8 +78,8 @@
 // The scale comes after the max (x - m <= 0), so T = 1e-4 cannot overflow.
 // T = 0 writes one-hot at the first maximum; rows with NaN or +Inf, or all
 // -Inf, write NaN. In-place (f32) works because each thread reads its
-// elements before it writes them (v3), or because every block has its
-// whole chunk in shared memory before it writes (v4).
+// elements before it writes them, and (v5) every block of a row has read
+// its chunk for the statistics before any block writes.
 #include "cluster.cuh"
 #include "common.cuh"
 
@@ -293,100 +316,22 @@ __global__ void __launch_bounds__(BLOCK)
   for_each_vector<T, BLOCK, 4>(x, begin, end, [&](int i0, const float(&v)[N], int n) { write_out<N>(out, tot, i0, v, n); });
 }
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// neg_inf is -Inf in T: what the shared-memory chunk holds outside the
-// chunk's tokens, so that whole vectors can be scanned (it never wins the
-// max and weighs 2^-Inf = 0).
-template <typename T>
-__device__ __forceinline__ T neg_inf();
-template <>
-__device__ __forceinline__ float neg_inf<float>() {
-  return -kInf;
-}
-template <>
-__device__ __forceinline__ __half neg_inf<__half>() {
-  return __ushort_as_half(0xfc00);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 neg_inf<__nv_bfloat16>() {
-  return __ushort_as_bfloat16(0xff80);
-}
-
-// prob is the output for token i of value v: MODE 2 the softmax, 1 one-hot
-// at arg (T = 0), 0 NaN (no distribution).
-template <int MODE>
-__device__ __forceinline__ float prob(float v, int i, float m, float c, float inv_s, int arg) {
-  if (MODE == 2) return ex2((v - m) * c) * inv_s;
-  if (MODE == 1) return i == arg ? 1.0f : 0.0f;
-  return nan_f32();
-}
-
-// write_chunk writes outputs [begin, begin + len) of a row from the chunk in
-// shared memory (buf[k] holds token begin - lead + k; head tokens come
-// before the first 16-byte input vector, nvec vectors follow). When the
-// input vectors line up with 16-byte output vectors (rows of a multiple of
-// 8 tokens), one shared-memory vector feeds N/4 float4 stores; otherwise
-// float4 stores from scalar shared-memory reads.
-template <typename T, int BLOCK, int MODE>
-__device__ __forceinline__ void write_chunk(float *out, const T *buf, int begin, int len, int lead, int head, int nvec,
-                                            float m, float c, float inv_s, int arg) {
-  constexpr int N = 16 / sizeof(T);
-  const int base = begin - lead;
-  const int end = begin + len;
-  if ((reinterpret_cast<uintptr_t>(out + begin + head) & 15) == 0) {
-    for (int i = begin + threadIdx.x; i < begin + head; i += BLOCK)
-      out[i] = prob<MODE>(to_f32(buf[i - base]), i, m, c, inv_s, arg);
-    const uint4 *sv = reinterpret_cast<const uint4 *>(buf + lead + head);
-    const int i0 = begin + head;
-    for (int j = threadIdx.x; j < nvec; j += BLOCK) {
-      const uint4 u = sv[j];
-      const T *e = reinterpret_cast<const T *>(&u);
-      const int i = i0 + j * N;
-      float o[N];
-#pragma unroll
-      for (int q = 0; q < N; q++) o[q] = prob<MODE>(to_f32(e[q]), i + q, m, c, inv_s, arg);
-#pragma unroll
-      for (int q = 0; q < N; q += 4)
-        *reinterpret_cast<float4 *>(out + i + q) = make_float4(o[q], o[q + 1], o[q + 2], o[q + 3]);
-    }
-    for (int i = i0 + nvec * N + threadIdx.x; i < end; i += BLOCK)
-      out[i] = prob<MODE>(to_f32(buf[i - base]), i, m, c, inv_s, arg);
-  } else {
-    const int ohead = min(len, (int)(((16 - (reinterpret_cast<uintptr_t>(out + begin) & 15)) & 15) / sizeof(float)));
-    const int ngrp = (len - ohead) / 4;
-    for (int i = begin + threadIdx.x; i < begin + ohead; i += BLOCK)
-      out[i] = prob<MODE>(to_f32(buf[i - base]), i, m, c, inv_s, arg);
-    const int i0 = begin + ohead;
-    for (int g = threadIdx.x; g < ngrp; g += BLOCK) {
-      const int i = i0 + 4 * g;
-      float o[4];
-#pragma unroll
-      for (int q = 0; q < 4; q++) o[q] = prob<MODE>(to_f32(buf[i + q - base]), i + q, m, c, inv_s, arg);
-      *reinterpret_cast<float4 *>(out + i) = make_float4(o[0], o[1], o[2], o[3]);
-    }
-    for (int i = i0 + 4 * ngrp + threadIdx.x; i < end; i += BLOCK)
-      out[i] = prob<MODE>(to_f32(buf[i - base]), i, m, c, inv_s, arg);
-  }
-}
-#endif
-
 // softmax_cluster_kernel (sm_90): one cluster of C blocks per row
-// (blockIdx.x / C); block rank r owns tokens [r * chunk, (r + 1) * chunk),
-// which it reads once into dynamic shared memory (chunk + N tokens of T).
-// Statistics and sums go to every block of the cluster over DSMEM, each
-// block into slot [rank] of every peer, and every block folds the slots in
-// rank order, so all derive the same max, first maximum and sum.
-template <typename T, int BLOCK, int MINB>
+// (blockIdx.x / C); block rank r owns tokens [r * chunk, (r + 1) * chunk).
+// Each block reads its chunk once for its statistics (block_stats), sends
+// them to every block of the cluster over DSMEM (slot [rank] of each peer),
+// folds the slots in rank order (so all blocks derive the same m, first
+// maximum and S) and reads its chunk again to write it: the second read
+// comes from L2, since the block read the same bytes microseconds before.
+template <typename T, int BLOCK, int MINB, int U>
 __global__ void __launch_bounds__(BLOCK, MINB)
     softmax_cluster_kernel(const T *logits, int vocab, int chunk, const float *__restrict__ temperature,
                            float *probs) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int N = 16 / sizeof(T);
   __shared__ typename Reduce<BLOCK>::Shared sh;
-  __shared__ __align__(8) ArgBest peer_best[kMaxCluster];  // each block's (max, first maximum); NaN as (+Inf, -1)
-  __shared__ double peer_sum[kMaxCluster];    // each block's sum of 2^((x - m) * c)
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T *buf = reinterpret_cast<T *>(smem_raw);
+  __shared__ __align__(8) ArgBest peer_best[kMaxCluster];  // each block's (max, first maximum)
+  __shared__ __align__(8) float2 peer_sum[kMaxCluster];    // each block's (sum of 2^((x - max) * c), flags)
   const int csize = cluster_blocks();
   const int rank = cluster_rank();
   // Arrive now, wait before the first DSMEM store: by then every block of
@@ -395,84 +340,53 @@ __global__ void __launch_bounds__(BLOCK, MINB)
   const int row = blockIdx.x / csize;
   const T *x = logits + (size_t)row * vocab;
   float *out = probs + (size_t)row * vocab;
-  const int begin = rank * chunk;
-  const int len = min(vocab, begin + chunk) - begin;  // >= 1: the host makes no empty chunk
-  // buf[k] holds token base + k: lead puts the row's 16-byte vectors on
-  // buf's, so the chunk is copied with 16-byte copies between a scalar head
-  // and tail; the positions around the chunk hold -Inf.
-  const int lead = (int)((reinterpret_cast<uintptr_t>(x + begin) & 15) / sizeof(T));
-  const int head = min(len, (N - lead) % N);  // tokens before the first vector
-  const int nvec = (len - head) / N;
-  const int tail = lead + head + nvec * N;    // buf position after the vectors
-  const int span = (lead + len + N - 1) / N;  // vectors of buf in use
-  const int base = begin - lead;
-  {
-    const uint4 *src = reinterpret_cast<const uint4 *>(x + begin + head);
-    uint4 *dst = reinterpret_cast<uint4 *>(buf + lead + head);
-    for (int j = threadIdx.x; j < nvec; j += BLOCK) cp_async16(dst + j, src + j);
-    const int k = threadIdx.x;  // lead + head <= N and span * N - tail < 2N, both <= BLOCK
-    if (k < lead + head) buf[k] = k < lead ? neg_inf<T>() : x[base + k];
-    const int kt = tail + threadIdx.x;
-    if (kt < span * N) buf[kt] = kt < lead + len ? x[base + kt] : neg_inf<T>();
-  }
-  cp_async_wait_all();
-  __syncthreads();
-  // The chunk's maximum and its first index (a thread visits its vectors in
-  // increasing order, so strict > keeps the first), NaN as (+Inf, -1).
-  const uint4 *sv = reinterpret_cast<const uint4 *>(buf);
-  ArgBest best{-kInf, 0x7fffffff};
-  int nan = 0;
-  for (int j = threadIdx.x; j < span; j += BLOCK) {
-    const uint4 u = sv[j];
-    const float vm = vec_max(u, (const T *)nullptr);
-    if (vm != vm) {
-      nan = 1;
-    } else if (vm > best.v) {
-      const T *e = reinterpret_cast<const T *>(&u);
-      int q = N - 1;
-#pragma unroll
-      for (int r = N - 1; r >= 0; r--)
-        if (to_f32(e[r]) == vm) q = r;
-      best = ArgBest{vm, base + j * N + q};
-    }
-  }
-  if (nan) best = ArgBest{kInf, -1};
-  best = Reduce<BLOCK>::argbest(sh, best);
+  const int begin = rank * chunk, end = min(vocab, begin + chunk);
   const float temp = temperature[row];
   const float c = temp > 0.0f ? kLog2e / temp : 0.0f;
-  cluster_wait();
-  if ((int)threadIdx.x < csize) store_peer(&peer_best[rank], threadIdx.x, pack(best));
-  cluster_sync();
-  best = peer_best[0];
-  for (int r = 1; r < csize; r++)
-    if (better(peer_best[r].v, peer_best[r].i, best)) best = peer_best[r];
-  // +Inf as the max means NaN or +Inf in the row: no distribution.
-  const int mode = best.v == kInf || !(best.v > -kInf) ? 0 : temp == 0.0f ? 1 : 2;
-  const float m = best.v;
-  double s = 0.0;
-  if (mode == 2) {
-    float acc = 0.0f;
-    for (int j = threadIdx.x; j < span; j += BLOCK) {
-      const uint4 u = sv[j];
-      const T *e = reinterpret_cast<const T *>(&u);
-#pragma unroll
-      for (int q = 0; q < N; q++) acc += ex2((to_f32(e[q]) - m) * c);
-    }
-    s = Reduce<BLOCK>::sum(sh, (double)acc);
+  BlockStats b;
+  if (temp == 0.0f) {
+    ArgBest best{-kInf, 0x7fffffff};
+    int nan = 0;
+    scan_max<T, BLOCK, U>(x, begin, end, best, nan);
+    b.flags = Reduce<BLOCK>::any(sh, nan | (best.v == kInf ? 2 : 0));
+    best = Reduce<BLOCK>::argbest(sh, best);
+    b.m = best.v;
+    b.arg = best.i;
+    b.s = 1.0f;
+  } else {
+    Online o{-kInf, 0.0f, 0};
+    for_each_vector<T, BLOCK, U>(x, begin, end, [&](int, const float(&v)[N], int n) { add<N>(o, v, n, c); });
+    b.flags = Reduce<BLOCK>::any(sh, o.flags);
+    b.m = Reduce<BLOCK>::max(sh, o.m);
+    b.s = (float)Reduce<BLOCK>::sum(sh, (double)(o.m > -kInf ? o.s * ex2((o.m - b.m) * c) : 0.0f));
+    b.arg = 0;
   }
-  if ((int)threadIdx.x < csize) store_peer(&peer_sum[rank], threadIdx.x, (unsigned long long)__double_as_longlong(s));
+  cluster_wait();
+  if ((int)threadIdx.x < csize) {
+    store_peer(&peer_best[rank], threadIdx.x, pack(ArgBest{b.m, b.arg}));
+    store_peer(&peer_sum[rank], threadIdx.x,
+               (unsigned long long)__float_as_uint(b.s) | (unsigned long long)(unsigned)b.flags << 32);
+  }
   // After this barrier nothing touches another block's shared memory, so
   // blocks may exit: no barrier before exit is needed.
   cluster_sync();
-  double total = 0.0;  // in rank order: the same S in every block
-  for (int r = 0; r < csize; r++) total += peer_sum[r];
-  const float inv_s = 1.0f / (float)total;
-  if (mode == 2)
-    write_chunk<T, BLOCK, 2>(out, buf, begin, len, lead, head, nvec, m, c, inv_s, best.i);
-  else if (mode == 1)
-    write_chunk<T, BLOCK, 1>(out, buf, begin, len, lead, head, nvec, m, c, inv_s, best.i);
-  else
-    write_chunk<T, BLOCK, 0>(out, buf, begin, len, lead, head, nvec, m, c, inv_s, best.i);
+  // The row's max (T > 0) or first maximum (T = 0), in rank order.
+  ArgBest best{-kInf, 0x7fffffff};
+  int flags = 0;
+  for (int r = 0; r < csize; r++) {
+    const ArgBest p = peer_best[r];
+    flags |= __float_as_int(peer_sum[r].y);
+    if (better(p.v, temp == 0.0f ? p.i : r, best)) best = ArgBest{p.v, temp == 0.0f ? p.i : r};
+  }
+  float s = 1.0f;
+  if (temp > 0.0f) {
+    double total = 0.0;  // in rank order: the same S in every block
+    for (int r = 0; r < csize; r++)
+      if (peer_best[r].v > -kInf) total += (double)(peer_sum[r].x * ex2((peer_best[r].v - best.v) * c));
+    s = (float)total;
+  }
+  const RowTotals tot = totals(best.v, s, best.i, flags, temp, c);
+  for_each_vector<T, BLOCK, U>(x, begin, end, [&](int i0, const float(&v)[N], int n) { write_out<N>(out, tot, i0, v, n); });
 #endif
 }
 
@@ -480,76 +394,48 @@ constexpr int kSoftmaxBlock = 512;  // split kernels
 constexpr int kRowBlock = 512;      // one block per row (1024 measured slower: 64.5 vs 58 us)
 constexpr int kCacheVocab = 16384;  // rows up to this many tokens stay in shared memory
 
-// Cluster shape (sm_90): 512-thread blocks with chunks of at most
-// kChunkBytes, so that 4 blocks share an SM and one block's reads overlap
-// another's writes. MIN is the blocks per SM for __launch_bounds__.
-constexpr int kNarrowBlock = 512, kNarrowMin = 4;
-constexpr int kChunkBytes = 48 << 10;      // per block, when 8 blocks hold the row in it
-constexpr int kWideChunkBytes = 100 << 10;  // per block, for rows too long for 8 x 48 KB
-constexpr int kMaxChunkBytes = 200 << 10;   // beyond: v3's kernels
+// Cluster shape (sm_90): 256-thread blocks with 40 registers (six blocks
+// per SM), four 16-byte loads in flight per thread, chunks of about 8192
+// tokens (bf16 V=128256: clusters of 16). Measured against 512-thread
+// blocks (2 to 4 per SM: 18-70% slower), 128-thread blocks (12 or 16 per
+// SM: 2-8% slower), 32 registers (8 per SM: spills, 1-15% slower) and
+// chunks of 11000 or 16384 tokens (3-18% slower) on the bench's shapes.
+constexpr int kClusterBlock = 256, kClusterMin = 6, kClusterUnroll = 4;
+constexpr int kClusterChunk = 8192;
 
 // softmax_prepare sets a cluster kernel's attributes once (cluster sizes
-// above 8, dynamic shared memory up to kMaxChunkBytes, the largest shared
-// memory carveout) and says whether the kernel is usable (an sm_90 binary
-// whose attributes took).
-template <typename T, int BLOCK, int MINB>
+// above 8) and says whether the kernel is usable (an sm_90 binary whose
+// attribute took).
+template <typename T, int BLOCK, int MINB, int U>
 bool softmax_prepare() {
   static const bool ok = [] {
-    auto kern = softmax_cluster_kernel<T, BLOCK, MINB>;
+    auto kern = softmax_cluster_kernel<T, BLOCK, MINB, U>;
     if (!cluster_binary((const void *)kern)) return false;
-    const bool good =
-        cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess &&
-        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxChunkBytes) == cudaSuccess &&
-        cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared) ==
-            cudaSuccess;
-    if (!good) cudaGetLastError();
-    return good;
+    if (cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return true;
   }();
   return ok;
 }
 
-// softmax_try launches the cluster kernel with clusters of (up to) csize
-// blocks if they fit: shared memory within kMaxChunkBytes and at least
-// a cluster resident. Returns -1 when it launched nothing.
-template <typename T, int BLOCK, int MINB>
-int softmax_try(const T *logits, int rows, int vocab, const float *temperature, float *probs, int csize) {
-  constexpr int N = 16 / sizeof(T);
-  auto kern = softmax_cluster_kernel<T, BLOCK, MINB>;
-  const int chunk = split_row(vocab, csize);
-  const size_t smem = sizeof(T) * (size_t)(chunk + N);
-  if (smem > (size_t)kMaxChunkBytes || (long long)csize * rows > 0x7fffffff) return -1;
-  if (max_clusters((const void *)kern, csize, BLOCK, smem) < 1) return -1;
-  return launch_cluster(kern, csize * rows, BLOCK, smem, csize, "softmax", logits, vocab, chunk, temperature, probs);
-}
-
 // softmax_cluster launches the cluster kernel, or returns -1 (nothing
-// launched) when no cluster shape fits the device or the row.
-template <typename T>
+// launched) when no cluster shape fits the device.
+template <typename T, int BLOCK, int MINB, int U>
 int softmax_cluster(const T *logits, int rows, int vocab, const float *temperature, float *probs) {
-  constexpr int N = 16 / sizeof(T);
-  const int sms = device_sms();
-  const long long row_bytes = (long long)vocab * sizeof(T);
-  // Few rows (B <= SMs / 16) keep v3: clusters of 16 blocks of 1024 threads
-  // measured slower there (B=1: 14.0 us against 10.3).
-  if ((long long)rows * kMaxCluster <= sms) return -1;
-  if (!softmax_prepare<T, kNarrowBlock, kNarrowMin>()) return -1;
-  // Many rows: chunks of at most kChunkBytes (kWideChunkBytes when that
-  // would take more than 8 blocks), at least two blocks per SM, at least
-  // one vector per thread.
-  int c_mem = (int)((row_bytes + kChunkBytes - 1) / kChunkBytes);
-  if (c_mem > kPortableCluster)
-    c_mem = max(kPortableCluster, (int)((row_bytes + kWideChunkBytes - 1) / kWideChunkBytes));
-  const int c_fill = (int)((2LL * sms + rows - 1) / rows);
-  const int c_vec = max(1, vocab / (kNarrowBlock * N));
-  const int csize = min(kMaxCluster, max(c_mem, min(c_fill, c_vec)));
-  // Under about two waves of blocks the last, partial wave leaves SMs idle
-  // while every block must hold its whole chunk; v3's row kernel measured
-  // faster there (bf16 B=128: 58 us against 64.7 with clusters of 6).
-  if ((long long)csize * rows * 8 < 15LL * kNarrowMin * sms) return -1;
-  int st = softmax_try<T, kNarrowBlock, kNarrowMin>(logits, rows, vocab, temperature, probs, csize);
-  if (st < 0 && csize > kPortableCluster)
-    st = softmax_try<T, kNarrowBlock, kNarrowMin>(logits, rows, vocab, temperature, probs, kPortableCluster);
-  return st;
+  if (!softmax_prepare<T, BLOCK, MINB, U>()) return -1;
+  auto kern = softmax_cluster_kernel<T, BLOCK, MINB, U>;
+  int csize = max(1, min(kMaxCluster, (vocab + kClusterChunk - 1) / kClusterChunk));
+  if ((long long)csize * rows > 0x7fffffff) return -1;
+  for (;;) {
+    int c = csize;
+    const int chunk = split_row(vocab, c);
+    if (max_clusters((const void *)kern, c, BLOCK, 0) >= 1)
+      return launch_cluster(kern, c * rows, BLOCK, 0, c, "softmax", logits, vocab, chunk, temperature, probs);
+    if (csize == 1) return -1;
+    csize = csize > kPortableCluster ? kPortableCluster : csize - 1;
+  }
 }
 
 }  // namespace
@@ -561,7 +447,8 @@ int launch_softmax(int dtype, const void *logits, int rows, int vocab, const flo
   if (cluster_path()) {
     int st = -1;
     SV_DISPATCH_DTYPE(dtype, T,
-                      st = softmax_cluster<T>(static_cast<const T *>(logits), rows, vocab, temperature, probs));
+                      st = softmax_cluster<T, kClusterBlock, kClusterMin, kClusterUnroll>(
+                          static_cast<const T *>(logits), rows, vocab, temperature, probs));
     if (st >= 0) return st;
   }
   // sm_80 (and rows no cluster holds): v3.

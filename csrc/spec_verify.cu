@@ -11,6 +11,9 @@
 //     one residual (or bonus) token from Weight(max(p - q, 0)) at the
 //     stopping position with the segment search, recomputing p from the
 //     logits on the fly.
+// Unfiltered launches with few positions prepare them with a cluster of
+// blocks per position instead (spec_split_kernel), and the chain draws from
+// one span of the row (draw_split).
 // Trials are independent draws of the row's stream (draw index = trial).
 //
 // History (H100, bf16, B=128, K=8, V=128256, T=1, one-hot drafts, one
@@ -32,15 +35,31 @@
 //       probabilities in a list per position, so the chain draws the
 //       residual from the list, not the row. top-k 50, top-p 0.9, T=0.7:
 //       B=128 300.5 us (3.0x the floor), B=1 37.8 us.
-//   v6  (this file) fastrow.cuh's lean scan (whole rows per block at
-//       B=128: 1152 slots), the flagged slots prepared by a grid of
-//       resident blocks (the no-op prepare launch was 7 us as one block
-//       per slot), the chain's acceptance tests one lane per position:
-//       with filters B=128 195.7 us (1.93x), B=1 33.2 us.
+//   v6  fastrow.cuh's lean scan (whole rows per block at B=128: 1152
+//       slots), the flagged slots prepared by a grid of resident blocks
+//       (the no-op prepare launch was 7 us as one block per slot), the
+//       chain's acceptance tests one lane per position: with filters
+//       B=128 195.7 us (1.93x), B=1 33.2 us.
+//   v7  (this file) unfiltered launches with fewer positions than SMs
+//       (B=1: 9) take spec_split_kernel: a cluster of up to 16 blocks per
+//       position, each with a chunk of the row in shared memory, forms the
+//       exact normaliser together (the Sum's leaves of each chunk into
+//       every block's tree over DSMEM) and the fixed-point totals of the
+//       residual and target weights per 512-token span, so the chain
+//       searches one span instead of two passes over the row. The chain
+//       computes the draw's uniform for every possible stop beside the
+//       acceptance tests. B=1 unfiltered: 139.7 -> 28 us (ncu: split
+//       kernel 20 us, at 47% issue: the exact exp, the division by S and
+//       two fixed-point conversions per token on 144 blocks; chain 8 us,
+//       one block's chain of dependent loads). Tried: 1024-thread blocks
+//       (one per SM, 39.8 us) and clusters of 14 so that no SM holds two
+//       blocks (29.7 us).
 //
-// What is left (docs/PERF.md): unfiltered positions still compute the exact
-// exp for every token of B*(K+1) rows (~147M here), ~1.5-2x the bandwidth
-// floor by itself; the chain's residual pass runs one block per row.
+// What is left (docs/PERF.md): unfiltered positions at B=128 still compute
+// the exact exp for every token of B*(K+1) rows (~147M here), ~1.5-2x the
+// bandwidth floor by itself; the chain's residual pass runs one block per
+// row.
+#include "cluster.cuh"
 #include "fastrow.cuh"
 
 namespace sv {
@@ -146,6 +165,8 @@ __global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
                         const int *__restrict__ todo) {
   __shared__ RowShared<BLOCK> sh;
   __shared__ Flagged<BLOCK> fl;
+  pdl_wait();     // launched behind spec_fast_kernel (with todo): its flags first
+  pdl_trigger();  // the chain may launch now; it waits for this kernel
   const int n = todo ? flagged_slots(todo, slots, fl) : 1;
   for (int i = 0; i < n; i++) {  // one call site, so that it is inlined
     const int slot = todo ? fl.slot[i] : (int)blockIdx.x;
@@ -164,6 +185,7 @@ template <typename T>
 __global__ void __launch_bounds__(kFastBlock, 4)
     spec_fast_kernel(const T *__restrict__ target, FastArgs a, int k, const int *__restrict__ drafts,
                      PosStat *__restrict__ stats, SpecLists lists) {
+  pdl_trigger();  // spec_prepare_kernel may launch now; it waits for this kernel
   FastSmem &s = fast_smem();
   const int slot = blockIdx.y, n = a.vocab;
   const int row = slot / (k + 1), pos = slot % (k + 1);
@@ -197,6 +219,168 @@ __global__ void __launch_bounds__(kFastBlock, 4)
   }
 }
 
+// SplitTotals is what spec_split_kernel leaves for the chain: per slot and
+// span of consecutive tokens, the fixed-point totals of the residual weights
+// weight(max(p - q, 0)) and of the target weights weight(p), so that the
+// chain draws from one span instead of the whole row.
+struct SplitTotals {
+  const unsigned long long *tot;  // [slots][2][spans]: residual, then target
+  int spans, span;
+};
+
+// spec_split_kernel (sm_90) prepares unfiltered positions when they are too
+// few to fill the GPU one block each (the B=1 case): one cluster of C blocks
+// per slot (blockIdx.x / C), block rank r owning tokens [r * chunk, (r + 1)
+// * chunk), chunk a multiple of the Sum's 256-token leaves. The blocks
+// exchange their (max, first maximum) over DSMEM; each computes the exact
+// weights of its chunk into shared memory and the Sum's leaves of its
+// chunk (one thread per leaf lane: lane l adds elements l, l+8, ... in
+// order, as engine/cpu's chunkSum), which it stores into every block's
+// tree; every block then folds the same tree, so all hold the same S. Each
+// block then sums, in fixed point, the residual and target weights of its
+// chunk for the chain (SplitTotals). PosStat is rank 0's.
+template <typename T, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+    spec_split_kernel(const T *__restrict__ target, int k, int vocab, int chunk, RowParams rp,
+                      const int *__restrict__ drafts, const void *qprobs, int qdtype, PosStat *__restrict__ stats,
+                      unsigned long long *__restrict__ totals) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ typename Reduce<BLOCK>::Shared red;
+  __shared__ __align__(8) ArgBest peer_best[kMaxCluster];
+  extern __shared__ __align__(16) float dyn[];
+  pdl_trigger();  // the chain may launch now; it waits for this kernel
+  const int csize = cluster_blocks();
+  const int rank = cluster_rank();
+  cluster_arrive();
+  const int slot = blockIdx.x / csize;
+  const int row = slot / (k + 1), pos = slot % (k + 1);
+  const T *x = target + (size_t)slot * vocab;
+  const int begin = rank * chunk, end = min(vocab, begin + chunk);
+  const int leaves_n = (vocab + 255) / 256;
+  int depth = 0;
+  while ((1 << depth) < leaves_n) depth++;
+  const int L = 1 << depth;
+  float *w = dyn;               // the chunk's weights: w[i - begin]
+  float *tree = dyn + chunk;    // 2L: the Sum's complete tree, leaves at [L, 2L)
+  for (int j = threadIdx.x; j < L; j += BLOCK) tree[L + j] = 0.0f;
+  // One read of the chunk: its values into w (the weights replace them
+  // later), its maximum and first maximum (a thread visits its vectors in
+  // increasing order, so strict > keeps the first), NaN.
+  constexpr int N = 16 / sizeof(T);
+  ArgBest best{-kInf, 0x7fffffff};
+  int nan = 0;
+  for_each_vector<T, BLOCK, 2>(x, begin, end, [&](int i0, const float(&v)[N], int n) {
+    float vm = -kInf;
+#pragma unroll
+    for (int q = 0; q < N; q++)
+      if (q < n) {
+        w[i0 + q - begin] = v[q];
+        nan |= v[q] != v[q];
+        vm = fmaxf(vm, v[q]);
+      }
+    if (vm > best.v) {
+      int first = n - 1;
+#pragma unroll
+      for (int q = N - 1; q >= 0; q--)
+        if (q < n && v[q] == vm) first = q;
+      best = ArgBest{vm, i0 + first};
+    }
+  });
+  if (nan) best = ArgBest{kInf, -1};  // NaN beats every key: the row is invalid
+  best = Reduce<BLOCK>::argbest(red, best);
+  cluster_wait();  // every block has started, and zeroed its tree
+  if ((int)threadIdx.x < csize) store_peer(&peer_best[rank], threadIdx.x, pack(best));
+  cluster_sync();
+  best = peer_best[0];
+  for (int r = 1; r < csize; r++)
+    if (better(peer_best[r].v, peer_best[r].i, best)) best = peer_best[r];
+  const bool valid = best.i >= 0 && best.v > -kInf && best.v != kInf;
+  const float m = best.v, temp = rp.temperature[row];
+  const bool onehot = valid && temp == 0.0f;
+  const bool weights = valid && !onehot;
+  // The chunk's weights, then the Sum's leaves of this chunk from them:
+  // thread (leaf, lane) adds the lane's 32 elements in order; the 8 lanes of
+  // a leaf are 8 consecutive threads, and the shuffles add them as
+  // ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)).
+  if (weights) {
+    for (int i = threadIdx.x; i < end - begin; i += BLOCK) w[i] = weight_of(w[i], m, temp);
+    __syncthreads();
+    const int c0 = begin / 256, c1 = (end + 255) / 256;
+    for (int t0 = 0; t0 < (c1 - c0) * 8; t0 += BLOCK) {
+      const int t = t0 + (int)threadIdx.x;
+      const int leaf = c0 + t / 8, lane = t % 8;
+      float a = 0.0f;
+      if (leaf < c1) {
+        const int base = leaf * 256 + lane;
+        const int top = min(32, (end - base + 7) / 8);  // elements of this lane
+        for (int e = 0; e < top; e++) a = __fadd_rn(a, w[base + 8 * e - begin]);
+      }
+      a = __fadd_rn(a, __shfl_xor_sync(0xffffffffu, a, 1));
+      a = __fadd_rn(a, __shfl_xor_sync(0xffffffffu, a, 2));
+      a = __fadd_rn(a, __shfl_xor_sync(0xffffffffu, a, 4));
+      if (leaf < c1 && lane == 0) {
+        float *dst = &tree[L + tree_leaf(leaf, leaves_n, depth)];
+        for (int r = 0; r < csize; r++) store_peer_f32(dst, r, a);
+      }
+    }
+  }
+  // After this barrier nothing touches another block's shared memory.
+  cluster_sync();
+  float s = 1.0f;
+  if (weights) {
+    for (int len = L >> 1; len >= 1; len >>= 1) {
+      for (int j = len + threadIdx.x; j < 2 * len; j += BLOCK) tree[j] = __fadd_rn(tree[2 * j], tree[2 * j + 1]);
+      __syncthreads();
+    }
+    s = tree[1];
+  }
+  const int xd = pos < k ? drafts[(size_t)row * k + pos] : -1;
+  if (rank == 0 && threadIdx.x == 0) {
+    PosStat ps;
+    ps.m = m;
+    ps.s = s;
+    ps.temp = temp;
+    ps.arg = best.i;
+    ps.valid = valid;
+    ps.onehot = onehot;
+    ps.filtered = 0;
+    ps.px = nan_f32();
+    if (valid && pos < k)
+      ps.px = onehot ? (xd == best.i ? 1.0f : 0.0f) : __fdiv_rn(weight_of(load_f32(x, xd), m, temp), s);
+    ps.list = -1;
+    ps.f = Filter{false, false, 0.0f, 0x7fffffff, 0.0f, 0.0f};
+    stats[slot] = ps;
+  }
+  if (!valid) return;
+  // The chain's totals over this chunk, one pair per warp span of sub =
+  // chunk / warps tokens: residual weight(p - q) (positions before the
+  // bonus) and target weight(p), exactly the chain's values.
+  constexpr int kWarps = BLOCK / 32;
+  const int sub = chunk / kWarps, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const size_t qbase = ((size_t)row * k + pos) * vocab;
+  const int lo = begin + warp * sub, hi = min(end, lo + sub);
+  unsigned long long res = 0, tgt = 0;
+  for (int i = lo + lane; i < hi; i += 32) {
+    const float p = onehot ? (i == best.i ? 1.0f : 0.0f) : __fdiv_rn(w[i - begin], s);
+    tgt += weight(p);
+    if (pos < k) {
+      const float q = qprobs ? load_any(qprobs, qdtype, qbase + i) : (i == xd ? 1.0f : 0.0f);
+      res += weight(__fsub_rn(p, q));
+    }
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    res += __shfl_xor_sync(0xffffffffu, res, off);
+    tgt += __shfl_xor_sync(0xffffffffu, tgt, off);
+  }
+  if (lane == 0) {
+    const int spans = csize * kWarps;
+    unsigned long long *t = totals + (size_t)slot * 2 * spans;
+    t[rank * kWarps + warp] = res;
+    t[spans + rank * kWarps + warp] = tgt;
+  }
+#endif
+}
+
 struct ChainArgs {
   int rows, k, vocab;
   RowParams rp;
@@ -206,6 +390,7 @@ struct ChainArgs {
   const PosStat *stats;
   const float *wbuf;
   SpecLists lists;
+  SplitTotals split;  // tot null: no split totals
   int *tokens;    // [trials, rows, k+1]
   int *emitted;   // [trials, rows]
   int *accepted;  // [trials, rows]
@@ -234,10 +419,39 @@ __device__ int draw_stop(int len, bool residual_first, uint64_t u, Residual resi
   return use_residual ? seg_find<BLOCK>(len, t, mine, residual, sh) : seg_find<BLOCK>(len, t, mine, target, sh);
 }
 
+// draw_split is draw_stop over the span totals spec_split_kernel left for
+// slot: the same token (the first whose inclusive prefix of weights
+// exceeds the target), found by a block scan of the span totals and a
+// search of the one span that holds the target.
+template <int BLOCK, typename Residual, typename Target>
+__device__ int draw_split(const SplitTotals &sp, int slot, int n, bool residual_first, uint64_t u, Residual residual,
+                          Target target, RowShared<BLOCK> &sh) {
+  const unsigned long long *tot = sp.tot + (size_t)slot * 2 * sp.spans;
+  unsigned long long rmine = 0, tmine = 0;  // spans t, t + BLOCK, ... (at most kMaxCluster * BLOCK / 32)
+  for (int r = threadIdx.x; r < sp.spans; r += BLOCK) {
+    rmine += tot[r];
+    tmine += tot[sp.spans + r];
+  }
+  const unsigned long long rtotal = Reduce<BLOCK>::sum(sh.red, rmine);
+  const bool use_residual = residual_first && rtotal > 0;
+  const unsigned long long total = use_residual ? rtotal : Reduce<BLOCK>::sum(sh.red, tmine);
+  if (total == 0) return -1;
+  const unsigned long long t = pick(u, total);
+  const unsigned long long *ct = use_residual ? tot : tot + sp.spans;
+  // spans <= BLOCK: one span per thread, one scan.
+  unsigned long long rem;
+  const int r = find_segment<BLOCK>(t, (int)threadIdx.x < sp.spans ? ct[threadIdx.x] : 0, rem, sh);
+  if (r < 0) return -1;
+  const int lo = r * sp.span, hi = min(n, lo + sp.span);
+  return use_residual ? scan_find<BLOCK, 4>(lo, hi, rem, residual, sh) : scan_find<BLOCK, 4>(lo, hi, rem, target, sh);
+}
+
 template <typename T, int BLOCK, bool FILTERS>
 __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restrict__ target, ChainArgs a) {
   __shared__ RowShared<BLOCK> sh;
   __shared__ int stop_sh;
+  __shared__ uint64_t u_sh;  // the draw's uniform at the stop
+  pdl_wait();  // launched behind the prepare kernel: its statistics first
   const int row = blockIdx.x % a.rows, trial = blockIdx.x / a.rows;
   const int k = a.k, n = a.vocab, steps = k + 1;
   const Stream rng(a.rp.seed[row], a.rp.offset[row], row, trial);
@@ -248,6 +462,9 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
   if (threadIdx.x < 32) {
     const int lane = (int)threadIdx.x;
     int stop = -1, acc = 0;
+    // The draw's uniform at every possible stop, computed beside the
+    // tests instead of after them (k < 32: one lane per position).
+    const uint64_t du = k < 32 && lane <= k ? rng.u64(2 * (uint64_t)lane + 1) : 0;
     for (int i0 = 0; i0 < k; i0 += 32) {
       const int i = i0 + lane;
       bool ok = false;
@@ -268,6 +485,8 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
       acc += __popc(__ballot_sync(0xffffffffu, ok));
       if (stop < 0 && rejected) stop = i0 + __ffs(rejected) - 1;
     }
+    if (stop < 0) stop = k;
+    const uint64_t du_stop = __shfl_sync(0xffffffffu, du, k < 32 ? stop : 0);
     if (lane == 0) {
       if (traced) {
         a.tu[tbase + k] = 0.0f;
@@ -275,8 +494,8 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
         a.tq[tbase + k] = 0.0f;
         a.tacc[tbase + k] = 0;
       }
-      if (stop < 0) stop = k;
       stop_sh = stop;
+      u_sh = k < 32 ? du_stop : rng.u64(2 * (uint64_t)stop + 1);
       a.emitted[(size_t)trial * a.rows + row] = stop;
       a.accepted[(size_t)trial * a.rows + row] = acc;
     }
@@ -293,7 +512,7 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
     auto q_of = [&](int v) -> float {
       return a.qprobs ? load_any(a.qprobs, a.qdtype, qbase + v) : (v == xd ? 1.0f : 0.0f);
     };
-    const uint64_t u = rng.u64(2 * (uint64_t)j + 1);
+    const uint64_t u = u_sh;
     if (FILTERS && ps.list >= 0) {
       // p is zero off the kept list, and so is max(p - q, 0): the draw over
       // the list (by index) is the draw over the row with the zeros left out.
@@ -309,7 +528,10 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
         return weight(__fsub_rn(target_prob<T, FILTERS>(ps, x, wrow, v), q_of(v)));
       };
       auto target_weight = [&](int v) -> unsigned long long { return weight(target_prob<T, FILTERS>(ps, x, wrow, v)); };
-      token = draw_stop<BLOCK>(n, j < k, u, residual, target_weight, sh);
+      if (a.split.tot)
+        token = draw_split<BLOCK>(a.split, row * steps + j, n, j < k, u, residual, target_weight, sh);
+      else
+        token = draw_stop<BLOCK>(n, j < k, u, residual, target_weight, sh);
     }
   }
   int *out = a.tokens + tbase;
@@ -325,6 +547,49 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
 }
 
 size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+// kSplitBlock is spec_split_kernel's block; kSplitMaxChunk bounds its chunk
+// (the chunk's weights live in shared memory).
+constexpr int kSplitBlock = 512;
+static_assert(kMaxCluster * (kSplitBlock / 32) <= kLeanBlock, "draw_split scans one span per chain thread");
+constexpr int kSplitMaxChunk = 16384;
+
+// split_layout says whether an unfiltered launch of slots positions takes
+// spec_split_kernel, and with which cluster size and chunk: only when the
+// slots alone do not fill the GPU (one block each, as spec_prepare_kernel
+// runs them), on a device that runs clusters.
+bool split_layout(int slots, int vocab, int &csize, int &chunk) {
+  if (!cluster_path() || slots > device_sms()) return false;
+  const int leaves = (vocab + 255) / 256;
+  csize = min(kMaxCluster, leaves);
+  chunk = (leaves + csize - 1) / csize * 256;
+  csize = (vocab + chunk - 1) / chunk;
+  return chunk <= kSplitMaxChunk && (long long)slots * csize <= 0x7fffffff;
+}
+
+// split_launch launches spec_split_kernel, or returns -1 (nothing launched)
+// when the device cannot hold one of its clusters.
+template <typename T>
+int split_launch(int slots, int csize, int chunk, const T *target, int k, int vocab, const RowParams &rp,
+                 const int *drafts, const void *qprobs, int qdtype, PosStat *stats, unsigned long long *totals) {
+  auto kern = spec_split_kernel<T, kSplitBlock>;
+  int leaves = 1;
+  while (leaves < (vocab + 255) / 256) leaves <<= 1;
+  const size_t smem = sizeof(float) * ((size_t)chunk + 2 * leaves);
+  static const bool ok = [] {
+    auto kern = spec_split_kernel<T, kSplitBlock>;
+    if (!cluster_binary((const void *)kern)) return false;
+    const bool good =
+        cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess &&
+        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)(sizeof(float) * (kSplitMaxChunk + 2 * kMaxLeaves))) == cudaSuccess;
+    if (!good) cudaGetLastError();
+    return good;
+  }();
+  if (!ok || max_clusters((const void *)kern, csize, kSplitBlock, smem) < 1) return -1;
+  return launch_cluster(kern, csize * slots, kSplitBlock, smem, csize, "spec_verify (split prepare)", target, k,
+                        vocab, chunk, rp, drafts, qprobs, qdtype, stats, totals);
+}
 
 }  // namespace
 
@@ -349,8 +614,11 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
   const size_t lbytes = filtered ? align256(sizeof(int) * slots * kFastList) : 0;
   int chunks = 1, chunk = vocab;
   if (filtered) fast_layout((int)slots, vocab, chunks, chunk);
+  int split_c = 0, split_chunk = 0;
+  const bool split = !filtered && split_layout((int)slots, vocab, split_c, split_chunk);
+  const size_t tbytes = split ? align256(sizeof(unsigned long long) * slots * 2 * split_c * (kSplitBlock / 32)) : 0;
   void *ws = nullptr;
-  int st = workspace(sbytes + wbytes + 2 * lbytes + (filtered ? fast_bytes((int)slots, chunks) : 0), &ws);
+  int st = workspace(sbytes + wbytes + 2 * lbytes + tbytes + (filtered ? fast_bytes((int)slots, chunks) : 0), &ws);
   if (st != SV_OK) return st;
   char *base = static_cast<char *>(ws);
   PosStat *stats = reinterpret_cast<PosStat *>(base);
@@ -361,9 +629,11 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
     lists.p = reinterpret_cast<float *>(base + sbytes + wbytes + lbytes);
   }
   const RowParams rp = row_params(params, rows);
+  unsigned long long *totals =
+      split ? reinterpret_cast<unsigned long long *>(base + sbytes + wbytes + 2 * lbytes) : nullptr;
   FastArgs fa{};
   if (filtered) {
-    st = fast_args(base + sbytes + wbytes + 2 * lbytes, (int)slots, vocab, rp, flags, nullptr, fa);
+    st = fast_args(base + sbytes + wbytes + 2 * lbytes + tbytes, (int)slots, vocab, rp, flags, nullptr, fa);
     if (st != SV_OK) return st;
   }
   ChainArgs a;
@@ -377,6 +647,7 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
   a.stats = stats;
   a.wbuf = wbuf;
   a.lists = lists;
+  a.split = SplitTotals{nullptr, split_c * (kSplitBlock / 32), split_chunk / (kSplitBlock / 32)};
   a.tokens = tokens;
   a.emitted = emitted;
   a.accepted = accepted;
@@ -395,19 +666,27 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
                        static_cast<const T *>(target), fa, k, drafts, stats, lists);
       if (st != SV_OK) return st;
       auto prep = spec_prepare_kernel<T, kRowBlock, true>;
-      prep<<<flagged_grid((const void *)prep, kRowBlock, (int)slots), kRowBlock, 0, stream()>>>(
-          static_cast<const T *>(target), k, vocab, (int)slots, rp, flags, drafts, wbuf, stats, fa.todo);
-      st = check_launch("spec_verify prepare");
+      st = launch_after((flags & SV_ALL_FAST) != 0, prep, dim3(flagged_grid((const void *)prep, kRowBlock, (int)slots)),
+                        kRowBlock, 0, "spec_verify prepare", static_cast<const T *>(target), k, vocab, (int)slots, rp,
+                        flags, drafts, wbuf, stats, fa.todo);
       if (st != SV_OK) return st;
-      spec_chain_kernel<T, kRowBlock, true><<<(unsigned)((size_t)rows * trials), kRowBlock, 0, stream()>>>(
-          static_cast<const T *>(target), a);
+      return launch_after(true, spec_chain_kernel<T, kRowBlock, true>, dim3((unsigned)((size_t)rows * trials)),
+                          kRowBlock, 0, "spec_verify chain", static_cast<const T *>(target), a);
     } else {
-      spec_prepare_kernel<T, kLeanBlock, false><<<(unsigned)slots, kLeanBlock, 0, stream()>>>(
-          static_cast<const T *>(target), k, vocab, (int)slots, rp, flags, drafts, wbuf, stats, nullptr);
-      st = check_launch("spec_verify prepare");
-      if (st != SV_OK) return st;
-      spec_chain_kernel<T, kLeanBlock, false><<<(unsigned)((size_t)rows * trials), kLeanBlock, 0, stream()>>>(
-          static_cast<const T *>(target), a);
+      st = split ? split_launch<T>((int)slots, split_c, split_chunk, static_cast<const T *>(target), k, vocab, rp,
+                                   drafts, qprobs, qdtype, stats, totals)
+                 : -1;
+      if (st > 0) return st;
+      if (st == SV_OK) {
+        a.split.tot = totals;
+      } else {
+        spec_prepare_kernel<T, kLeanBlock, false><<<(unsigned)slots, kLeanBlock, 0, stream()>>>(
+            static_cast<const T *>(target), k, vocab, (int)slots, rp, flags, drafts, wbuf, stats, nullptr);
+        st = check_launch("spec_verify prepare");
+        if (st != SV_OK) return st;
+      }
+      return launch_after(true, spec_chain_kernel<T, kLeanBlock, false>, dim3((unsigned)((size_t)rows * trials)),
+                          kLeanBlock, 0, "spec_verify chain", static_cast<const T *>(target), a);
     }
   });
   return check_launch("spec_verify chain");

@@ -211,6 +211,9 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 	if c.TopK > 0 && c.TopK < vocab || topP < 1 || c.MinP > 0 {
 		flags |= flagHasFilters
 	}
+	if allFast(rp, engine.TopKFirst, vocab) {
+		flags |= flagAllFast
+	}
 	params, err := upload(rp.bytes())
 	if err != nil {
 		return nil, err

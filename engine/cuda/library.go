@@ -27,6 +27,7 @@ const (
 	methodShift          = 4
 	flagInfInvalid       = 0x100
 	flagHasFilters       = 0x200
+	flagAllFast          = 0x400
 	specTargetShift      = 16
 	specDraftShift       = 20
 	paramBytesPerRow     = 32

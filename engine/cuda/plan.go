@@ -141,7 +141,29 @@ func resolveParams(p *engine.Params, rows, vocab int, need engine.ParamGroup) (*
 			break
 		}
 	}
+	if allFast(rp, kp.Order, vocab) {
+		rp.flags |= flagAllFast
+	}
 	return rp, nil
+}
+
+// fastMaxK is csrc/fastrow.cuh's kFastMaxK: the largest top_k its fast
+// path serves.
+const fastMaxK = 256
+
+// allFast says whether every row's parameters take the kernels' top-k fast
+// path (T > 0, 0 < top_k < vocab, top_k <= fastMaxK, top-p only after
+// top-k): the hint flagAllFast, under which the kernels start the
+// full-row kernel that follows the fast one early, expecting it to find
+// nothing to do. A wrong hint costs time, never a different answer.
+func allFast(rp *rowParams, order engine.FilterOrder, vocab int) bool {
+	for r, k := range rp.topK {
+		if !(rp.temperature[r] > 0) || k <= 0 || int(k) >= vocab || k > fastMaxK ||
+			(order == engine.Joint && rp.topP[r] < 1) {
+			return false
+		}
+	}
+	return len(rp.topK) > 0
 }
 
 // bytes lays the parameters out as csrc/sampviz.h says: six arrays.
