@@ -70,7 +70,12 @@
 //       counter, each group serving rows in rounds: B=128 55-61 us,
 //       B=512 196-227 us, worse than v5 (within a block the rounds run
 //       read, wait, write one after another; in v5 finished blocks are
-//       replaced by fresh ones that overlap them); B=1 9.1 us.
+//       replaced by fresh ones that overlap them); B=1 9.1 us. And (run
+//       37) clusters of two or four rows, a block reading its chunk of the
+//       next row while the cluster's statistics of the last one arrive
+//       (split barrier): B=512 201 and 254 us, B=128 61.5 and 80.7 us,
+//       against 187 and 55.7 for one row in the same run: fewer, longer
+//       blocks lose more than the hidden barrier wins.
 //
 // Numerics: softmax is not bit for bit (docs/SEMANTICS.md): the outputs are
 // exp2((x - m) * log2(e)/T) / S with the hardware exp2 (relative error
