@@ -103,16 +103,37 @@ func benchCases(quick bool) []benchEntry {
 }
 
 // benchRow is one line of the report (and of --json).
+// minXFloor is the smallest floor whose ratio the table shows: an empty
+// kernel takes about 4 us between the bench's events on an H100
+// (docs/PERF.md, csrc/probe), so below a few microseconds "x floor"
+// measures the launch, not the kernel.
+const minXFloor = 5 * time.Microsecond
+
 type benchRow struct {
 	Name   string            `json:"name"`
 	Result *cuda.BenchResult `json:"result"`
 	// Ratio is the achieved bandwidth over the copy bandwidth.
 	Ratio float64 `json:"ratio_to_copy"`
-	// FloorNS is Bytes at the copy bandwidth; XFloor the median over it.
+	// FloorNS is Bytes at the copy bandwidth; XFloor the median over it,
+	// 0 (absent, "-" in the table) where the floor is under minXFloor: a
+	// launch alone takes longer, so the ratio would say nothing.
 	FloorNS int64   `json:"floor_ns"`
-	XFloor  float64 `json:"x_floor"`
+	XFloor  float64 `json:"x_floor,omitempty"`
 	Target  string  `json:"target,omitempty"`
 	Met     *bool   `json:"met,omitempty"`
+}
+
+// newBenchRow is the table's row for one measured case.
+func newBenchRow(name string, target benchTarget, r *cuda.BenchResult) benchRow {
+	row := benchRow{Name: name, Result: r, Ratio: r.Ratio(), FloorNS: r.Floor().Nanoseconds(), Target: target.String()}
+	if r.Floor() >= minXFloor {
+		row.XFloor = float64(r.Median) / float64(r.Floor())
+	}
+	if row.Target != "" {
+		met := target.met(r)
+		row.Met = &met
+	}
+	return row
 }
 
 type benchReport struct {
@@ -173,15 +194,7 @@ func runBench(args []string) int {
 		if r.Median > 0 {
 			r.Bandwidth = float64(r.Bytes) / r.Median.Seconds()
 		}
-		row := benchRow{Name: e.name, Result: r, Ratio: r.Ratio(), FloorNS: r.Floor().Nanoseconds(), Target: e.target.String()}
-		if r.Floor() > 0 {
-			row.XFloor = float64(r.Median) / float64(r.Floor())
-		}
-		if row.Target != "" {
-			met := e.target.met(r)
-			row.Met = &met
-		}
-		rep.Rows = append(rep.Rows, row)
+		rep.Rows = append(rep.Rows, newBenchRow(e.name, e.target, r))
 		fmt.Fprintf(os.Stderr, "  %-16s %-28s %9.1f us\n", e.name, shape(e.c), float64(r.Median.Nanoseconds())/1e3)
 	}
 	printBench(os.Stdout, &rep)
@@ -230,10 +243,14 @@ func printBench(w io.Writer, rep *benchReport) {
 				verdict += " MISSED"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f%%\t%.1f\t%.2f\t%s\t\n",
+		xfloor := "-"
+		if r.XFloor > 0 {
+			xfloor = fmt.Sprintf("%.2f", r.XFloor)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f%%\t%.1f\t%s\t%s\t\n",
 			r.Name, shape(r.Result.Case), float64(r.Result.Median.Nanoseconds())/1e3,
 			float64(r.Result.BackToBack.Nanoseconds())/1e3, float64(r.Result.Bytes)/1e6,
-			r.Result.Bandwidth/1e9, 100*r.Ratio, float64(r.FloorNS)/1e3, r.XFloor, verdict)
+			r.Result.Bandwidth/1e9, 100*r.Ratio, float64(r.FloorNS)/1e3, xfloor, verdict)
 	}
 	tw.Flush()
 }
