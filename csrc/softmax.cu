@@ -24,10 +24,11 @@
 //       path for 66 <= B < 264 (B=128 71.8 us). ncu at B=128: one block per
 //       SM, 48% occupancy, DRAM at 50-56%: the row kernel cannot keep enough
 //       loads in flight with one row per SM.
-//   v4  (sm_90, replaced by v5) one read of the input: a thread block cluster of
-//       C blocks per row (C = 1..16). Each block copies its chunk once into
-//       dynamic shared memory with cp.async (16-byte copies, the whole
-//       chunk in flight at once, no registers held), then works from shared
+//   v4  (sm_90, replaced by v5) one read of the input: a thread block
+//       cluster of C blocks per row (C = 1..16). Each block copies its
+//       chunk once into dynamic shared memory with cp.async (16-byte
+//       copies, the whole chunk in flight at once, no registers held),
+//       then works from shared
 //       memory: the chunk's max and first maximum; the row's, from every
 //       block's slot in DSMEM folded in rank order (all blocks derive the
 //       same m); the chunk's sum of 2^((x - m) * c); the row's S the same
@@ -323,7 +324,8 @@ __global__ void __launch_bounds__(BLOCK)
 
 // softmax_cluster_kernel (sm_90): one cluster of C blocks per row
 // (blockIdx.x / C); block rank r owns tokens [r * chunk, (r + 1) * chunk).
-// Each block reads its chunk once for its statistics (block_stats), sends
+// Each block reads its chunk once for its statistics (v3's per-vector
+// online statistics; T = 0 rows the first maximum by scan_max), sends
 // them to every block of the cluster over DSMEM (slot [rank] of each peer),
 // folds the slots in rank order (so all blocks derive the same m, first
 // maximum and S) and reads its chunk again to write it: the second read
