@@ -28,11 +28,11 @@
 //       cluster of C blocks per row (C = 1..16). Each block copies its
 //       chunk once into dynamic shared memory with cp.async (16-byte
 //       copies, the whole chunk in flight at once, no registers held),
-//       then works from shared
-//       memory: the chunk's max and first maximum; the row's, from every
-//       block's slot in DSMEM folded in rank order (all blocks derive the
-//       same m); the chunk's sum of 2^((x - m) * c); the row's S the same
-//       way (the same bits in every block); the outputs (float4 stores).
+//       then works from shared memory: the chunk's max and first maximum;
+//       the row's, from every block's slot in DSMEM folded in rank order
+//       (all blocks derive the same m); the chunk's sum of 2^((x - m) * c);
+//       the row's S the same way (the same bits in every block); the
+//       outputs (float4 stores).
 //       Two cluster barriers, no L2 re-read, no second kernel. Shape:
 //       512-thread blocks, chunks of at most 48 KB (bf16 V=128256: C=6,
 //       42.8 KB; V=151936: C=7, 43.4 KB; f32: C=8, 64 KB), at least two
