@@ -19,6 +19,8 @@
 #include <cub/block/block_reduce.cuh>
 #include <vector>
 
+#include "../cluster.cuh"  // cluster_config: the library's cluster launch shape
+
 namespace cg = cooperative_groups;
 
 // check exits with the failing call's text: a probe has no one to report to.
@@ -252,15 +254,7 @@ int main() {
       float cluster256 = -1;  // clusters of 2..16 blocks only
       if (c > 1 && c <= 16) {
         cudaLaunchAttribute attr;
-        attr.id = cudaLaunchAttributeClusterDimension;
-        attr.val.clusterDim.x = c;
-        attr.val.clusterDim.y = 1;
-        attr.val.clusterDim.z = 1;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(blocks);
-        cfg.blockDim = dim3(256);
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
+        const cudaLaunchConfig_t cfg = sv::cluster_config(blocks, 256, 0, c, attr);
         cluster256 = median_us(
             [&](int s) {
               check(cudaLaunchKernelEx(&cfg, read_max_cluster<256, 8>, (const uint4 *)src(s), chunk, maxima));
