@@ -345,54 +345,33 @@ struct Reduce {
     ArgBest a;
   };
 
-  static __device__ __forceinline__ float max(Shared &sh, float v) {
-    float r = cub::BlockReduce<float, BLOCK>(sh.s.f).Reduce(v, MaxOp());
-    if (threadIdx.x == 0) sh.f = r;
+  // broadcast hands thread 0's r to every thread of the block through slot.
+  template <typename V>
+  static __device__ __forceinline__ V broadcast(V &slot, V r) {
+    if (threadIdx.x == 0) slot = r;
     __syncthreads();
-    r = sh.f;
+    r = slot;
     __syncthreads();
     return r;
+  }
+
+  static __device__ __forceinline__ float max(Shared &sh, float v) {
+    return broadcast(sh.f, cub::BlockReduce<float, BLOCK>(sh.s.f).Reduce(v, MaxOp()));
   }
   static __device__ __forceinline__ int any(Shared &sh, int v) {
-    int r = cub::BlockReduce<int, BLOCK>(sh.s.i).Reduce(v, OrOp());
-    if (threadIdx.x == 0) sh.i = r;
-    __syncthreads();
-    r = sh.i;
-    __syncthreads();
-    return r;
+    return broadcast(sh.i, cub::BlockReduce<int, BLOCK>(sh.s.i).Reduce(v, OrOp()));
   }
   static __device__ __forceinline__ int sum(Shared &sh, int v) {
-    int r = cub::BlockReduce<int, BLOCK>(sh.s.i).Sum(v);
-    if (threadIdx.x == 0) sh.i = r;
-    __syncthreads();
-    r = sh.i;
-    __syncthreads();
-    return r;
+    return broadcast(sh.i, cub::BlockReduce<int, BLOCK>(sh.s.i).Sum(v));
   }
-  static __device__ __forceinline__ unsigned long long sum(Shared &sh,
-                                                           unsigned long long v) {
-    unsigned long long r = cub::BlockReduce<unsigned long long, BLOCK>(sh.s.u).Sum(v);
-    if (threadIdx.x == 0) sh.u = r;
-    __syncthreads();
-    r = sh.u;
-    __syncthreads();
-    return r;
+  static __device__ __forceinline__ unsigned long long sum(Shared &sh, unsigned long long v) {
+    return broadcast(sh.u, cub::BlockReduce<unsigned long long, BLOCK>(sh.s.u).Sum(v));
   }
   static __device__ __forceinline__ double sum(Shared &sh, double v) {
-    double r = cub::BlockReduce<double, BLOCK>(sh.s.d).Sum(v);
-    if (threadIdx.x == 0) sh.d = r;
-    __syncthreads();
-    r = sh.d;
-    __syncthreads();
-    return r;
+    return broadcast(sh.d, cub::BlockReduce<double, BLOCK>(sh.s.d).Sum(v));
   }
   static __device__ __forceinline__ ArgBest argbest(Shared &sh, ArgBest v) {
-    ArgBest r = cub::BlockReduce<ArgBest, BLOCK>(sh.s.a).Reduce(v, ArgBestOp());
-    if (threadIdx.x == 0) sh.a = r;
-    __syncthreads();
-    r = sh.a;
-    __syncthreads();
-    return r;
+    return broadcast(sh.a, cub::BlockReduce<ArgBest, BLOCK>(sh.s.a).Reduce(v, ArgBestOp()));
   }
 };
 

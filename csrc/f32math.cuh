@@ -16,14 +16,12 @@ __device__ __forceinline__ float exp_scale(float y, int n) {
   return __fmul_rn(y, pow2(n));
 }
 
-// f32_exp is f32math.Exp: exactly 1 at 0, 0 at -Inf, NaN at NaN.
-__device__ __forceinline__ float f32_exp(float x) {
-  if (x != x) return x;
-  if (x > 88.7228394f) return __int_as_float(0x7f800000);
-  if (x < -103.972077f) return 0.0f;
-  const float n = floorf(__fadd_rn(__fmul_rn(x, 1.44269504088896341f), 0.5f));
-  float r = __fsub_rn(x, __fmul_rn(n, 0.693359375f));
-  r = __fsub_rn(r, __fmul_rn(n, -2.12194440e-4f));
+// exp_reduced is the core of Cephes' expf: e^x = y * 2^n, y returned in
+// [0.5, 2) from the polynomial on the reduced argument, n set.
+__device__ __forceinline__ float exp_reduced(float x, int &n) {
+  const float n_f = floorf(__fadd_rn(__fmul_rn(x, 1.44269504088896341f), 0.5f));
+  float r = __fsub_rn(x, __fmul_rn(n_f, 0.693359375f));
+  r = __fsub_rn(r, __fmul_rn(n_f, -2.12194440e-4f));
   const float z = __fmul_rn(r, r);
   float y = __fadd_rn(__fmul_rn(1.9875691500e-4f, r), 1.3981999507e-3f);
   y = __fadd_rn(__fmul_rn(y, r), 8.3334519073e-3f);
@@ -32,7 +30,18 @@ __device__ __forceinline__ float f32_exp(float x) {
   y = __fadd_rn(__fmul_rn(y, r), 5.0000001201e-1f);
   y = __fadd_rn(__fmul_rn(y, z), r);
   y = __fadd_rn(y, 1.0f);
-  return exp_scale(y, (int)n);
+  n = (int)n_f;
+  return y;
+}
+
+// f32_exp is f32math.Exp: exactly 1 at 0, 0 at -Inf, NaN at NaN.
+__device__ __forceinline__ float f32_exp(float x) {
+  if (x != x) return x;
+  if (x > 88.7228394f) return __int_as_float(0x7f800000);
+  if (x < -103.972077f) return 0.0f;
+  int n;
+  const float y = exp_reduced(x, n);
+  return exp_scale(y, n);
 }
 
 // f32_log is f32math.Log: -Inf at 0, NaN below 0, +Inf at +Inf.
@@ -79,20 +88,10 @@ __device__ __forceinline__ float f32_log(float x) {
 // to f32_exp on that domain.
 __device__ __forceinline__ float f32_exp_nonpos(float x) {
   if (x < -103.972077f) return 0.0f;
-  const float n = floorf(__fadd_rn(__fmul_rn(x, 1.44269504088896341f), 0.5f));
-  float r = __fsub_rn(x, __fmul_rn(n, 0.693359375f));
-  r = __fsub_rn(r, __fmul_rn(n, -2.12194440e-4f));
-  const float z = __fmul_rn(r, r);
-  float y = __fadd_rn(__fmul_rn(1.9875691500e-4f, r), 1.3981999507e-3f);
-  y = __fadd_rn(__fmul_rn(y, r), 8.3334519073e-3f);
-  y = __fadd_rn(__fmul_rn(y, r), 4.1665795894e-2f);
-  y = __fadd_rn(__fmul_rn(y, r), 1.6666665459e-1f);
-  y = __fadd_rn(__fmul_rn(y, r), 5.0000001201e-1f);
-  y = __fadd_rn(__fmul_rn(y, z), r);
-  y = __fadd_rn(y, 1.0f);
-  const int ni = (int)n;
-  if (ni < -126) return __fmul_rn(__fmul_rn(y, pow2(ni + 64)), pow2(-64));
-  return __fmul_rn(y, pow2(ni));
+  int n;
+  const float y = exp_reduced(x, n);
+  if (n < -126) return __fmul_rn(__fmul_rn(y, pow2(n + 64)), pow2(-64));
+  return __fmul_rn(y, pow2(n));
 }
 
 // scaled returns float32((x - m) / t): one subtraction, one IEEE division;

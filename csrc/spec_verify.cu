@@ -263,29 +263,9 @@ __global__ void __launch_bounds__(BLOCK, 1)
   float *w = dyn;               // the chunk's weights: w[i - begin]
   float *tree = dyn + chunk;    // 2L: the Sum's complete tree, leaves at [L, 2L)
   for (int j = threadIdx.x; j < L; j += BLOCK) tree[L + j] = 0.0f;
-  // One read of the chunk: its values into w (the weights replace them
-  // later), its maximum and first maximum (a thread visits its vectors in
-  // increasing order, so strict > keeps the first), NaN.
-  constexpr int N = 16 / sizeof(T);
   ArgBest best{-kInf, 0x7fffffff};
   int nan = 0;
-  for_each_vector<T, BLOCK, 2>(x, begin, end, [&](int i0, const float(&v)[N], int n) {
-    float vm = -kInf;
-#pragma unroll
-    for (int q = 0; q < N; q++)
-      if (q < n) {
-        w[i0 + q - begin] = v[q];
-        nan |= v[q] != v[q];
-        vm = fmaxf(vm, v[q]);
-      }
-    if (vm > best.v) {
-      int first = n - 1;
-#pragma unroll
-      for (int q = N - 1; q >= 0; q--)
-        if (q < n && v[q] == vm) first = q;
-      best = ArgBest{vm, i0 + first};
-    }
-  });
+  scan_max<T, BLOCK, 4>(x, begin, end, best, nan);
   if (nan) best = ArgBest{kInf, -1};  // NaN beats every key: the row is invalid
   best = Reduce<BLOCK>::argbest(red, best);
   cluster_wait();  // every block has started, and zeroed its tree
@@ -303,7 +283,7 @@ __global__ void __launch_bounds__(BLOCK, 1)
   // a leaf are 8 consecutive threads, and the shuffles add them as
   // ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)).
   if (weights) {
-    for (int i = threadIdx.x; i < end - begin; i += BLOCK) w[i] = weight_of(w[i], m, temp);
+    for_each_vec<T, BLOCK, 4>(x, begin, end, [&](int i, float v) { w[i - begin] = weight_of(v, m, temp); });
     __syncthreads();
     const int c0 = begin / 256, c1 = (end + 255) / 256;
     for (int t0 = 0; t0 < (c1 - c0) * 8; t0 += BLOCK) {
@@ -576,8 +556,7 @@ int split_launch(int slots, int csize, int chunk, const T *target, int k, int vo
   int leaves = 1;
   while (leaves < (vocab + 255) / 256) leaves <<= 1;
   const size_t smem = sizeof(float) * ((size_t)chunk + 2 * leaves);
-  static const bool ok = [] {
-    auto kern = spec_split_kernel<T, kSplitBlock>;
+  static const bool ok = [kern] {
     if (!cluster_binary((const void *)kern)) return false;
     const bool good =
         cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess &&

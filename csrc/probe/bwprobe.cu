@@ -63,6 +63,15 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
+// load_vectors loads this thread's U vectors j, j + BLOCK, ... of a chunk
+// of chunk vectors, all in flight at once; those past the chunk are -Inf.
+template <int BLOCK, int U>
+__device__ __forceinline__ void load_vectors(const uint4 *p, long long j, long long chunk, uint4 (&u)[U]) {
+#pragma unroll
+  for (int k = 0; k < U; k++)
+    u[k] = j + k * BLOCK < chunk ? __ldg(p + j + k * BLOCK) : make_uint4(kNegInf2, kNegInf2, kNegInf2, kNegInf2);
+}
+
 // chunk_max is this thread's max over its vectors of a chunk of chunk
 // vectors, U loads in flight.
 template <int BLOCK, int U>
@@ -70,9 +79,7 @@ __device__ __forceinline__ float chunk_max(const uint4 *p, long long chunk) {
   float m = -1e30f;
   for (long long j = threadIdx.x; j < chunk; j += (long long)BLOCK * U) {
     uint4 u[U];
-#pragma unroll
-    for (int k = 0; k < U; k++)
-      u[k] = j + k * BLOCK < chunk ? __ldg(p + j + k * BLOCK) : make_uint4(kNegInf2, kNegInf2, kNegInf2, kNegInf2);
+    load_vectors<BLOCK, U>(p, j, chunk, u);
 #pragma unroll
     for (int k = 0; k < U; k++) m = fmaxf(m, vec_max(u[k]));
   }
@@ -83,7 +90,7 @@ __device__ __forceinline__ float chunk_max(const uint4 *p, long long chunk) {
 template <int BLOCK, int U>
 __device__ __forceinline__ void write_chunk(const uint4 *p, float4 *q, long long chunk, float m, float inv) {
   for (long long j = threadIdx.x; j < chunk; j += (long long)BLOCK * U) {
-    uint4 u[U];
+    uint4 u[U];  // loaded only within the chunk (not load_vectors: its fill measured differently)
 #pragma unroll
     for (int k = 0; k < U; k++)
       if (j + k * BLOCK < chunk) u[k] = __ldg(p + j + k * BLOCK);
@@ -146,9 +153,7 @@ __global__ void __launch_bounds__(BLOCK) read2(const uint4 *x, long long chunk, 
   float m = -1e30f, s = 0.0f;
   for (long long j = threadIdx.x; j < chunk; j += (long long)BLOCK * U) {
     uint4 u[U];
-#pragma unroll
-    for (int k = 0; k < U; k++)
-      u[k] = j + k * BLOCK < chunk ? __ldg(p + j + k * BLOCK) : make_uint4(kNegInf2, kNegInf2, kNegInf2, kNegInf2);
+    load_vectors<BLOCK, U>(p, j, chunk, u);
 #pragma unroll
     for (int k = 0; k < U; k++) {
       const float vm = vec_max(u[k]);
