@@ -21,6 +21,23 @@ type Lesson struct {
 	Steps int
 }
 
+// Override sets the parameters the lesson overrides (temperature, top-k,
+// top-p, seed) in st; the rest of st is the row's.
+func (l Lesson) Override(st *LessonState) {
+	if l.Temperature != nil {
+		st.Temperature = *l.Temperature
+	}
+	if l.TopK != nil {
+		st.TopK = *l.TopK
+	}
+	if l.TopP != nil {
+		st.TopP = *l.TopP
+	}
+	if l.Seed != nil {
+		st.Seed = *l.Seed
+	}
+}
+
 // MaxLessonSteps bounds Lesson.Steps: the steps are recomputed from the
 // first on every request, which at this many stays in the milliseconds.
 const MaxLessonSteps = 20000

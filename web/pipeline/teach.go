@@ -92,18 +92,7 @@ func teach(ctx context.Context, run *engine.Run, r int, l web.Lesson) (*web.Less
 	if r < len(pp.Seed) {
 		st.Seed = pp.Seed[r]
 	}
-	if l.Temperature != nil {
-		st.Temperature = *l.Temperature
-	}
-	if l.TopK != nil {
-		st.TopK = *l.TopK
-	}
-	if l.TopP != nil {
-		st.TopP = *l.TopP
-	}
-	if l.Seed != nil {
-		st.Seed = *l.Seed
-	}
+	l.Override(st)
 	pos := l.Position
 	st.Draft = int(run.DraftTokens.Int(r*k + pos))
 	if st.Draft < 0 || st.Draft >= v {

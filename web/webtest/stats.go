@@ -276,21 +276,9 @@ func specRow(d Dump, r int) *web.RowDetail {
 // lesson, so the same lesson gives the same steps) by the real rule: a
 // draft from q, accepted with min(1, p/q), else a draw from the residual.
 func lesson(d Dump, r int, l web.Lesson) *web.LessonState {
-	seed := uint64(7)
-	if l.Seed != nil {
-		seed = *l.Seed
-	}
 	st := &web.LessonState{Row: r, Position: l.Position, K: d.K, Vocab: d.Vocab, Temperature: 1, TopP: 1,
-		Distance: l.Distance, Seed: seed, Steps: l.Steps, Draft: 0}
-	if l.Temperature != nil {
-		st.Temperature = *l.Temperature
-	}
-	if l.TopK != nil {
-		st.TopK = *l.TopK
-	}
-	if l.TopP != nil {
-		st.TopP = *l.TopP
-	}
+		Distance: l.Distance, Seed: 7, Steps: l.Steps, Draft: 0}
+	l.Override(st)
 	const n = 6
 	p := []float64{0.4, 0.25, 0.15, 0.1, 0.06, 0.04}
 	q := make([]float64, n)
@@ -317,7 +305,7 @@ func lesson(d Dump, r int, l web.Lesson) *web.LessonState {
 	for i := range toks {
 		toks[i] = web.LessonToken{Token: i, P: engine.Float(p[i]), Q: engine.Float(q[i])}
 	}
-	rng := rand.New(rand.NewPCG(seed, uint64(r)))
+	rng := rand.New(rand.NewPCG(st.Seed, uint64(r)))
 	next := 1
 	for s := 1; s <= l.Steps; s++ {
 		x := draw(rng.Float64(), q)
