@@ -35,7 +35,8 @@ type Params struct {
 func NoFilter() Params { return Params{Temperature: 1, TopP: 1} }
 
 // Softmax returns softmax(x / t) in float64, scaled after the maximum is
-// taken; -Inf logits get probability 0.
+// taken: what an exact kernel computes. -Inf logits get probability 0; NaN
+// and +Inf propagate as IEEE arithmetic makes them (a NaN is the maximum).
 func Softmax(x []float64, t float64) []float64 {
 	m := slices.Max(x)
 	p := make([]float64, len(x))

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/samplertest"
 	"github.com/sampviz/sampviz/scenarios"
 )
 
@@ -111,7 +112,7 @@ func mixedBatch() (*scenario, error) {
 		if r%2 == 0 {
 			continue
 		}
-		p := softmax(x[r*vocab:(r+1)*vocab], temps[r])
+		p := samplertest.Softmax(x[r*vocab:(r+1)*vocab], temps[r])
 		out[r] = int64(draw(restrict(p, topKKeep(p, topK)), rng.Float64()))
 	}
 	for k, r := range greedy {

@@ -42,31 +42,6 @@ func maxOf(x []float64) (float64, int) {
 	return best, at
 }
 
-// softmax returns softmax((x - max)/t) in float64; -Inf logits get 0. It is
-// what an exact kernel computes, for simulations; NaN and +Inf propagate as
-// IEEE arithmetic makes them.
-func softmax(x []float64, t float64) []float64 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		if v > m || v != v {
-			m = v
-		}
-		if m != m {
-			break
-		}
-	}
-	p := make([]float64, len(x))
-	var s float64
-	for i, v := range x {
-		p[i] = math.Exp((v - m) / t)
-		s += p[i]
-	}
-	for i := range p {
-		p[i] /= s
-	}
-	return p
-}
-
 // logProbs returns log(p), with -Inf for zeros: logits whose softmax is p.
 func logProbs(p []float64) []float64 {
 	x := make([]float64, len(p))

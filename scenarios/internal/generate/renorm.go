@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/samplertest"
 	"github.com/sampviz/sampviz/scenarios"
 )
 
@@ -42,7 +43,7 @@ func filterOrder() (*scenario, error) {
 		}
 	}
 	x := rounded(logProbs(p), engine.F32)
-	p = softmax(x, 1) // what the stored logits mean exactly
+	p = samplertest.Softmax(x, 1) // what the stored logits mean exactly
 	params := []filters{
 		{topK: 10, topP: 0.6},
 		{topK: 0, topP: 0.3},
@@ -134,7 +135,7 @@ func verifyProbs() (*scenario, error) {
 	var failing []scenarios.RowRules
 	for r, f := range params {
 		f.order = engine.TopKFirst
-		p := softmax(x[r*vocab:(r+1)*vocab], float64(float32(temps[r])))
+		p := samplertest.Softmax(x[r*vocab:(r+1)*vocab], float64(float32(temps[r])))
 		keep, err := f.keep(p, margin)
 		if err != nil {
 			return nil, fmt.Errorf("verify-probs row %d: %w", r, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/cpu"
+	"github.com/sampviz/sampviz/engine/samplertest"
 	"github.com/sampviz/sampviz/scenarios"
 )
 
@@ -154,10 +155,10 @@ func oddVocabulary() (*scenario, error) {
 	x = rounded(x, engine.BF16)
 	probs := make([]float64, 0, rows*vocab)
 	for r := range rows {
-		p := softmax(x[r*vocab:r*vocab+seen], 1)
+		p := samplertest.Softmax(x[r*vocab:r*vocab+seen], 1)
 		probs = append(probs, p...)
 		probs = append(probs, make([]float64, vocab-seen)...)
-		if full := softmax(x[r*vocab:(r+1)*vocab], 1); r == 0 && full[eos] < 0.3 {
+		if full := samplertest.Softmax(x[r*vocab:(r+1)*vocab], 1); r == 0 && full[eos] < 0.3 {
 			return nil, fmt.Errorf("odd-vocabulary: end-of-text has only %g of row 0", full[eos])
 		}
 	}

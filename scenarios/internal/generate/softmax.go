@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/samplertest"
 	"github.com/sampviz/sampviz/scenarios"
 )
 
@@ -57,7 +58,7 @@ func torchSoftmax(x []float64, t float64, d engine.DType) (probs, scaled []float
 	for i, v := range x {
 		scaled[i] = engine.RoundToDType(float64(float32(v)/float32(t)), d)
 	}
-	p := softmax(scaled, 1)
+	p := samplertest.Softmax(scaled, 1)
 	return rounded(p, d), scaled
 }
 
@@ -108,9 +109,9 @@ func softmaxBF16() (*scenario, error) {
 // |strict - native| / (atol + rtol*strict) over the tokens.
 func nativeGap(x []float64, t float64, d engine.DType) float64 {
 	tol := map[engine.DType][2]float64{engine.BF16: {1e-5, 1.6e-2}, engine.F16: {1e-5, 1e-3}, engine.F32: {1e-5, 1.3e-6}}[d]
-	strict := softmax(x, float64(float32(t)))
+	strict := samplertest.Softmax(x, float64(float32(t)))
 	_, scaled := torchSoftmax(x, t, d)
-	native := softmax(scaled, 1)
+	native := samplertest.Softmax(scaled, 1)
 	var gap float64
 	for i := range strict {
 		gap = max(gap, math.Abs(strict[i]-native[i])/(tol[0]+tol[1]*strict[i]))

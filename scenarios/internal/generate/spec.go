@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/samplertest"
 	"github.com/sampviz/sampviz/scenarios"
 )
 
@@ -23,7 +24,7 @@ type specRow struct {
 func (s specRow) stored() specRow {
 	out := specRow{drafts: s.drafts}
 	for _, p := range s.p {
-		out.p = append(out.p, softmax(rounded(logProbs(p), engine.F32), 1))
+		out.p = append(out.p, samplertest.Softmax(rounded(logProbs(p), engine.F32), 1))
 	}
 	for _, q := range s.q {
 		out.q = append(out.q, rounded(q, engine.F32))
@@ -204,7 +205,7 @@ func specFullAcceptance() (*scenario, error) {
 				return nil, fmt.Errorf("spec-full-acceptance: row %d position %d accepts with %g", r, i, s.accept(i))
 			}
 		}
-		s.p = append(s.p, softmax(normals(rng, v, 1.5), 1))
+		s.p = append(s.p, samplertest.Softmax(normals(rng, v, 1.5), 1))
 		batch = append(batch, s)
 		t := chainOutput(s, k, -1) // the bonus token is never written
 		toks = append(toks, t)
@@ -250,10 +251,10 @@ func specCertainRejection() (*scenario, error) {
 		s := specRow{drafts: []int{3}, p: [][]float64{p0}, q: [][]float64{q0}}
 		for range k - 1 {
 			s.drafts = append(s.drafts, rng.IntN(v))
-			s.p = append(s.p, softmax(normals(rng, v, 1.5), 1))
-			s.q = append(s.q, softmax(normals(rng, v, 1.5), 1))
+			s.p = append(s.p, samplertest.Softmax(normals(rng, v, 1.5), 1))
+			s.q = append(s.q, samplertest.Softmax(normals(rng, v, 1.5), 1))
 		}
-		s.p = append(s.p, softmax(normals(rng, v, 1.5), 1))
+		s.p = append(s.p, samplertest.Softmax(normals(rng, v, 1.5), 1))
 		batch = append(batch, s)
 		st := s.stored()
 		t := st.simulate(rng)
