@@ -47,6 +47,24 @@ const (
 // slice mean none) once the judgement is final. Outputs without elementwise
 // errors or p-values get a pass/fail strip. tol is the judgement's
 // tolerances when known; an output's own (OutputInfo.Tolerances) come first.
+
+// frame is the options every chart shares: no animation, the title centred,
+// the legend at the bottom (or none), a tooltip on trigger ("axis" or
+// "item") and the grid's margins.
+func frame(title opts.Title, legend bool, trigger string, grid opts.Grid) []charts.GlobalOpts {
+	title.Left = "center"
+	l := opts.Legend{Show: opts.Bool(false)}
+	if legend {
+		l = opts.Legend{Show: opts.Bool(true), Bottom: "0"}
+	}
+	return []charts.GlobalOpts{
+		charts.WithAnimation(false),
+		charts.WithTitleOpts(title),
+		charts.WithLegendOpts(l),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: trigger}),
+		charts.WithGridOpts(grid),
+	}
+}
 func runCharts(c *chartData, outs []OutputInfo, tol *engine.Tolerances, vocab int, pooled []*engine.SpecStats) []map[string]any {
 	res := make([]map[string]any, len(c.Outputs))
 	for i := range c.Outputs {
@@ -174,15 +192,10 @@ func worstChart(rows int, o *outputChartAcc, name string) map[string]any {
 		y = opts.YAxis{Type: "value", Name: "fails (1) or passes", Show: opts.Bool(false), Min: 0, Max: 1.5}
 		title = "Rows that pass and fail"
 	}
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: title, Subtitle: name, Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Bottom: "0"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
-		charts.WithGridOpts(opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "70"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: title, Subtitle: name}, true, "item", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "70"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "row", NameLocation: "middle", NameGap: 25, Min: 0, Max: maxInt(rows-1, 1)}),
 		charts.WithYAxisOpts(y),
-	)
+	)...)
 	c.AddSeries("row passes", pass, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorPass}),
 		charts.WithScatterChartOpts(opts.ScatterChart{SymbolSize: 5}))
 	c.AddSeries("row fails", fail, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorFail}),
@@ -229,15 +242,10 @@ func histChart(o *outputChartAcc, name string, tol *engine.Tolerances) map[strin
 	}
 	c := charts.NewBar()
 	c.SetXAxis(histLabels)
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: "How large the errors are", Subtitle: name, Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "60"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: "How large the errors are", Subtitle: name}, false, "axis", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "60"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "|output − reference| (probability), log scale", NameLocation: "middle", NameGap: 35}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "tokens (log scale)", NameLocation: "middle", NameGap: 50, Min: 1}),
-	)
+	)...)
 	var marks []charts.SeriesOpts
 	marks = append(marks, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorNote}), charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "10%"}))
 	if tol != nil && tol.Strict.Atol > 0 {
@@ -298,12 +306,8 @@ func heatChart(c *chartData, o *outputChartAcc, name string, vocab int) map[stri
 		}
 	}
 	h := charts.NewHeatMap()
-	h.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: "Where the errors are", Subtitle: name, Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
-		charts.WithGridOpts(opts.Grid{Left: "90", Right: "20", Top: "60", Bottom: "95"}),
+	h.SetGlobalOptions(append(frame(opts.Title{Title: "Where the errors are", Subtitle: name}, false, "item",
+		opts.Grid{Left: "90", Right: "20", Top: "60", Bottom: "95"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: xs, Name: "vocabulary, in buckets of token ids", NameLocation: "middle", NameGap: 25, AxisLabel: &opts.AxisLabel{Show: opts.Bool(false)}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ys, Inverse: opts.Bool(true),
 			AxisLabel: &opts.AxisLabel{Show: opts.Bool(true), Interval: strconv.Itoa(maxInt(lines/8-1, 0))}}),
@@ -315,7 +319,7 @@ func heatChart(c *chartData, o *outputChartAcc, name string, vocab int) map[stri
 			// tolerance, reds over it.
 			InRange: &opts.VisualMapInRange{Color: []string{"#e7f5ff", "#d0ebff", "#a5d8ff", "#74c0fc", "#4dabf7", "#1c7ed6", "#f76707", "#e03131", "#a61e1e"}},
 		}),
-	)
+	)...)
 	h.AddSeries("worst error ÷ allowed (log10)", data)
 	plainData(h.MultiSeries)
 	h.Validate()
@@ -398,15 +402,10 @@ func probsChart(d *RowDetail, logScale bool) map[string]any {
 		yt, yname = "log", "probability (log scale)"
 		ymin = 1e-12
 	}
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: fmt.Sprintf("Top %d tokens: outputs against the reference", len(d.Tokens)), Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Bottom: "0"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "70", Right: "20", Top: "50", Bottom: "80"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: fmt.Sprintf("Top %d tokens: outputs against the reference", len(d.Tokens))}, true, "axis", opts.Grid{Left: "70", Right: "20", Top: "50", Bottom: "80"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "token id, most probable first", NameLocation: "middle", NameGap: 30}),
 		charts.WithYAxisOpts(opts.YAxis{Type: yt, Name: yname, NameLocation: "middle", NameGap: 55, Min: ymin}),
-	)
+	)...)
 	ref := make([]opts.BarData, len(d.Tokens))
 	for i, t := range d.Tokens {
 		ref[i] = opts.BarData{Value: finiteOr(float64(t.Ref), logScale)}
@@ -451,15 +450,10 @@ func cdfChart(d *RowDetail) map[string]any {
 		pts = append(pts, opts.LineData{Value: [2]any{p.Rank, finiteOr(float64(p.Mass), false)}})
 	}
 	c := charts.NewLine()
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: "Cumulative reference mass, with the filter cuts", Left: "center"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
-		charts.WithGridOpts(opts.Grid{Left: "70", Right: "40", Top: "50", Bottom: "50"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: "Cumulative reference mass, with the filter cuts"}, false, "axis", opts.Grid{Left: "70", Right: "40", Top: "50", Bottom: "50"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "log", Name: "tokens, most probable first (rank, log scale)", NameLocation: "middle", NameGap: 28, Min: 1, Max: maxInt(d.Vocab, 2)}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "cumulative probability", NameLocation: "middle", NameGap: 45, Min: 0, Max: 1}),
-	)
+	)...)
 	var xs []opts.MarkLineNameXAxisItem
 	var ys []opts.MarkLineNameYAxisItem
 	if d.Cuts.TopKRank > 0 {
@@ -499,15 +493,10 @@ func cdfChart(d *RowDetail) map[string]any {
 func errorChart(d *RowDetail) map[string]any {
 	c := charts.NewBar()
 	c.SetXAxis(tokenLabels(d))
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: "Error per token: output − reference", Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Bottom: "0"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "80", Right: "20", Top: "50", Bottom: "80"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: "Error per token: output − reference"}, true, "axis", opts.Grid{Left: "80", Right: "20", Top: "50", Bottom: "80"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "token id, most probable first", NameLocation: "middle", NameGap: 30}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "error (probability)", NameLocation: "middle", NameGap: 65}),
-	)
+	)...)
 	for j, o := range d.Probs {
 		vals := make([]opts.BarData, len(d.Tokens))
 		for i, t := range d.Tokens {

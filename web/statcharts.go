@@ -54,15 +54,10 @@ func pvalueChart(rows int, o *outputChartAcc, name string, threshold float64) ma
 		}
 	}
 	c := charts.NewScatter()
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: "p-value per row", Subtitle: name, Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Bottom: "0"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
-		charts.WithGridOpts(opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "70"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: "p-value per row", Subtitle: name}, true, "item", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "70"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "row", NameLocation: "middle", NameGap: 25, Min: 0, Max: maxInt(rows-1, 1)}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "p-value (log scale)", NameLocation: "middle", NameGap: 50, Min: floor, Max: 1}),
-	)
+	)...)
 	c.AddSeries("row passes", pass, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorPass}),
 		charts.WithScatterChartOpts(opts.ScatterChart{SymbolSize: 5}))
 	c.AddSeries("row fails", fail, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorFail}),
@@ -109,15 +104,10 @@ func acceptChart(s *engine.SpecStats, title, subtitle string) map[string]any {
 	}
 	c := charts.NewBar()
 	c.SetXAxis(xs)
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: title, Subtitle: subtitle, Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Bottom: "0"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "70"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: title, Subtitle: subtitle}, true, "axis", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "70"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "draft position", NameLocation: "middle", NameGap: 28}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "acceptance rate (trials that reached it)", NameLocation: "middle", NameGap: 45, Min: 0, Max: 1}),
-	)
+	)...)
 	c.AddSeries("measured rate", rate, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorNote, Opacity: opts.Float(0.75)}),
 		charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "35%"}))
 	b := charts.NewBoxPlot()
@@ -157,15 +147,10 @@ func emittedChart(s *engine.SpecStats, title, subtitle string) map[string]any {
 	}
 	c := charts.NewBar()
 	c.SetXAxis(xs)
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: title, Subtitle: subtitle, Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Bottom: "0"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "70"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: title, Subtitle: subtitle}, true, "axis", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "70"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "drafts accepted before the first rejection", NameLocation: "middle", NameGap: 28}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "trials", NameLocation: "middle", NameGap: 50, Min: 0}),
-	)
+	)...)
 	c.AddSeries("trials", got, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorNote}))
 	l := charts.NewLine()
 	l.AddSeries("expected: trials × P(E = j)", want,
@@ -216,15 +201,10 @@ func sampleChart(d *SampleDetail, logScale bool) map[string]any {
 	if logScale {
 		yt, yname, ymin = "log", "draws (log scale)", 0.5
 	}
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: "Draws per token against the expected counts", Subtitle: "red: drawn, yet the reference gives it no mass", Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Bottom: "0"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "80"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: "Draws per token against the expected counts", Subtitle: "red: drawn, yet the reference gives it no mass"}, true, "axis", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "80"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "token id, most expected first", NameLocation: "middle", NameGap: 30}),
 		charts.WithYAxisOpts(opts.YAxis{Type: yt, Name: yname, NameLocation: "middle", NameGap: 55, Min: ymin}),
-	)
+	)...)
 	for j, o := range d.Outputs {
 		if j > 0 && sameN {
 			break
@@ -296,15 +276,10 @@ func positionChart(sd *SpecDetail, pos SpecPosition, logScale bool) map[string]a
 	}
 	c := charts.NewBar()
 	c.SetXAxis(xs)
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: title, Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Bottom: "0"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "80"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: title}, true, "axis", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "80"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "token id, most probable under p first", NameLocation: "middle", NameGap: 30}),
 		charts.WithYAxisOpts(opts.YAxis{Type: yt, Name: yname, NameLocation: "middle", NameGap: 55, Min: ymin}),
-	)
+	)...)
 	c.AddSeries("p: target", p, charts.WithSeriesId(seriesP), charts.WithItemStyleOpts(opts.ItemStyle{Color: colorRef}))
 	if !bonus {
 		qname := "q: draft"
@@ -343,15 +318,10 @@ func teachHistChart(st *LessonState) map[string]any {
 	}
 	c := charts.NewBar()
 	c.SetXAxis(xs)
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: fmt.Sprintf("Emitted tokens after %d steps, against the target p", st.Steps), Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Bottom: "0"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "70", Right: "20", Top: "50", Bottom: "80"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: fmt.Sprintf("Emitted tokens after %d steps, against the target p", st.Steps)}, true, "axis", opts.Grid{Left: "70", Right: "20", Top: "50", Bottom: "80"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "token id, most probable under p first", NameLocation: "middle", NameGap: 30}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "share of the steps", NameLocation: "middle", NameGap: 50, Min: 0}),
-	)
+	)...)
 	c.AddSeries("accepted drafts", acc, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorNote}), charts.WithBarChartOpts(opts.BarChart{Stack: "emitted"}))
 	c.AddSeries("drawn from the residual", res, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorResidual}), charts.WithBarChartOpts(opts.BarChart{Stack: "emitted"}))
 	l := charts.NewLine()
@@ -380,15 +350,10 @@ func teachTVChart(st *LessonState) map[string]any {
 		dr = append(dr, opts.LineData{Value: [2]any{pt.Steps, finiteOr(float64(pt.Drafts), true)}})
 	}
 	c := charts.NewLine()
-	c.SetGlobalOptions(
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: "Total variation from p as the steps add up", Subtitle: "over the histogram's bars", Left: "center"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Bottom: "0"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "70", Right: "30", Top: "50", Bottom: "80"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: "Total variation from p as the steps add up", Subtitle: "over the histogram's bars"}, true, "axis", opts.Grid{Left: "70", Right: "30", Top: "50", Bottom: "80"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "log", Name: "steps (log scale)", NameLocation: "middle", NameGap: 28, Min: 1, Max: max(st.Steps, 10)}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "total variation (log scale)", NameLocation: "middle", NameGap: 50, Min: 1e-3, Max: 1}),
-	)
+	)...)
 	emOpts := []charts.SeriesOpts{
 		charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
 		charts.WithItemStyleOpts(opts.ItemStyle{Color: colorNote}),
