@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/cpu"
-	"github.com/sampviz/sampviz/engine/dump"
 	"github.com/sampviz/sampviz/web"
 	"github.com/sampviz/sampviz/web/pipeline"
 	"github.com/sampviz/sampviz/web/webtest"
@@ -553,19 +551,6 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
-func writeDumpFile(t *testing.T, name string, tensors []*engine.Tensor, meta map[string]string) string {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := dump.WriteSafetensors(&buf, tensors, meta); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // writeSpecDump writes a spec_verify dump with fresh random target logits,
 // drafts and draft probabilities; row nanRow (when >= 0) has a NaN target
 // logit at position 1.
@@ -595,7 +580,7 @@ func writeSpecDump(t *testing.T, rows, k, v, nanRow int) string {
 			q[i*v+j] = float32(float64(q[i*v+j]) / sum)
 		}
 	}
-	return writeDumpFile(t, "spec.safetensors", []*engine.Tensor{
+	return webtest.WriteDump(t, "spec.safetensors", []*engine.Tensor{
 		engine.FromFloat32s("target_logits", engine.F32, []int{rows, k + 1, v}, target),
 		engine.FromInts("draft_tokens", engine.I64, []int{rows, k}, drafts),
 		engine.FromFloat32s("draft_probs", engine.F32, []int{rows, k, v}, q),
@@ -610,7 +595,7 @@ func writeSampleDump(t *testing.T, rows, v int) string {
 	for i := range logits {
 		logits[i] = float32(2 * rng.NormFloat64())
 	}
-	return writeDumpFile(t, "sample.safetensors", []*engine.Tensor{
+	return webtest.WriteDump(t, "sample.safetensors", []*engine.Tensor{
 		engine.FromFloat32s("logits", engine.F32, []int{rows, v}, logits),
 		engine.FromInts("top_k", engine.I64, []int{}, []int64{int64(10 + rng.IntN(20))}),
 	}, map[string]string{"op": "sample"})

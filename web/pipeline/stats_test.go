@@ -7,7 +7,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/sampviz/sampviz/engine/dump"
 	"github.com/sampviz/sampviz/engine/ref"
 	"github.com/sampviz/sampviz/web"
+	"github.com/sampviz/sampviz/web/webtest"
 )
 
 // specDump writes a spec_verify dump of rows rows, k draft positions and v
@@ -62,7 +62,7 @@ func specDump(t testing.TB, rows, k, v int, oneHot bool, nanRow int) string {
 		}
 		tensors = append(tensors, engine.FromFloat32s("draft_probs", engine.F32, []int{rows, k, v}, q))
 	}
-	return writeTestDump(t, "spec.safetensors", tensors, map[string]string{"op": "spec_verify"})
+	return webtest.WriteDump(t, "spec.safetensors", tensors, map[string]string{"op": "spec_verify"})
 }
 
 // sampleDump writes a sample dump with fresh random logits and, when
@@ -92,7 +92,7 @@ func sampleDump(t testing.TB, rows, v, external int, bad int) string {
 		}
 		tensors = append(tensors, samples)
 	}
-	return writeTestDump(t, "sample.safetensors", tensors, meta)
+	return webtest.WriteDump(t, "sample.safetensors", tensors, meta)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -112,19 +112,6 @@ func buildRun(t testing.TB, tensors []*engine.Tensor, meta map[string]string, o 
 		t.Fatal(err)
 	}
 	return run
-}
-
-func writeTestDump(t testing.TB, name string, tensors []*engine.Tensor, meta map[string]string) string {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := dump.WriteSafetensors(&buf, tensors, meta); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 func execute(t *testing.T, path string, p web.Params) web.Job {
