@@ -60,7 +60,7 @@ NVCC_FLAGS  ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC $(NVCC_ARCH)
 GPU_OUT     ?= gpu-out
 GPU_TIMEOUT ?= 15m
 
-.PHONY: kernels gpu-bundle gpu-test gpu-probe
+.PHONY: kernels gpu-bundle gpu-test gpu-probe gpu-trace
 
 kernels: $(KERNEL_LIB)
 
@@ -85,6 +85,19 @@ gpu-probe:
 	@mkdir -p build
 	$(NVCC) -O3 -std=c++17 -arch=sm_90 -o build/bwprobe csrc/probe/bwprobe.cu
 	build/bwprobe
+
+# `make gpu-trace` (on the GPU machine) builds renorm with phase stamps
+# (csrc/trace.cuh, -DSV_TRACE) beside the library and prints where one
+# filtered launch of TRACE_ROWS rows spends its time, step by step
+# (csrc/probe/trace.cu, docs/PERF.md).
+TRACE_ROWS ?= 1
+gpu-trace:
+	@mkdir -p build/trace
+	$(NVCC) -O3 -std=c++17 -Xcompiler -fPIC -arch=sm_90 -DSV_TRACE -shared \
+	  -o build/trace/libsampviz_trace.so csrc/renorm.cu csrc/runtime.cu
+	$(NVCC) -O3 -std=c++17 -arch=sm_90 -o build/trace/trace csrc/probe/trace.cu \
+	  -Lbuild/trace -lsampviz_trace -Xlinker -rpath,$(CURDIR)/build/trace
+	build/trace/trace $(TRACE_ROWS)
 
 # --- web UI (web/, `sampviz serve`) --------------------------------------------
 # `make run` passes SERVE_FLAGS to `sampviz serve` (--listen, --data, --token,

@@ -43,6 +43,7 @@
 #include <type_traits>
 
 #include "rowops.cuh"
+#include "trace.cuh"
 
 namespace sv {
 
@@ -378,6 +379,7 @@ __device__ int scan_chunk(const T *x, int begin, int end, int k, FastSmem &s) {
     const unsigned t0 = kth_key<PASSES>(s.keys + head_count, BLOCK * UNROLL, k, s);
     theta = t0 > order_key(-kInf) ? key_value(t0) : -kInf;
   }
+  SV_MARK(1);
 #pragma unroll
   for (int q = 0; q < UNROLL; q++)
     if (vm[q] >= theta) add(u[q], start + (q * BLOCK + (int)threadIdx.x) * N);  // false for NaN
@@ -491,6 +493,8 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     __syncthreads();
     total = s.count;
   }
+  SV_MARK(5);
+  SV_COUNT(20, total);
   if (nan || overflow || total > kFastCap || total < k) return false;
   // Every token at or above the row's k-th largest is a candidate, so the
   // max and all of its copies are.
@@ -502,11 +506,15 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
   best = cub::BlockReduce<ArgBest, kFastBlock>(s.tmp.ra).Reduce(best, ArgBestOp());
   if (threadIdx.x == 0) s.best = best;
   __syncthreads();
+  SV_MARK(6);
   const float m = s.best.v;
   const int arg = s.best.i;
   if (!(m > -kInf) || m == kInf) return false;
   const unsigned kth = kth_key<PASSES>(s.keys, total, k, s);
+  SV_MARK(7);
   const int n = keep_at_least(s.keys, s.idx, total, kth, s);
+  SV_MARK(8);
+  SV_COUNT(21, n);
   const float xk = key_value(kth);
   const float tau = weight_of(xk, m, temp);
   // A token below x_k whose weight equals tau_k would be in the top-k set
@@ -527,6 +535,7 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     s.lw[r] = __uint_as_float(~(unsigned)(key >> 32));
   }
   __syncthreads();
+  SV_MARK(9);
 
   // Filters on the ranked list; thread t holds ranks t*ITEMS.. (blocked).
   const bool lowest = a.flags & SV_TIES_LOWEST_INDEX;
@@ -580,6 +589,8 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
   if (threadIdx.x == 0) s.count = kept;
   __syncthreads();
   kept = s.count;
+  SV_MARK(10);
+  SV_COUNT(22, kept);
 
   // The kept prefix ranked by index.
   for (int j = threadIdx.x; j < kept; j += kFastBlock) {
@@ -590,6 +601,7 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     s.sw[r] = s.lw[j];
   }
   __syncthreads();
+  SV_MARK(11);
   top.m = m;
   top.temp = temp;
   top.arg = arg;
@@ -658,9 +670,13 @@ __device__ bool fast_row(const T *x, const FastArgs &a, int slot, const FastPara
     return false;
   }
   const int begin = blockIdx.x * a.chunk, end = min(n, begin + a.chunk);
+  SV_MARK(0);
   const int nan = scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
+  SV_MARK(2);
   if (zeros) zero_chunk(zeros, begin, end);
+  SV_MARK(3);
   if (!fast_arrive(a, slot, nan, s)) return false;
+  SV_MARK(4);
   const bool ok = fast_top<T>(a, slot, fp, nan, s, top);
   if (threadIdx.x == 0) a.todo[slot] = !ok;
   return ok;

@@ -60,11 +60,13 @@ __global__ void __launch_bounds__(kFastBlock, 4)
   if (!fast_row<T>(logits + (size_t)row * n, a, row, fast_params(a.rp, row), zero_fill ? out : nullptr, s, top))
     return;
   const float sum = sparse_sum(n, top.kept, s);
+  SV_MARK(12);
   if (!zero_fill) {
     for (int i = threadIdx.x; i < n; i += kFastBlock) out[i] = 0.0f;
     __syncthreads();
   }
   for (int r = threadIdx.x; r < top.kept; r += kFastBlock) out[s.sidx[r]] = __fdiv_rn(s.sw[r], sum);
+  SV_MARK(13);
 }
 
 template <typename T, int BLOCK>
@@ -152,6 +154,18 @@ int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t p
 }
 
 }  // namespace sv
+
+#ifdef SV_TRACE
+// sv_trace_read copies renorm's trace stamps (trace.cuh) to host, n words
+// at most, and clears them for the next launch. Only in -DSV_TRACE builds.
+extern "C" int sv_trace_read(unsigned long long *host, int n) {
+  static unsigned long long zero[SV_TRACE_WORDS];
+  if (n < 0) return SV_ERR_INVALID;
+  const size_t bytes = sizeof(unsigned long long) * (n < SV_TRACE_WORDS ? (size_t)n : (size_t)SV_TRACE_WORDS);
+  if (cudaMemcpyFromSymbol(host, sv::trace_buf, bytes) != cudaSuccess) return SV_ERR_CUDA;
+  return cudaMemcpyToSymbol(sv::trace_buf, zero, sizeof(zero)) == cudaSuccess ? SV_OK : SV_ERR_CUDA;
+}
+#endif
 
 extern "C" int sv_renorm(int dtype, uint64_t logits, int rows, int vocab, uint64_t params, int flags,
                          uint64_t probs) {
