@@ -54,6 +54,7 @@ constexpr int kFastMaxK = 256;        // largest top_k the fast path serves
 constexpr int kFastList = 512;        // largest top-k set (ties included) it ranks
 constexpr int kFastChunkOut = 2048;   // candidates one chunk hands on
 constexpr int kFastMaxChunks = 32;    // chunks per row (one per lane in fast_top)
+constexpr int kFastMinChunk = 8192;   // tokens: one tile of 16-bit logits (a block's loads in flight)
 constexpr int kFastItems = kFastList / kFastBlock;
 
 // FastChunk is what one chunk's scan hands to its row's finishing block.
@@ -758,13 +759,13 @@ int fast_launch(void (*kernel)(Args...), dim3 grid, const char *what, Args... ar
 
 // fast_layout picks the chunks per row for a launch of slots rows of vocab
 // tokens: the fewest that give about three blocks per SM (chunks of at least
-// 4096 tokens, at most kFastMaxChunks). Every chunk but the row's last pays
-// a hand-over (its candidates through memory, the merge), and a block that
-// scans a whole row needs none, so rows are split only to fill the GPU:
-// B = 512 takes whole rows, B = 128 four chunks, B = 1 thirty-two.
+// kFastMinChunk tokens, at most kFastMaxChunks). Every chunk but the row's
+// last pays a hand-over (its candidates through memory, the merge), and a
+// block that scans a whole row needs none, so rows are split only to fill
+// the GPU: B = 512 takes whole rows, B = 128 four chunks, B = 1 sixteen.
 inline void fast_layout(int slots, int vocab, int &chunks, int &chunk) {
   int c = (3 * device_sms() + slots - 1) / slots;
-  chunks = max(1, min(c, min(kFastMaxChunks, (vocab + 4095) / 4096)));
+  chunks = max(1, min(c, min(kFastMaxChunks, (vocab + kFastMinChunk - 1) / kFastMinChunk)));
   chunk = split_row(vocab, chunks);
 }
 

@@ -7,13 +7,20 @@
 // own build compiles both to nothing: they never cost the product time.
 // Each translation unit has its own buffer; renorm.cu reads its out
 // (sv_trace_read), so only renorm's kernels are traced.
+//
+// The ids (csrc/probe/trace.cu names them): in every block of fastrow.cuh's
+// fast path, 0 its start, 1 the first tile's theta, 2 its scan done, 3 its
+// zeros written; in the row's finishing block, 4 arrived, 5 candidates
+// merged, 6 row max, 7 k-th largest, 8 top-k set kept, 9 ranked, 10
+// filtered, 11 ordered by index, then renorm's 12 sum and 13 outputs
+// written. Counts: 20 candidates merged, 21 the top-k set, 22 kept.
 #pragma once
-
-namespace sv {
 
 // SV_TRACE_WORDS is the buffer's size in 64-bit words (a literal: nvcc 13
 // copies a __device__ array's bound into host code outside the namespace).
 #define SV_TRACE_WORDS 4096
+
+namespace sv {
 
 #ifdef SV_TRACE
 constexpr int kTraceBlocks = 64;
