@@ -103,6 +103,7 @@ struct FastSmem {
   int count, overflow, pick, need, last;
   float theta;
   unsigned long long u;
+  unsigned long long top;  // the merge's largest (order key, ~index), C > 1
   ArgBest best;  // the row's max and its first index, in the finishing block
 };
 
@@ -445,7 +446,8 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     // largest is at least every chunk's theta, so only the candidates at or
     // above the largest theta are merged (in any order: what follows does
     // not depend on it). Warp w copies chunks w, w + 8, ..., its loads in
-    // flight at once.
+    // flight at once, and keeps the largest (key, ~index) it copies: the
+    // row's max and its first index, without a block reduction after.
     const unsigned lane = threadIdx.x & 31;
     int count = 0;
     unsigned theta = 0;
@@ -460,6 +462,7 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     count = max(count, 0);
     theta = __reduce_max_sync(0xffffffffu, theta);
     if (!nan && !overflow) {
+      unsigned long long top = 0;  // (key, ~index) of this lane's largest merged candidate
       for (int c = threadIdx.x >> 5; c < C; c += kFastBlock / 32) {
         const int n = __shfl_sync(0xffffffffu, count, c);  // c is the same in the whole warp
         const size_t from = ((size_t)slot * C + c) * kFastChunkOut;
@@ -483,13 +486,21 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
             int at = 0;
             if (lane == 0) at = atomicAdd(&s.count, __popc(ballot));
             at = __shfl_sync(0xffffffffu, at, 0) + __popc(ballot & ((1u << lane) - 1));
-            if (keep && at < kFastCap) {
-              s.keys[at] = key[q];
-              s.idx[at] = id[q];
+            if (keep) {
+              const unsigned long long t = ((unsigned long long)key[q] << 32) | ~(unsigned)id[q];
+              top = t > top ? t : top;
+              if (at < kFastCap) {
+                s.keys[at] = key[q];
+                s.idx[at] = id[q];
+              }
             }
           }
         }
       }
+      // The warp's largest (key, ~index): the largest key, then the lowest index.
+      const unsigned hi = __reduce_max_sync(0xffffffffu, (unsigned)(top >> 32));
+      const unsigned lo = __reduce_max_sync(0xffffffffu, (unsigned)(top >> 32) == hi ? (unsigned)top : 0u);
+      if (lane == 0 && hi != 0) atomicMax(&s.top, ((unsigned long long)hi << 32) | lo);
     }
     __syncthreads();
     total = s.count;
@@ -498,14 +509,18 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
   SV_COUNT(20, total);
   if (nan || overflow || total > kFastCap || total < k) return false;
   // Every token at or above the row's k-th largest is a candidate, so the
-  // max and all of its copies are.
-  ArgBest best{-kInf, 0x7fffffff};
-  for (int j = threadIdx.x; j < total; j += kFastBlock) {
-    const float v = key_value(s.keys[j]);
-    if (better(v, s.idx[j], best)) best = ArgBest{v, s.idx[j]};
+  // max and all of its copies are: the merge keeps the largest (C > 1).
+  if (C == 1) {
+    ArgBest best{-kInf, 0x7fffffff};
+    for (int j = threadIdx.x; j < total; j += kFastBlock) {
+      const float v = key_value(s.keys[j]);
+      if (better(v, s.idx[j], best)) best = ArgBest{v, s.idx[j]};
+    }
+    best = cub::BlockReduce<ArgBest, kFastBlock>(s.tmp.ra).Reduce(best, ArgBestOp());
+    if (threadIdx.x == 0) s.best = best;
+  } else if (threadIdx.x == 0) {
+    s.best = ArgBest{key_value((unsigned)(s.top >> 32)), (int)~(unsigned)s.top};
   }
-  best = cub::BlockReduce<ArgBest, kFastBlock>(s.tmp.ra).Reduce(best, ArgBestOp());
-  if (threadIdx.x == 0) s.best = best;
   __syncthreads();
   SV_MARK(6);
   const float m = s.best.v;
@@ -625,7 +640,8 @@ __device__ inline bool fast_arrive(const FastArgs &a, int slot, int nan, FastSme
   __syncthreads();
   if (threadIdx.x == 0) {
     a.stats[(size_t)slot * a.chunks + c] = FastChunk{nan, n, order_key(s.theta)};
-    s.count = 0;  // fast_top's merge counter, in the last block
+    s.count = 0;  // fast_top's merge counter and largest, in the last block
+    s.top = 0;
     __threadfence();
     const bool last = atomicAdd(&a.arrived[slot], 1u) == (unsigned)a.chunks - 1;
     if (last) a.arrived[slot] = 0;
