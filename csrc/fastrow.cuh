@@ -56,6 +56,7 @@ constexpr int kFastChunkOut = 2048;   // candidates one chunk hands on
 constexpr int kFastMaxChunks = 32;    // chunks per row (one per lane in fast_top)
 constexpr int kFastMinChunk = 8192;   // tokens: one tile of 16-bit logits (a block's loads in flight)
 constexpr int kFastItems = kFastList / kFastBlock;
+constexpr int kSmallSet = 64;         // top-k sets ranked four threads an entry, filtered by one warp
 
 // FastChunk is what one chunk's scan hands to its row's finishing block.
 struct FastChunk {
@@ -101,6 +102,7 @@ struct FastSmem {
     typename cub::BlockReduce<ArgBest, kFastBlock>::TempStorage ra;
   } tmp;
   int count, overflow, pick, need, last;
+  int undecided;  // the top-k set is not decided by the logits (fast_top)
   float theta;
   unsigned long long u;
   unsigned long long top;  // the merge's largest (order key, ~index), C > 1
@@ -174,56 +176,81 @@ struct MaxU64 {
   }
 };
 
+// pick_bucket is one radix pass over keys[0..n): bucket(key) is a key's
+// bucket, 0..255 (256: not counted). It returns the bucket that holds the
+// need-th largest counted key and leaves in need its rank within that
+// bucket. Candidates often share their top byte, and 32 lanes adding to one
+// counter serialise: a warp whose keys all fall in one bucket adds once.
+template <typename Bucket>
+__device__ int pick_bucket(const unsigned *keys, int n, int &need, Bucket bucket_of, FastSmem &s) {
+  using Scan = cub::BlockScan<int, kFastBlock>;
+  const unsigned lane = threadIdx.x & 31;
+  for (int d = threadIdx.x; d < 256; d += kFastBlock) s.hist[d] = 0;
+  __syncthreads();
+  for (int base = 0; base < n; base += kFastBlock) {
+    const int j = base + (int)threadIdx.x;
+    const unsigned bucket = j < n ? bucket_of(keys[j]) : 256u;
+    const unsigned valid = __ballot_sync(0xffffffffu, bucket < 256);
+    if (valid) {
+      const int first = __ffs(valid) - 1;
+      const unsigned lead = __shfl_sync(0xffffffffu, bucket, first);
+      if (__ballot_sync(0xffffffffu, bucket == lead) == valid) {
+        if (lane == (unsigned)first) atomicAdd(&s.hist[lead], (unsigned)__popc(valid));
+      } else if (bucket < 256) {
+        atomicAdd(&s.hist[bucket], 1u);
+      }
+    }
+  }
+  __syncthreads();
+  // Thread t holds bucket 255 - t: an inclusive scan counts from the top.
+  const int c = threadIdx.x < 256 ? (int)s.hist[255 - threadIdx.x] : 0;
+  int incl;
+  Scan(s.tmp.si).InclusiveSum(c, incl);
+  if (threadIdx.x < 256 && c > 0 && incl >= need && incl - c < need) {
+    s.pick = 255 - (int)threadIdx.x;
+    s.need = need - (incl - c);
+  }
+  __syncthreads();
+  const int pick = s.pick;
+  need = s.need;
+  __syncthreads();
+  return pick;
+}
+
+// fill_key completes a key whose top PASSES bytes are known: the bytes
+// below are all zero for keys of values >= +0, all ones below (KeyPasses).
+template <int PASSES>
+__device__ __forceinline__ unsigned fill_key(unsigned top) {
+  return PASSES < 4 ? top | ((top & 0x80000000u) ? 0u : (0xffffffffu >> (8 * (PASSES & 3)))) : top;
+}
+
 // kth_key returns the k-th largest (1-based, k <= n) of keys[0..n): a
 // byte-wide radix select over the top PASSES bytes (KeyPasses: the bytes
-// below are fixed by the sign). Candidates often share their top byte, and
-// 32 lanes adding to one counter serialise: a warp whose keys all fall in
-// one bucket adds once.
+// below are fixed by the sign).
 template <int PASSES>
 __device__ unsigned kth_key(const unsigned *keys, int n, int k, FastSmem &s) {
-  using Scan = cub::BlockScan<int, kFastBlock>;
   unsigned prefix = 0, mask = 0;
   int need = k;
-  const unsigned lane = threadIdx.x & 31;
   for (int shift = 24; shift >= 32 - 8 * PASSES; shift -= 8) {
-    for (int d = threadIdx.x; d < 256; d += kFastBlock) s.hist[d] = 0;
-    __syncthreads();
-    for (int base = 0; base < n; base += kFastBlock) {
-      const int j = base + (int)threadIdx.x;
-      unsigned bucket = 256;
-      if (j < n) {
-        const unsigned key = keys[j];
-        if ((key & mask) == prefix) bucket = (key >> shift) & 0xffu;
-      }
-      const unsigned valid = __ballot_sync(0xffffffffu, bucket < 256);
-      if (valid) {
-        const int first = __ffs(valid) - 1;
-        const unsigned lead = __shfl_sync(0xffffffffu, bucket, first);
-        if (__ballot_sync(0xffffffffu, bucket == lead) == valid) {
-          if (lane == (unsigned)first) atomicAdd(&s.hist[lead], (unsigned)__popc(valid));
-        } else if (bucket < 256) {
-          atomicAdd(&s.hist[bucket], 1u);
-        }
-      }
-    }
-    __syncthreads();
-    // Thread t holds bucket 255 - t: an inclusive scan counts from the top.
-    const int c = threadIdx.x < 256 ? (int)s.hist[255 - threadIdx.x] : 0;
-    int incl;
-    Scan(s.tmp.si).InclusiveSum(c, incl);
-    if (threadIdx.x < 256 && c > 0 && incl >= need && incl - c < need) {
-      s.pick = 255 - (int)threadIdx.x;
-      s.need = need - (incl - c);
-    }
-    __syncthreads();
-    prefix |= (unsigned)s.pick << shift;
+    const int pick = pick_bucket(keys, n, need, [&](unsigned key) {
+      return (key & mask) == prefix ? (key >> shift) & 0xffu : 256u;
+    }, s);
+    prefix |= (unsigned)pick << shift;
     mask |= 0xffu << shift;
-    need = s.need;
-    __syncthreads();
   }
-  // The bytes below: all zero for keys of values >= +0, all ones below.
-  if (PASSES < 4) prefix |= (prefix & 0x80000000u) ? 0u : (0xffffffffu >> (8 * (PASSES & 3)));
-  return prefix;
+  return fill_key<PASSES>(prefix);
+}
+
+// kth_key_span is kth_key in one pass for keys whose top PASSES bytes
+// (key >> (32 - 8 * PASSES)) all lie in [lo, lo + 256), as the merged
+// candidates of a row often do (they lie between the largest chunk theta
+// and the row's max: for bf16 logits, a few hundred values at most).
+template <int PASSES>
+__device__ unsigned kth_key_span(const unsigned *keys, int n, int k, unsigned lo, FastSmem &s) {
+  constexpr int kShift = 32 - 8 * PASSES;
+  int need = k;
+  const int pick = pick_bucket(keys, n, need, [&](unsigned key) { return (key >> kShift) - lo; }, s);
+  return fill_key<PASSES>((lo + (unsigned)pick) << kShift);
 }
 
 // keep_at_least moves the entries of keys/idx[0..n) whose key is >= lo to
@@ -407,6 +434,105 @@ __device__ int scan_chunk(const T *x, int begin, int end, int k, FastSmem &s) {
   return __syncthreads_or(nan);
 }
 
+// place_ranked calls put(j, r) once for every entry j < n, r being the
+// number of keys[0..n) below keys[j] (the keys are distinct), and ends in a
+// barrier. A set of at most kSmallSet entries is counted by four threads
+// an entry, each over a quarter of the keys, with the four counts added
+// through s.hist: a thread that walks the whole set alone is one warp's
+// chain of n dependent steps (docs/PERF.md, run 53).
+template <typename K, typename Put>
+__device__ void place_ranked(const K *keys, int n, FastSmem &s, Put put) {
+  constexpr int kGroups = kFastBlock / kSmallSet, kSpan = kSmallSet / kGroups;
+  static_assert(kGroups * kSmallSet == kFastBlock, "four threads an entry");
+  if (n <= kSmallSet) {
+    const int j = (int)threadIdx.x % kSmallSet, g = (int)threadIdx.x / kSmallSet;
+    int below = 0;
+    if (j < n) {
+      const K v = keys[j];
+      const int end = min(n, (g + 1) * kSpan);
+#pragma unroll 4
+      for (int b = g * kSpan; b < end; b++) below += keys[b] < v;
+    }
+    s.hist[threadIdx.x] = (unsigned)below;
+    __syncthreads();
+    if (g == 0 && j < n) {
+      int r = 0;
+#pragma unroll
+      for (int q = 0; q < kGroups; q++) r += (int)s.hist[q * kSmallSet + j];
+      put(j, r);
+    }
+  } else {
+    for (int j = threadIdx.x; j < n; j += kFastBlock) {
+      const K v = keys[j];
+      int r = 0;
+      for (int b = 0; b < n; b++) r += keys[b] < v;
+      put(j, r);
+    }
+  }
+  __syncthreads();
+}
+
+// Warp scans of 64-bit values (every lane of the warp takes part).
+__device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
+#pragma unroll
+  for (int o = 16; o >= 1; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ unsigned long long warp_inclusive_sum(unsigned long long v) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned long long t = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += t;
+  }
+  return v;
+}
+__device__ __forceinline__ unsigned long long warp_exclusive_max(unsigned long long v) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned long long t = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v = max(v, t);
+  }
+  const unsigned long long e = __shfl_up_sync(0xffffffffu, v, 1);
+  return lane == 0 ? 0ull : e;
+}
+
+// filter_warp is fast_top's filters for a ranked top-k set of n <=
+// kSmallSet tokens (s.lw/s.lidx), run by one warp: lane l holds ranks 2l
+// and 2l + 1, and the block code's sums and scans become warp scans, with
+// the same decisions. It returns the kept count to every lane.
+__device__ inline int filter_warp(int n, int kset, const FastParams &fp, FastSmem &s) {
+  const int lane = threadIdx.x & 31, r0 = 2 * lane;
+  const bool topp = fp.top_p < 1.0f;
+  const float minw = fp.min_p > 0.0f ? fp.min_p : 0.0f;
+  unsigned long long W[2], z = 0;
+#pragma unroll
+  for (int q = 0; q < 2; q++) {
+    W[q] = r0 + q < n ? weight(s.lw[r0 + q]) : 0ull;
+    if (r0 + q < kset) z += W[q];
+  }
+  const double limit = topp ? (double)fp.top_p * (double)warp_sum(z) : 0.0;
+  const unsigned long long sum = W[0] + W[1];
+  unsigned long long before = warp_inclusive_sum(sum) - sum, head[2], hmax = 0;
+#pragma unroll
+  for (int q = 0; q < 2; q++) {
+    const int r = r0 + q;
+    head[q] = r < n && (r == 0 || s.lw[r] != s.lw[r - 1]) ? before : 0ull;
+    before += W[q];
+    hmax = max(hmax, head[q]);
+  }
+  unsigned long long hbefore = warp_exclusive_max(hmax);
+  int keep = 0;
+#pragma unroll
+  for (int q = 0; q < 2; q++) {
+    const int r = r0 + q;
+    hbefore = max(hbefore, head[q]);
+    keep += r < kset && (!topp || (double)hbefore < limit) && s.lw[r] >= minw;
+  }
+  return __reduce_add_sync(0xffffffffu, keep);
+}
+
 // FastTop is a row's top-k result after fast_top: in shared memory,
 // lidx/lw[0..n) ranked by (w desc, index) with the kept tokens a prefix
 // of length kept, and sidx/sw[0..kept) the kept tokens by index.
@@ -415,13 +541,6 @@ struct FastTop {
   int arg;
   int kept;
 };
-
-// rank_of returns the rank of v among keys[0..n) (all distinct).
-__device__ __forceinline__ int rank_of(const unsigned long long *keys, int n, unsigned long long v) {
-  int r = 0;
-  for (int b = 0; b < n; b++) r += keys[b] < v;
-  return r;
-}
 
 // fast_top is step 2 for slot's row, run by the row's last block: it merges
 // the chunks' candidates (from s itself when C = 1; scan_nan is that
@@ -437,6 +556,7 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
   const int k = fp.k;
   const float temp = fp.temp;
   int nan = 0, total = 0, overflow = 0;
+  unsigned merged_lo = 0;  // with C > 1, every merged key is at least this
   if (C == 1) {
     nan = scan_nan;
     overflow = s.overflow;
@@ -461,6 +581,7 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     overflow = __any_sync(0xffffffffu, count < 0);
     count = max(count, 0);
     theta = __reduce_max_sync(0xffffffffu, theta);
+    merged_lo = theta;
     if (!nan && !overflow) {
       unsigned long long top = 0;  // (key, ~index) of this lane's largest merged candidate
       for (int c = threadIdx.x >> 5; c < C; c += kFastBlock / 32) {
@@ -526,97 +647,110 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
   const float m = s.best.v;
   const int arg = s.best.i;
   if (!(m > -kInf) || m == kInf) return false;
-  const unsigned kth = kth_key<PASSES>(s.keys, total, k, s);
+  // With C > 1 the merged keys lie between the largest chunk theta and the
+  // max; when their top bytes span fewer than 256 values, one pass selects.
+  constexpr int kShift = 32 - 8 * PASSES;
+  const unsigned lo = merged_lo >> kShift, hi = (unsigned)(s.top >> 32) >> kShift;
+  const unsigned kth = C > 1 && hi - lo < 256 ? kth_key_span<PASSES>(s.keys, total, k, lo, s)
+                                              : kth_key<PASSES>(s.keys, total, k, s);
   SV_MARK(7);
   const int n = keep_at_least(s.keys, s.idx, total, kth, s);
   SV_MARK(8);
   SV_COUNT(21, n);
-  const float xk = key_value(kth);
-  const float tau = weight_of(xk, m, temp);
-  // A token below x_k whose weight equals tau_k would be in the top-k set
-  // without being a candidate.
-  if (tau > 0.0f && weight_of(below(xk, (const T *)nullptr), m, temp) >= tau) return false;
   if (n > kFastList) return false;
 
   // Rank the top-k set by (w desc, index): ~bits of w (w >= 0) then index.
+  // Meanwhile the last thread checks the one case the logits cannot
+  // decide: a token below x_k whose weight equals tau_k would be in the
+  // top-k set without being a candidate.
   for (int j = threadIdx.x; j < n; j += kFastBlock) {
     const float w = weight_of(key_value(s.keys[j]), m, temp);
     s.rank_key[j] = ((unsigned long long)~__float_as_uint(w) << 32) | (unsigned)s.idx[j];
   }
+  if (threadIdx.x == kFastBlock - 1) {
+    const float xk = key_value(kth);
+    const float tau = weight_of(xk, m, temp);
+    s.undecided = tau > 0.0f && weight_of(below(xk, (const T *)nullptr), m, temp) >= tau;
+  }
   __syncthreads();
-  for (int j = threadIdx.x; j < n; j += kFastBlock) {
+  if (s.undecided) return false;
+  place_ranked(s.rank_key, n, s, [&](int j, int r) {
     const unsigned long long key = s.rank_key[j];
-    const int r = rank_of(s.rank_key, n, key);
     s.lidx[r] = (int)(unsigned)key;
     s.lw[r] = __uint_as_float(~(unsigned)(key >> 32));
-  }
-  __syncthreads();
+  });
   SV_MARK(9);
 
-  // Filters on the ranked list; thread t holds ranks t*ITEMS.. (blocked).
+  // Filters on the ranked list: a small set by one warp (filter_warp),
+  // else thread t holds ranks t*ITEMS.. (blocked).
   const bool lowest = a.flags & SV_TIES_LOWEST_INDEX;
   const int kset = lowest ? k : n;  // the top-k set is a prefix of the ranks
-  const float top_p = fp.top_p, min_p = fp.min_p;
-  const bool topp = top_p < 1.0f;
-  const float minw = min_p > 0.0f ? min_p : 0.0f;
-  unsigned long long W[kFastItems], z = 0;
-  const int r0 = (int)threadIdx.x * kFastItems;
-#pragma unroll
-  for (int q = 0; q < kFastItems; q++) {
-    W[q] = r0 + q < n ? weight(s.lw[r0 + q]) : 0ull;
-    if (r0 + q < kset) z += W[q];
-  }
-  double limit = 0.0;
-  if (topp) {
-    z = cub::BlockReduce<unsigned long long, kFastBlock>(s.tmp.ru).Sum(z);
-    if (threadIdx.x == 0) s.u = z;
-    __syncthreads();
-    limit = (double)top_p * (double)s.u;
-  }
-  // above: the mass of the tokens strictly heavier than rank r, i.e. the
-  // exclusive prefix at the head of r's group of equal weights.
-  unsigned long long sum = 0, excl[kFastItems], head[kFastItems];
-#pragma unroll
-  for (int q = 0; q < kFastItems; q++) sum += W[q];
-  unsigned long long before;
-  ScanU(s.tmp.su).ExclusiveSum(sum, before);
-  __syncthreads();
-  unsigned long long hmax = 0;
-#pragma unroll
-  for (int q = 0; q < kFastItems; q++) {
-    const int r = r0 + q;
-    excl[q] = before;
-    before += W[q];
-    head[q] = r < n && (r == 0 || s.lw[r] != s.lw[r - 1]) ? excl[q] : 0ull;
-    hmax = max(hmax, head[q]);
-  }
-  unsigned long long hbefore;
-  ScanU(s.tmp.su).ExclusiveScan(hmax, hbefore, 0ull, MaxU64());
-  __syncthreads();
   int kept = 0;
+  if (n <= kSmallSet) {
+    if (threadIdx.x < 32) {
+      kept = filter_warp(n, kset, fp, s);
+      if (threadIdx.x == 0) s.count = kept;
+    }
+    __syncthreads();
+    kept = s.count;
+  } else {
+    const float top_p = fp.top_p, min_p = fp.min_p;
+    const bool topp = top_p < 1.0f;
+    const float minw = min_p > 0.0f ? min_p : 0.0f;
+    unsigned long long W[kFastItems], z = 0;
+    const int r0 = (int)threadIdx.x * kFastItems;
 #pragma unroll
-  for (int q = 0; q < kFastItems; q++) {
-    const int r = r0 + q;
-    hbefore = max(hbefore, head[q]);
-    const bool keep = r < kset && (!topp || (double)hbefore < limit) && s.lw[r] >= minw;
-    kept += keep;
+    for (int q = 0; q < kFastItems; q++) {
+      W[q] = r0 + q < n ? weight(s.lw[r0 + q]) : 0ull;
+      if (r0 + q < kset) z += W[q];
+    }
+    double limit = 0.0;
+    if (topp) {
+      z = cub::BlockReduce<unsigned long long, kFastBlock>(s.tmp.ru).Sum(z);
+      if (threadIdx.x == 0) s.u = z;
+      __syncthreads();
+      limit = (double)top_p * (double)s.u;
+    }
+    // above: the mass of the tokens strictly heavier than rank r, i.e. the
+    // exclusive prefix at the head of r's group of equal weights.
+    unsigned long long sum = 0, excl[kFastItems], head[kFastItems];
+#pragma unroll
+    for (int q = 0; q < kFastItems; q++) sum += W[q];
+    unsigned long long before;
+    ScanU(s.tmp.su).ExclusiveSum(sum, before);
+    __syncthreads();
+    unsigned long long hmax = 0;
+#pragma unroll
+    for (int q = 0; q < kFastItems; q++) {
+      const int r = r0 + q;
+      excl[q] = before;
+      before += W[q];
+      head[q] = r < n && (r == 0 || s.lw[r] != s.lw[r - 1]) ? excl[q] : 0ull;
+      hmax = max(hmax, head[q]);
+    }
+    unsigned long long hbefore;
+    ScanU(s.tmp.su).ExclusiveScan(hmax, hbefore, 0ull, MaxU64());
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < kFastItems; q++) {
+      const int r = r0 + q;
+      hbefore = max(hbefore, head[q]);
+      const bool keep = r < kset && (!topp || (double)hbefore < limit) && s.lw[r] >= minw;
+      kept += keep;
+    }
+    kept = cub::BlockReduce<int, kFastBlock>(s.tmp.ri).Sum(kept);
+    if (threadIdx.x == 0) s.count = kept;
+    __syncthreads();
+    kept = s.count;
   }
-  kept = cub::BlockReduce<int, kFastBlock>(s.tmp.ri).Sum(kept);
-  if (threadIdx.x == 0) s.count = kept;
-  __syncthreads();
-  kept = s.count;
   SV_MARK(10);
   SV_COUNT(22, kept);
 
   // The kept prefix ranked by index.
-  for (int j = threadIdx.x; j < kept; j += kFastBlock) {
-    const int i = s.lidx[j];
-    int r = 0;
-    for (int b = 0; b < kept; b++) r += s.lidx[b] < i;
-    s.sidx[r] = i;
+  place_ranked(s.lidx, kept, s, [&](int j, int r) {
+    s.sidx[r] = s.lidx[j];
     s.sw[r] = s.lw[j];
-  }
-  __syncthreads();
+  });
   SV_MARK(11);
   top.m = m;
   top.temp = temp;
@@ -723,9 +857,25 @@ __device__ inline float sparse_sum(int n, int kept, FastSmem &s) {
     s.tree[leaves + tree_leaf(c, chunks, depth)] = sum;
   }
   __syncthreads();
-  for (int len = leaves >> 1; len >= 1; len >>= 1) {
-    for (int j = len + threadIdx.x; j < 2 * len; j += kFastBlock) s.tree[j] = __fadd_rn(s.tree[2 * j], s.tree[2 * j + 1]);
+  // Up the tree three levels a barrier: node j is formed from its eight
+  // descendants 8j..8j+7 with the same pairwise adds, so the same bits.
+  for (int len = leaves; len > 1;) {
+    const int step = len >= 8 ? 3 : len >= 4 ? 2 : 1;
+    const int up = len >> step;
+    for (int j = up + threadIdx.x; j < 2 * up; j += kFastBlock) {
+      const float *d = s.tree + (j << step);
+      float v;
+      if (step == 3)
+        v = __fadd_rn(__fadd_rn(__fadd_rn(d[0], d[1]), __fadd_rn(d[2], d[3])),
+                      __fadd_rn(__fadd_rn(d[4], d[5]), __fadd_rn(d[6], d[7])));
+      else if (step == 2)
+        v = __fadd_rn(__fadd_rn(d[0], d[1]), __fadd_rn(d[2], d[3]));
+      else
+        v = __fadd_rn(d[0], d[1]);
+      s.tree[j] = v;
+    }
     __syncthreads();
+    len = up;
   }
   const float sum = s.tree[1];
   __syncthreads();
@@ -735,8 +885,37 @@ __device__ inline float sparse_sum(int n, int kept, FastSmem &s) {
 // kept_pick draws from the kept tokens (ranked by index) with fixed-point
 // weights val(r): the total S, t = pick(u, S), and the first rank whose
 // inclusive prefix exceeds t; -1 when S = 0. Every thread gets the rank.
+//
+// At most kSmallSet kept tokens are drawn by one warp (lane l holds ranks
+// 2l and 2l + 1), with a warp scan in place of the block scan.
 template <typename Val>
 __device__ int kept_pick(int kept, unsigned long long u, Val val, FastSmem &s) {
+  if (kept <= kSmallSet) {
+    if (threadIdx.x < 32) {
+      const int r0 = 2 * (int)threadIdx.x;
+      unsigned long long v[2];
+#pragma unroll
+      for (int q = 0; q < 2; q++) v[q] = r0 + q < kept ? val(r0 + q) : 0ull;
+      const unsigned long long sum = v[0] + v[1], incl = warp_inclusive_sum(sum);
+      const unsigned long long total = __shfl_sync(0xffffffffu, incl, 31);
+      int r = -1;
+      if (total > 0) {
+        const unsigned long long t = pick(u, total);
+        unsigned long long before = incl - sum;
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+          if (before <= t && t < before + v[q]) r = r0 + q;
+          before += v[q];
+        }
+      }
+      r = __reduce_max_sync(0xffffffffu, r);
+      if (threadIdx.x == 0) s.pick = r;
+    }
+    __syncthreads();
+    const int r = s.pick;
+    __syncthreads();
+    return r;
+  }
   using ScanU = cub::BlockScan<unsigned long long, kFastBlock>;
   const int r0 = (int)threadIdx.x * kFastItems;
   unsigned long long v[kFastItems], sum = 0;
