@@ -30,9 +30,14 @@
 //       probabilities, normalised by the Sum over the kept tokens alone
 //       (fastrow.cuh sparse_sum, the same bits). B=1: 28.7 us, B=128:
 //       70.8 us (2.1x the floor).
-//   v5  (this file) fastrow.cuh's lean scan and layout, 16-byte zero
-//       stores, and the flagged rows served by a grid of resident blocks:
-//       B=1 24.6 us, B=128 60.0 us (1.78x).
+//   v5  fastrow.cuh's lean scan and layout, 16-byte zero stores, and the
+//       flagged rows served by a grid of resident blocks: B=1 24.6 us,
+//       B=128 60.0 us (1.78x).
+//   v6  (this file) fastrow.cuh's shorter finishing steps, timed one by one
+//       with `make gpu-trace` (chunks of 8192 tokens, the max kept by the
+//       merge, one histogram pass for the k-th largest, small sets ranked
+//       and filtered without block scans, the sparse Sum three levels a
+//       barrier): B=1 19.6 us, B=128 54.7 us (1.64x).
 //
 // What is left (docs/PERF.md): rows without top-k still make ~13 passes
 // over a 513 KB scratch row; with hundreds of rows in flight they do not

@@ -45,14 +45,17 @@
 //       floor); B=1: 452 -> 26.8 us. Predicted ~65 us at B=512: ncu shows
 //       the scan at 26-32% of DRAM bandwidth and 43% issue, latency-bound
 //       (each block waits on its four loads, then on its barriers).
-//   v7  (this file) a lean scan (no per-thread argmax, one barrier a tile,
-//       appends by the threads that pass theta only), whole rows per block
-//       when there are enough rows, and the flagged rows served by
+//   v7  a lean scan (no per-thread argmax, one barrier a tile, appends by
+//       the threads that pass theta only), whole rows per block when there
+//       are enough rows, and the flagged rows served by
 //       sample_flagged_kernel with a grid of resident blocks: filtered
 //       B=512 76.3 us (1.69x the floor), B=1 22.7 us.
+//   v8  (this file) fastrow.cuh's shorter finishing steps (renorm.cu v6)
+//       and the draw by one warp for up to 64 kept tokens: B=1 18.1 us,
+//       B=512 73.0 us (1.64x).
 //
 // What is left (docs/PERF.md): B=1 is a chain of dependent steps in one
-// block (~12 us of merge, select, rank and filters); rows without top-k
+// block (~8 us of merge, select, rank and filters); rows without top-k
 // (top-p or min-p alone), k > 256,
 // rejection and Gumbel still pay ~40 instructions per token for the exact
 // exp and ~13 passes over a scratch row that does not stay in L2.
