@@ -132,6 +132,7 @@ func TestSeedRules(t *testing.T) {
 		{"seeds honoured", 1, copyTokens, redraw, nil, false, "different seeds agree at"},
 		{"same seed, another token in row 2", 1, changeRow(2), redraw, []int{2}, false, "the same seed gave different draws at 1 of 40 positions"},
 		{"other seeds, the same tokens", 1, copyTokens, copyTokens, nil, true, "different seeds gave the same 40 draws"},
+		{"other seeds, the same tokens in half the rows", 1, copyTokens, redrawHalf, nil, true, "the seed does not reach the sampler on every row"},
 		{"other seeds, the same tokens of greedy rows", 0, copyTokens, copyTokens, nil, false, "no evidence either way"},
 	}
 	for i, tt := range tests {
@@ -171,14 +172,22 @@ func TestSeedRules(t *testing.T) {
 
 func copyTokens(_ *rand.Rand, first []int64, _ int) []int64 { return slices.Clone(first) }
 
-// redraw returns fresh tokens that differ from the first run's in most
-// rows, as another seed gives.
+// redraw returns fresh tokens, as another seed gives: uniform ones, which
+// agree with the first run's no more often than independent draws of the
+// rows would.
 func redraw(rng *rand.Rand, first []int64, v int) []int64 {
-	out := slices.Clone(first)
+	out := make([]int64, len(first))
 	for r := range out {
-		if rng.IntN(2) == 0 {
-			out[r] = (out[r] + 1 + int64(rng.IntN(v-1))) % int64(v)
-		}
+		out[r] = int64(rng.IntN(v))
+	}
+	return out
+}
+
+// redrawHalf redraws the odd rows only: a seed that reaches half the rows.
+func redrawHalf(rng *rand.Rand, first []int64, v int) []int64 {
+	out := slices.Clone(first)
+	for r := 1; r < len(out); r += 2 {
+		out[r] = (out[r] + 1 + int64(rng.IntN(v-1))) % int64(v)
 	}
 	return out
 }

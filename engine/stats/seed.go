@@ -36,6 +36,20 @@ func compare(a, b []int32) SeedCheck {
 	return c
 }
 
+// logChernoffTail returns the log of e^-mu (e mu/k)^k, a bound on the
+// probability that a sum of independent Bernoulli variables with mean mu
+// reaches k, or 0 (no evidence) when k <= mu.
+func logChernoffTail(mu float64, k int) float64 {
+	kf := float64(k)
+	switch {
+	case kf <= mu:
+		return 0
+	case mu <= 0:
+		return math.Inf(-1) // agreements where none can happen
+	}
+	return -mu + kf*(1+math.Log(mu)-math.Log(kf))
+}
+
 // SameSeedSame checks that two runs with the same seed and offset drew the
 // same tokens: it passes iff a and b have the same length and agree
 // everywhere.
@@ -79,8 +93,15 @@ func CollisionProbability(probs []float64) float64 {
 // threshold (DefaultPValue when 0): the seed did not reach the sampler. When
 // the chance is at least threshold (a peaked row, a greedy row, or few
 // draws), identical draws are no evidence and the check passes, saying so.
-// Partial agreement passes; the message gives the count beside the number
-// independent seeds give on average.
+//
+// Partial agreement fails too when it is far above chance, as when the seed
+// reaches the sampler on some rows only: the number of agreeing positions
+// is a sum of independent Bernoulli(collision[i]) with mean μ = Σ
+// collision[i], and the check fails when the Chernoff bound on reaching the
+// observed count k > μ, e^-μ (eμ/k)^k, is below threshold. The bound is
+// above the exact tail, so independent seeds fail less often than
+// threshold says. Otherwise partial agreement passes; the message gives the
+// count beside μ.
 //
 // a, b and collision must have the same length; otherwise the check fails
 // and says why. A collision value that is not in [0, 1] counts as 1 (no
@@ -108,6 +129,12 @@ func DifferentSeedsDiffer(a, b []int32, collision []float64, threshold float64) 
 	case c.Compared == 0:
 		c.Message = "no draws to compare across seeds"
 	case c.FirstDiff >= 0:
+		if logTail := logChernoffTail(c.ExpectedAgree, c.Agree); logTail < math.Log(threshold) {
+			c.Pass = false
+			c.Message = fmt.Sprintf("different seeds agree at %d of %d positions; independent seeds (%.3g on average) agree that often with probability at most %s < %g",
+				c.Agree, c.Compared, c.ExpectedAgree, FormatP(math.Exp(logTail), logTail), threshold)
+			break
+		}
 		c.Message = fmt.Sprintf("different seeds agree at %d of %d positions (independent seeds: %.3g on average)",
 			c.Agree, c.Compared, c.ExpectedAgree)
 	case logChance < math.Log(threshold):

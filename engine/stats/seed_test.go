@@ -64,25 +64,24 @@ func TestDifferentSeedsDiffer(t *testing.T) {
 		name      string
 		p         []float64
 		n         int
-		sameSeeds bool // draw b with a's seed: the seed did not reach the sampler
+		sameSeeds int // the first sameSeeds of b's draws use a's seed: there the seed did not reach the sampler
 		wantPass  bool
 		want      string
 	}{
-		{"independent seeds", zipf, 1024, false, true, "different seeds agree at"},
-		{"seed ignored", zipf, 1024, true, false, "different seeds gave the same 1024 draws; independent seeds agree everywhere with probability"},
-		{"seed ignored, few draws", zipf, 6, true, false, "same 6 draws"},
-		{"peaked row: no evidence", peaked, 100, true, true, "no evidence either way"},
-		{"peaked row, many draws", peaked, 100000, true, false, "probability"},
+		{"independent seeds", zipf, 1024, 0, true, "different seeds agree at"},
+		{"independent seeds, peaked row", peaked, 1000, 0, true, "different seeds agree at"},
+		{"seed ignored", zipf, 1024, 1024, false, "different seeds gave the same 1024 draws; independent seeds agree everywhere with probability"},
+		{"seed ignored, few draws", zipf, 6, 6, false, "same 6 draws"},
+		{"seed ignored on a quarter of the draws", zipf, 1024, 256, false, "agree that often with probability at most"},
+		{"seed ignored on 3 of 1024 draws: within chance", zipf, 1024, 3, true, "different seeds agree at"},
+		{"peaked row: no evidence", peaked, 100, 100, true, "no evidence either way"},
+		{"peaked row, many draws", peaked, 100000, 100000, false, "probability"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cdf := cdfOf(tt.p)
 			a := seededDraws(cdf, 1, tt.n)
-			seedB := uint64(2)
-			if tt.sameSeeds {
-				seedB = 1
-			}
-			b := seededDraws(cdf, seedB, tt.n)
+			b := append(a[:tt.sameSeeds:tt.sameSeeds], seededDraws(cdf, 2, tt.n)[tt.sameSeeds:]...)
 			c := DifferentSeedsDiffer(a, b, repeat(tt.p, tt.n), 0)
 			if c.Pass != tt.wantPass || !strings.Contains(c.Message, tt.want) {
 				t.Errorf("pass %v %q, want %v and %q", c.Pass, c.Message, tt.wantPass, tt.want)
@@ -98,6 +97,48 @@ func TestDifferentSeedsDiffer(t *testing.T) {
 			t.Errorf("pass %v %q", c.Pass, c.Message)
 		}
 	})
+}
+
+// TestLogChernoffTail checks the bound against exact binomial tails (n
+// draws of probability q): it is never below them, and is 0 (no evidence)
+// up to the mean.
+func TestLogChernoffTail(t *testing.T) {
+	tests := []struct {
+		name string
+		n    int
+		q    float64
+		k    int
+	}{
+		{"at the mean", 100, 0.3, 30},
+		{"below the mean", 100, 0.3, 10},
+		{"a little above", 100, 0.3, 40},
+		{"far above", 100, 0.3, 80},
+		{"everywhere", 50, 0.5, 50},
+		{"rare agreements", 1000, 0.001, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mu := float64(tt.n) * tt.q
+			got := logChernoffTail(mu, tt.k)
+			// The exact tail P(K >= k), K ~ Binomial(n, q).
+			var tail float64
+			for j := tt.k; j <= tt.n; j++ {
+				lg, _ := math.Lgamma(float64(tt.n + 1))
+				lj, _ := math.Lgamma(float64(j + 1))
+				lr, _ := math.Lgamma(float64(tt.n - j + 1))
+				tail += math.Exp(lg - lj - lr + float64(j)*math.Log(tt.q) + float64(tt.n-j)*math.Log1p(-tt.q))
+			}
+			if float64(tt.k) <= mu && got != 0 {
+				t.Errorf("k %d <= mean %v: log bound %v, want 0", tt.k, mu, got)
+			}
+			if got < math.Log(tail)-1e-9 {
+				t.Errorf("log bound %v below the exact log tail %v", got, math.Log(tail))
+			}
+		})
+	}
+	if got := logChernoffTail(0, 1); !math.IsInf(got, -1) {
+		t.Errorf("an agreement with mean 0: %v, want -Inf", got)
+	}
 }
 
 func TestCollisionProbability(t *testing.T) {
