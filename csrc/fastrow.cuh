@@ -105,7 +105,7 @@ struct FastSmem {
   int undecided;  // the top-k set is not decided by the logits (fast_top)
   float theta;
   unsigned long long u;
-  unsigned long long top;  // the merge's largest (order key, ~index), C > 1
+  unsigned long long top;  // the merge's largest (order key, ~index); unset and unused at C = 1
   ArgBest best;  // the row's max and its first index, in the finishing block
 };
 
@@ -472,31 +472,24 @@ __device__ void place_ranked(const K *keys, int n, FastSmem &s, Put put) {
   __syncthreads();
 }
 
-// Warp scans of 64-bit values (every lane of the warp takes part).
-__device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
-#pragma unroll
-  for (int o = 16; o >= 1; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ unsigned long long warp_inclusive_sum(unsigned long long v) {
+// warp_inclusive_scan is the inclusive scan of 64-bit values over the
+// warp's lanes with op (every lane takes part): lane l gets
+// v_0 op ... op v_l; lane 31 holds the whole warp's.
+template <typename Op>
+__device__ __forceinline__ unsigned long long warp_inclusive_scan(unsigned long long v, Op op) {
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
     const unsigned long long t = __shfl_up_sync(0xffffffffu, v, o);
-    if (lane >= o) v += t;
+    if (lane >= o) v = op(v, t);
   }
   return v;
 }
-__device__ __forceinline__ unsigned long long warp_exclusive_max(unsigned long long v) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const unsigned long long t = __shfl_up_sync(0xffffffffu, v, o);
-    if (lane >= o) v = max(v, t);
+struct SumU64 {
+  __device__ __forceinline__ unsigned long long operator()(unsigned long long a, unsigned long long b) const {
+    return a + b;
   }
-  const unsigned long long e = __shfl_up_sync(0xffffffffu, v, 1);
-  return lane == 0 ? 0ull : e;
-}
+};
 
 // filter_warp is fast_top's filters for a ranked top-k set of n <=
 // kSmallSet tokens (s.lw/s.lidx), run by one warp: lane l holds ranks 2l
@@ -512,9 +505,9 @@ __device__ inline int filter_warp(int n, int kset, const FastParams &fp, FastSme
     W[q] = r0 + q < n ? weight(s.lw[r0 + q]) : 0ull;
     if (r0 + q < kset) z += W[q];
   }
-  const double limit = topp ? (double)fp.top_p * (double)warp_sum(z) : 0.0;
+  const double limit = topp ? (double)fp.top_p * (double)__shfl_sync(0xffffffffu, warp_inclusive_scan(z, SumU64()), 31) : 0.0;
   const unsigned long long sum = W[0] + W[1];
-  unsigned long long before = warp_inclusive_sum(sum) - sum, head[2], hmax = 0;
+  unsigned long long before = warp_inclusive_scan(sum, SumU64()) - sum, head[2], hmax = 0;
 #pragma unroll
   for (int q = 0; q < 2; q++) {
     const int r = r0 + q;
@@ -522,7 +515,9 @@ __device__ inline int filter_warp(int n, int kset, const FastParams &fp, FastSme
     before += W[q];
     hmax = max(hmax, head[q]);
   }
-  unsigned long long hbefore = warp_exclusive_max(hmax);
+  // The exclusive max-scan: the inclusive one a lane up, 0 for lane 0.
+  const unsigned long long hincl = __shfl_up_sync(0xffffffffu, warp_inclusive_scan(hmax, MaxU64()), 1);
+  unsigned long long hbefore = lane == 0 ? 0ull : hincl;
   int keep = 0;
 #pragma unroll
   for (int q = 0; q < 2; q++) {
@@ -896,7 +891,7 @@ __device__ int kept_pick(int kept, unsigned long long u, Val val, FastSmem &s) {
       unsigned long long v[2];
 #pragma unroll
       for (int q = 0; q < 2; q++) v[q] = r0 + q < kept ? val(r0 + q) : 0ull;
-      const unsigned long long sum = v[0] + v[1], incl = warp_inclusive_sum(sum);
+      const unsigned long long sum = v[0] + v[1], incl = warp_inclusive_scan(sum, SumU64());
       const unsigned long long total = __shfl_sync(0xffffffffu, incl, 31);
       int r = -1;
       if (total > 0) {
