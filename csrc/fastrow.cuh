@@ -801,19 +801,28 @@ __device__ inline void zero_chunk(float *p, int begin, int end) {
   if ((int)threadIdx.x < end - (start + 4 * nvec)) p[start + 4 * nvec + threadIdx.x] = 0.0f;
 }
 
+// What fast_row leaves to its block (the same in every thread).
+enum FastOutcome {
+  kFastDone = 0,     // nothing: not the row's last block, or the row is served
+  kFastServed = 1,   // the row's last block: top holds the kept tokens
+  kFastFlagged = -1  // the row is flagged in a.todo, and this block is its
+                     // last (or, for a row the fast path never takes, block 0)
+};
+
 // fast_row is both steps for block (chunk, slot) of a fast kernel on
 // logits row x with parameters fp: the scan of this block's chunk (which it
 // also zeroes in zeros, when given), then, in the row's last block,
-// fast_top. It flags the slot in a.todo when the full-row kernel must serve
-// it, and returns true only in the last block of a row it serves (top then
-// holds the kept tokens).
+// fast_top. It flags the slot in a.todo when the full path must serve it.
+// Where fast_serves, no full-row kernel follows: the block that gets
+// kFastFlagged serves the row itself (fast_full_shared).
 template <typename T>
-__device__ bool fast_row(const T *x, const FastArgs &a, int slot, const FastParams &fp, float *zeros, FastSmem &s,
-                         FastTop &top) {
+__device__ FastOutcome fast_row(const T *x, const FastArgs &a, int slot, const FastParams &fp, float *zeros,
+                                FastSmem &s, FastTop &top) {
   const int n = a.vocab;
   if (!fast_eligible(fp, n, a.flags)) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) a.todo[slot] = 1;
-    return false;
+    if (blockIdx.x != 0) return kFastDone;
+    if (threadIdx.x == 0) a.todo[slot] = 1;
+    return kFastFlagged;
   }
   const int begin = blockIdx.x * a.chunk, end = min(n, begin + a.chunk);
   SV_MARK(0);
@@ -821,11 +830,28 @@ __device__ bool fast_row(const T *x, const FastArgs &a, int slot, const FastPara
   SV_MARK(2);
   if (zeros) zero_chunk(zeros, begin, end);
   SV_MARK(3);
-  if (!fast_arrive(a, slot, nan, s)) return false;
+  if (!fast_arrive(a, slot, nan, s)) return kFastDone;
   SV_MARK(4);
   const bool ok = fast_top<T>(a, slot, fp, nan, s, top);
   if (threadIdx.x == 0) a.todo[slot] = !ok;
-  return ok;
+  return ok ? kFastServed : kFastFlagged;
+}
+
+// fast_serves says whether a fast kernel serves the rows it flags itself,
+// with no full-row kernel after it: under SV_ALL_FAST (rows the fast path
+// does not take are rare) and for rows split into at least 8 chunks (at
+// most ~50 rows), where the second kernel's ~3 us is a sixth of the
+// launch and the full path's call in the fast kernel costs less than that.
+inline bool fast_serves(int flags, const FastArgs &a) { return (flags & SV_ALL_FAST) && a.chunks >= 8; }
+
+// fast_full_shared is a fast kernel's dynamic shared memory as the
+// full-row path's RowShared, for a block that serves a flagged row itself
+// (SV_ALL_FAST). It begins with a barrier: every thread is done with
+// FastSmem.
+__device__ inline RowShared<kFastBlock> &fast_full_shared() {
+  static_assert(sizeof(RowShared<kFastBlock>) <= sizeof(FastSmem), "the full-row path fits the fast path's memory");
+  __syncthreads();
+  return *reinterpret_cast<RowShared<kFastBlock> *>(&fast_smem());
 }
 
 // sparse_sum is engine/cpu's Sum (rowops.cuh tree_sum) of a row of n

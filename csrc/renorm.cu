@@ -33,11 +33,14 @@
 //   v5  fastrow.cuh's lean scan and layout, 16-byte zero stores, and the
 //       flagged rows served by a grid of resident blocks: B=1 24.6 us,
 //       B=128 60.0 us (1.78x).
-//   v6  (this file) fastrow.cuh's shorter finishing steps, timed one by one
+//   v6  fastrow.cuh's shorter finishing steps, timed one by one
 //       with `make gpu-trace` (chunks of 8192 tokens, the max kept by the
 //       merge, one histogram pass for the k-th largest, small sets ranked
 //       and filtered without block scans, the sparse Sum three levels a
 //       barrier): B=1 19.6 us, B=128 54.7 us (1.64x).
+//   v7  (this file) at most ~50 rows under SV_ALL_FAST, the fast kernel
+//       serves the rows it flags itself (fast_serves), so no full-row
+//       kernel follows: B=1 19.9 -> 17.7 us; B=128 unchanged (55.6 us).
 //
 // What is left (docs/PERF.md): rows without top-k still make ~13 passes
 // over a 513 KB scratch row; with hundreds of rows in flight they do not
@@ -48,31 +51,6 @@ namespace sv {
 namespace {
 
 constexpr int kRowBlock = 512;
-
-// renorm_fast_kernel serves the rows that take the top-k fast path
-// (fastrow.cuh): block (c, row) scans chunk c; the row's last block writes
-// the kept tokens' probabilities over the zeros the chunks wrote (when
-// zero_fill; in place, the last block writes the zeros itself). Rows it
-// cannot serve are flagged in a.todo for renorm_kernel.
-template <typename T>
-__global__ void __launch_bounds__(kFastBlock, 4)
-    renorm_fast_kernel(const T *__restrict__ logits, FastArgs a, float *probs, int zero_fill) {
-  pdl_trigger();  // renorm_kernel may launch now; it waits for this kernel
-  FastSmem &s = fast_smem();
-  const int row = blockIdx.y, n = a.vocab;
-  float *out = probs + (size_t)row * n;
-  FastTop top;
-  if (!fast_row<T>(logits + (size_t)row * n, a, row, fast_params(a.rp, row), zero_fill ? out : nullptr, s, top))
-    return;
-  const float sum = sparse_sum(n, top.kept, s);
-  SV_MARK(12);
-  if (!zero_fill) {
-    for (int i = threadIdx.x; i < n; i += kFastBlock) out[i] = 0.0f;
-    __syncthreads();
-  }
-  for (int r = threadIdx.x; r < top.kept; r += kFastBlock) out[s.sidx[r]] = __fdiv_rn(s.sw[r], sum);
-  SV_MARK(13);
-}
 
 template <typename T, int BLOCK>
 __device__ void renorm_row(const T *__restrict__ logits, int vocab, const RowParams &rp, int flags,
@@ -101,6 +79,50 @@ __device__ void renorm_row(const T *__restrict__ logits, int vocab, const RowPar
   const Filter f = make_filter<BLOCK>(ws, vocab, rp, row, flags, sh);
   const float s = tree_sum<BLOCK>(ws, vocab, &f, sh);
   ws.template each<BLOCK>(vocab, [&](int i, float w) { out[i] = f.kept(i, w) ? __fdiv_rn(w, s) : 0.0f; });
+}
+
+// renorm_full_row is renorm_row in a fast kernel's block, for a row it
+// flagged: not inlined, so that the full path's registers stay out of the
+// fast path's.
+template <typename T>
+__device__ __noinline__ void renorm_full_row(const T *__restrict__ logits, const FastArgs &a, float *probs,
+                                             float *wbuf, int row) {
+  renorm_row<T, kFastBlock>(logits, a.vocab, a.rp, a.flags, probs, wbuf, row, fast_full_shared());
+}
+
+// renorm_fast_kernel serves the rows that take the top-k fast path
+// (fastrow.cuh): block (c, row) scans chunk c; the row's last block writes
+// the kept tokens' probabilities over the zeros the chunks wrote (when
+// zero_fill; in place, the last block writes the zeros itself). Rows it
+// cannot serve are flagged in a.todo for renorm_kernel, or, where
+// fast_serves (no renorm_kernel follows), served by the flagging block
+// with the full-row path: the launch of a second kernel that has nothing
+// to do cost ~3 us at B = 1 (docs/PERF.md, run 64). That path is compiled
+// in only where SERVE (fast_serves): its call costs the fast path a stack
+// frame and spills, ~5 us at B = 128.
+template <typename T, bool SERVE>
+__global__ void __launch_bounds__(kFastBlock, 4)
+    renorm_fast_kernel(const T *__restrict__ logits, FastArgs a, float *probs, int zero_fill, float *wbuf) {
+  pdl_trigger();  // renorm_kernel may launch now; it waits for this kernel
+  FastSmem &s = fast_smem();
+  const int row = blockIdx.y, n = a.vocab;
+  float *out = probs + (size_t)row * n;
+  FastTop top;
+  const FastOutcome got =
+      fast_row<T>(logits + (size_t)row * n, a, row, fast_params(a.rp, row), zero_fill ? out : nullptr, s, top);
+  if (SERVE && got == kFastFlagged) {
+    renorm_full_row<T>(logits, a, probs, wbuf, row);
+    return;
+  }
+  if (got != kFastServed) return;
+  const float sum = sparse_sum(n, top.kept, s);
+  SV_MARK(12);
+  if (!zero_fill) {
+    for (int i = threadIdx.x; i < n; i += kFastBlock) out[i] = 0.0f;
+    __syncthreads();
+  }
+  for (int r = threadIdx.x; r < top.kept; r += kFastBlock) out[s.sidx[r]] = __fdiv_rn(s.sw[r], sum);
+  SV_MARK(13);
 }
 
 // renorm_kernel serves one row per block, or with todo only the rows
@@ -143,14 +165,16 @@ int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t p
   const int zero_fill = static_cast<const void *>(probs) != logits;
   SV_DISPATCH_DTYPE(dtype, T, {
     if (fast) {
-      st = fast_launch(renorm_fast_kernel<T>, dim3(fa.chunks, rows), "renorm (top-k fast path)",
-                       static_cast<const T *>(logits), fa, probs, zero_fill);
-      if (st != SV_OK) return st;
+      const bool serve = fast_serves(flags, fa);
+      st = fast_launch(serve ? renorm_fast_kernel<T, true> : renorm_fast_kernel<T, false>, dim3(fa.chunks, rows),
+                       "renorm (top-k fast path)", static_cast<const T *>(logits), fa, probs, zero_fill,
+                       static_cast<float *>(ws));
+      if (st != SV_OK || serve) return st;  // the fast kernel served its flagged rows
     }
     auto kern = renorm_kernel<T, kRowBlock>;
     if (fast)
-      return launch_after((flags & SV_ALL_FAST) != 0, kern, dim3(flagged_grid((const void *)kern, kRowBlock, rows)),
-                          kRowBlock, 0, "renorm", static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
+      return launch_after((flags & SV_ALL_FAST) != 0, kern, dim3(flagged_grid((const void *)kern, kRowBlock, rows)), kRowBlock, 0,
+                          "renorm", static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
                           static_cast<float *>(ws), fa.todo);
     kern<<<rows, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
                                            static_cast<float *>(ws), nullptr);

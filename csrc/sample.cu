@@ -244,18 +244,37 @@ __global__ void __launch_bounds__(BLOCK, 1)
   }
 }
 
+// sample_full_slot is sample_slot in a fast kernel's block, for a slot it
+// flagged: not inlined, so that the full path's registers stay out of the
+// fast path's.
+template <typename T>
+__device__ __noinline__ void sample_full_slot(const T *__restrict__ logits, const SampleArgs &sa, int slot) {
+  sample_slot<T, kFastBlock, true>(logits, sa, slot, fast_full_shared());
+}
+
 // sample_fast_kernel draws one token (inverse CDF) for the sampled rows
 // that take the top-k fast path (fastrow.cuh): block (c, slot) scans chunk
 // c of the slot's row, and the row's last block draws from the kept tokens
 // by index, which is the full-row draw with every zero left out. Rows it
-// cannot serve are flagged in a.todo for sample_flagged_kernel.
-template <typename T>
-__global__ void __launch_bounds__(kFastBlock, 4) sample_fast_kernel(const T *__restrict__ logits, FastArgs a, int *tokens) {
+// cannot serve are flagged in a.todo for sample_flagged_kernel, or, where
+// fast_serves (no sample_flagged_kernel follows), drawn by the flagging
+// block with the full-row path (sa): the launch of a second kernel that
+// has nothing to do cost ~3 us at B = 1 (docs/PERF.md, run 64). That
+// path is compiled in only where SERVE (fast_serves): its call costs the
+// fast path a stack frame and spills, ~5 us at B = 512.
+template <typename T, bool SERVE>
+__global__ void __launch_bounds__(kFastBlock, 4)
+    sample_fast_kernel(const T *__restrict__ logits, FastArgs a, int *tokens, SampleArgs sa) {
   pdl_trigger();  // sample_flagged_kernel may launch now; it waits for this kernel
   FastSmem &s = fast_smem();
   const int slot = blockIdx.y, row = a.map[slot];
   FastTop top;
-  if (!fast_row<T>(logits + (size_t)row * a.vocab, a, slot, fast_params(a.rp, row), nullptr, s, top)) return;
+  const FastOutcome got = fast_row<T>(logits + (size_t)row * a.vocab, a, slot, fast_params(a.rp, row), nullptr, s, top);
+  if (SERVE && got == kFastFlagged) {
+    sample_full_slot<T>(logits, sa, slot);
+    return;
+  }
+  if (got != kFastServed) return;
   const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
   const int r = kept_pick(top.kept, rng.u64(0), [&](int q) { return weight(s.sw[q]); }, s);
   if (threadIdx.x == 0) tokens[row] = r >= 0 ? s.sidx[r] : -1;
@@ -347,16 +366,18 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
     if (flags & SV_HAS_FILTERS) {
       SV_DISPATCH_DTYPE(dtype, T, {
         if (fast) {
-          st = fast_launch(sample_fast_kernel<T>, dim3(fa.chunks, n_sampled), "sample (top-k fast path)",
-                           static_cast<const T *>(logits), fa, tokens);
+          const bool serve = fast_serves(flags, fa);
+          st = fast_launch(serve ? sample_fast_kernel<T, true> : sample_fast_kernel<T, false>,
+                           dim3(fa.chunks, n_sampled), "sample (top-k fast path)", static_cast<const T *>(logits),
+                           fa, tokens, a);
           if (st != SV_OK) return st;
-        }
-        if (fast) {
-          auto kern = sample_flagged_kernel<T, kRowBlock>;
-          const dim3 grid(flagged_grid((const void *)kern, kRowBlock, n_sampled));
-          st = launch_after((flags & SV_ALL_FAST) != 0, kern, grid, kRowBlock, 0, "sample",
-                            static_cast<const T *>(logits), a, fa.todo, n_sampled);
-          if (st != SV_OK) return st;
+          if (!serve) {  // else the fast kernel drew its flagged rows itself
+            auto kern = sample_flagged_kernel<T, kRowBlock>;
+            const dim3 grid(flagged_grid((const void *)kern, kRowBlock, n_sampled));
+            st = launch_after((flags & SV_ALL_FAST) != 0, kern, grid, kRowBlock, 0, "sample", static_cast<const T *>(logits), a, fa.todo,
+                              n_sampled);
+            if (st != SV_OK) return st;
+          }
         } else {
           sample_kernel<T, kRowBlock, true><<<n_sampled, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), a);
         }

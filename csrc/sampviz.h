@@ -57,7 +57,9 @@ typedef enum sv_dtype { SV_F32 = 0, SV_F16 = 1, SV_BF16 = 2 } sv_dtype;
                                        the top-k fast path by its parameters (T > 0,
                                        0 < top_k < vocab, top_k <= 256, top-p not joint), so
                                        the full-row kernel after it starts early, expecting
-                                       nothing to do; a wrong hint costs time, not results */
+                                       nothing to do, or (renorm and sample of at most ~50
+                                       rows) is not launched, the fast kernel serving the
+                                       rows it flags; a wrong hint costs time, not results */
 
 /*
  * Per-row parameters live in one device buffer of SV_PARAM_BYTES * rows

@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(kFastBlock, 4)
   const int slot = blockIdx.y, n = a.vocab;
   const int row = slot / (k + 1), pos = slot % (k + 1);
   FastTop top;
-  if (!fast_row<T>(target + (size_t)slot * n, a, slot, fast_params(a.rp, row), nullptr, s, top)) return;
+  if (fast_row<T>(target + (size_t)slot * n, a, slot, fast_params(a.rp, row), nullptr, s, top) != kFastServed) return;
   const float sum = sparse_sum(n, top.kept, s);
   const int xd = pos < k ? drafts[(size_t)row * k + pos] : -1;
   int *li = lists.idx + (size_t)slot * kFastList;
