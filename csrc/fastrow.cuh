@@ -105,7 +105,7 @@ struct FastSmem {
   int undecided;  // the top-k set is not decided by the logits (fast_top)
   float theta;
   unsigned long long u;
-  unsigned long long top;  // the merge's largest (order key, ~index); unset and unused at C = 1
+  unsigned long long top;  // the merge's largest (order key, ~index); at C = 1 unset, its value unused
   ArgBest best;  // the row's max and its first index, in the finishing block
 };
 
@@ -846,7 +846,7 @@ inline bool fast_serves(int flags, const FastArgs &a) { return (flags & SV_ALL_F
 
 // fast_full_shared is a fast kernel's dynamic shared memory as the
 // full-row path's RowShared, for a block that serves a flagged row itself
-// (SV_ALL_FAST). It begins with a barrier: every thread is done with
+// (fast_serves). It begins with a barrier: every thread is done with
 // FastSmem.
 __device__ inline RowShared<kFastBlock> &fast_full_shared() {
   static_assert(sizeof(RowShared<kFastBlock>) <= sizeof(FastSmem), "the full-row path fits the fast path's memory");
