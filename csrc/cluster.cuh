@@ -85,6 +85,24 @@ __device__ __forceinline__ void store_peer_f32(const void *local, int rank, floa
   asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
 }
 
+// peer_address is the address, in the cluster's shared memory window, of
+// what local (in this block's shared memory) is in block rank (mapa);
+// load_peer and store_peer_u32 read and write 4 bytes there.
+__device__ __forceinline__ unsigned peer_address(const void *local, int rank) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(local);
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ unsigned load_peer(unsigned remote) {
+  unsigned v;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_peer_u32(unsigned remote, unsigned v) {
+  asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(remote), "r"(v) : "memory");
+}
+
 // pack is an ArgBest as the 8 bytes store_peer writes (its memory layout).
 __device__ __forceinline__ unsigned long long pack(const ArgBest &b) {
   return (unsigned long long)__float_as_uint(b.v) | (unsigned long long)(unsigned)b.i << 32;
@@ -107,13 +125,13 @@ inline bool cluster_binary(const void *kern) {
 // cluster_config is the launch configuration of blocks blocks of threads
 // threads in clusters of csize, with smem bytes of dynamic shared memory;
 // attr holds its one attribute (the cluster shape) and must outlive it.
-inline cudaLaunchConfig_t cluster_config(int blocks, int threads, size_t smem, int csize, cudaLaunchAttribute &attr) {
+inline cudaLaunchConfig_t cluster_config(dim3 blocks, int threads, size_t smem, int csize, cudaLaunchAttribute &attr) {
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = csize;
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(blocks);
+  cfg.gridDim = blocks;
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.attrs = &attr;
@@ -150,10 +168,11 @@ inline int max_clusters(const void *kern, int csize, int threads, size_t smem) {
 }
 
 // launch_cluster launches kern on blocks blocks of threads threads, grouped
-// into clusters of csize consecutive blocks (blocks is a multiple of csize),
-// with smem bytes of dynamic shared memory, on the library's stream.
+// into clusters of csize consecutive blocks along x (blocks.x is a multiple
+// of csize), with smem bytes of dynamic shared memory, on the library's
+// stream.
 template <typename... Params, typename... Args>
-int launch_cluster(void (*kern)(Params...), int blocks, int threads, size_t smem, int csize, const char *what,
+int launch_cluster(void (*kern)(Params...), dim3 blocks, int threads, size_t smem, int csize, const char *what,
                    Args &&...args) {
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg = cluster_config(blocks, threads, smem, csize, attr);

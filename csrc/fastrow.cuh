@@ -20,7 +20,9 @@
 //      largest seen so far. Every token at or above the chunk's k-th
 //      largest is in the buffer, and theta never passes it.
 //   2. finish, by the last block of the row to arrive (a counter per row;
-//      with C = 1 the same block, without a round trip through memory):
+//      with C = 1 the same block, without a round trip through memory;
+//      where a row's 8 to 16 chunks run as one cluster, block 0, which
+//      reads the candidates from the other blocks' shared memory):
 //      the chunks' candidates at or above the largest theta are merged,
 //      the row's max and its first index are read off them, the k-th
 //      largest logit x_k gives tau_k = w(x_k), and only the tokens at or
@@ -42,6 +44,7 @@
 
 #include <type_traits>
 
+#include "cluster.cuh"
 #include "rowops.cuh"
 #include "trace.cuh"
 
@@ -107,6 +110,7 @@ struct FastSmem {
   unsigned long long u;
   unsigned long long top;  // the merge's largest (order key, ~index); at C = 1 unset, its value unused
   ArgBest best;  // the row's max and its first index, in the finishing block
+  FastChunk told[kMaxCluster];  // a cluster row's chunk results, in its leader (fast_cluster_row)
 };
 
 // FastParams are one row's parameters, read once.
@@ -537,12 +541,15 @@ struct FastTop {
   int kept;
 };
 
-// fast_top is step 2 for slot's row, run by the row's last block: it merges
-// the chunks' candidates (from s itself when C = 1; scan_nan is that
-// chunk's NaN flag), takes the row's max and its first index from them,
-// finds the top-k set and applies the filters. It returns false (every
-// thread) when the row must take the full-row path.
-template <typename T>
+// fast_top is step 2 for slot's row, run by the row's last block (a
+// cluster row's leader, with CLUSTER): it merges the chunks' candidates
+// (from s itself when C = 1; scan_nan is that chunk's NaN flag), takes the
+// row's max and its first index from them, finds the top-k set and applies
+// the filters. It returns false (every thread) when the row must take the
+// full-row path. With CLUSTER it reads the candidates from the chunks'
+// blocks and, once merged, arrives on the cluster barrier that lets those
+// blocks exit (fast_cluster_row).
+template <typename T, bool CLUSTER>
 __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int scan_nan, FastSmem &s,
                          FastTop &top) {
   using ScanU = cub::BlockScan<unsigned long long, kFastBlock>;
@@ -563,14 +570,18 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     // not depend on it). Warp w copies chunks w, w + 8, ..., its loads in
     // flight at once, and keeps the largest (key, ~index) it copies: the
     // row's max and its first index, without a block reduction after.
+    //
+    // A cluster row's results are in s.told, its chunk c's candidates in
+    // block c's shared memory (the leader's own, block 0's, kFastChunkOut
+    // up); else both are in global memory (fast_arrive).
     const unsigned lane = threadIdx.x & 31;
     int count = 0;
     unsigned theta = 0;
     if ((int)lane < C) {
-      const FastChunk *st = a.stats + (size_t)slot * C + lane;
-      nan = __ldcg(&st->nan);
-      count = __ldcg(&st->count);
-      theta = __ldcg(&st->theta);
+      const FastChunk *st = CLUSTER ? &s.told[lane] : a.stats + (size_t)slot * C + lane;
+      nan = CLUSTER ? st->nan : __ldcg(&st->nan);
+      count = CLUSTER ? st->count : __ldcg(&st->count);
+      theta = CLUSTER ? st->theta : __ldcg(&st->theta);
     }
     nan = __any_sync(0xffffffffu, nan);
     overflow = __any_sync(0xffffffffu, count < 0);
@@ -581,7 +592,15 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
       unsigned long long top = 0;  // (key, ~index) of this lane's largest merged candidate
       for (int c = threadIdx.x >> 5; c < C; c += kFastBlock / 32) {
         const int n = __shfl_sync(0xffffffffu, count, c);  // c is the same in the whole warp
-        const size_t from = ((size_t)slot * C + c) * kFastChunkOut;
+        [[maybe_unused]] const size_t from = ((size_t)slot * C + c) * kFastChunkOut;
+        [[maybe_unused]] unsigned peer_keys = 0, peer_idx = 0;  // chunk c's, in a cluster row
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        if (CLUSTER) {
+          const int at = c == 0 ? kFastChunkOut : 0;
+          peer_keys = peer_address(s.keys + at, c);
+          peer_idx = peer_address(s.idx + at, c);
+        }
+#endif
         for (int j0 = 0; j0 < n; j0 += 128) {
           unsigned key[4];
           int id[4];
@@ -590,8 +609,15 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
             const int j = j0 + q * 32 + (int)lane;
             key[q] = 0;
             if (j < n) {
-              key[q] = __ldcg(a.keys + from + j);
-              id[q] = __ldcg(a.idx + from + j);
+              if constexpr (CLUSTER) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+                key[q] = load_peer(peer_keys + 4 * j);
+                id[q] = (int)load_peer(peer_idx + 4 * j);
+#endif
+              } else {
+                key[q] = __ldcg(a.keys + from + j);
+                id[q] = __ldcg(a.idx + from + j);
+              }
             }
           }
 #pragma unroll
@@ -605,7 +631,7 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
             if (keep) {
               const unsigned long long t = ((unsigned long long)key[q] << 32) | ~(unsigned)id[q];
               top = t > top ? t : top;
-              if (at < kFastCap) {
+              if (at < (CLUSTER ? kFastChunkOut : kFastCap)) {  // a cluster leader's own chunk lies above
                 s.keys[at] = key[q];
                 s.idx[at] = id[q];
               }
@@ -620,10 +646,13 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     }
     __syncthreads();
     total = s.count;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (CLUSTER) cluster_arrive();  // done with the chunks' shared memory
+#endif
   }
   SV_MARK(5);
   SV_COUNT(20, total);
-  if (nan || overflow || total > kFastCap || total < k) return false;
+  if (nan || overflow || total > (CLUSTER ? kFastChunkOut : kFastCap) || total < k) return false;
   // Every token at or above the row's k-th largest is a candidate, so the
   // max and all of its copies are: the merge keeps the largest (C > 1).
   if (C == 1) {
@@ -809,13 +838,68 @@ enum FastOutcome {
                      // last (or, for a row the fast path never takes, block 0)
 };
 
+// fast_cluster_row is fast_row's hand-over and finish for a cluster row:
+// the row's C chunks (8 to 16) are one thread block cluster, block c its
+// rank c, so the candidates stay in their blocks' shared memory; each
+// block writes its result into the leader's (block 0's) s.told, and after
+// one cluster barrier the leader merges from the blocks' shared memory.
+// No chunk publishes through global memory or waits on a fence, as
+// fast_arrive's do (docs/PERF.md, runs 68-72: ~0.5-1 us at B=1). The
+// chunks write their zeros (zeros, when given) while the leader merges; a
+// second barrier orders them before the leader's own writes and keeps
+// every block resident until the leader is done with its shared memory.
+// Every block of a row takes the same path (the row's parameters decide
+// eligibility), so every block meets both barriers or none.
+template <typename T>
+__device__ FastOutcome fast_cluster_row(const FastArgs &a, int slot, const FastParams &fp, int nan, float *zeros,
+                                        int begin, int end, FastSmem &s, FastTop &top) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int c = blockIdx.x;  // the cluster is the row's chunks: rank = blockIdx.x
+  const int count = s.overflow || s.count > kFastChunkOut ? -1 : s.count;
+  if (threadIdx.x == 0) {
+    store_peer_u32(peer_address(&s.told[c].nan, 0), (unsigned)nan);
+    store_peer_u32(peer_address(&s.told[c].count, 0), (unsigned)count);
+    store_peer_u32(peer_address(&s.told[c].theta, 0), order_key(s.theta));
+  }
+  if (c == 0) {  // the leader's own candidates move up: its merge writes from 0
+    for (int j = threadIdx.x; j < count; j += kFastBlock) {
+      s.keys[kFastChunkOut + j] = s.keys[j];
+      s.idx[kFastChunkOut + j] = s.idx[j];
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      s.count = 0;  // the merge's counter and largest
+      s.top = 0;
+    }
+  }
+  cluster_arrive();  // this chunk's result and candidates are published
+  if (zeros) zero_chunk(zeros, begin, end);
+  SV_MARK(3);
+  cluster_wait();
+  if (c != 0) {
+    cluster_arrive();  // releases the zeros to the leader
+    cluster_wait();    // the leader is done with this block's shared memory
+    return kFastDone;
+  }
+  SV_MARK(4);
+  const bool ok = fast_top<T, true>(a, slot, fp, nan, s, top);  // arrives once merged
+  cluster_wait();  // every chunk's zeros are written
+  if (threadIdx.x == 0) a.todo[slot] = !ok;
+  return ok ? kFastServed : kFastFlagged;
+#else
+  __trap();  // launched only from an sm_90 binary (fast_cluster)
+  return kFastDone;
+#endif
+}
+
 // fast_row is both steps for block (chunk, slot) of a fast kernel on
 // logits row x with parameters fp: the scan of this block's chunk (which it
-// also zeroes in zeros, when given), then, in the row's last block,
-// fast_top. It flags the slot in a.todo when the full path must serve it.
-// Where fast_serves, no full-row kernel follows: the block that gets
-// kFastFlagged serves the row itself (fast_full_shared).
-template <typename T>
+// also zeroes in zeros, when given), then, in the row's last block (with
+// CLUSTER, fast_cluster_row: block 0), fast_top. It flags the slot in
+// a.todo when the full path must serve it. Where fast_serves, no full-row
+// kernel follows: the block that gets kFastFlagged serves the row itself
+// (fast_full_shared).
+template <typename T, bool CLUSTER>
 __device__ FastOutcome fast_row(const T *x, const FastArgs &a, int slot, const FastParams &fp, float *zeros,
                                 FastSmem &s, FastTop &top) {
   const int n = a.vocab;
@@ -828,11 +912,12 @@ __device__ FastOutcome fast_row(const T *x, const FastArgs &a, int slot, const F
   SV_MARK(0);
   const int nan = scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
   SV_MARK(2);
+  if constexpr (CLUSTER) return fast_cluster_row<T>(a, slot, fp, nan, zeros, begin, end, s, top);
   if (zeros) zero_chunk(zeros, begin, end);
   SV_MARK(3);
   if (!fast_arrive(a, slot, nan, s)) return kFastDone;
   SV_MARK(4);
-  const bool ok = fast_top<T>(a, slot, fp, nan, s, top);
+  const bool ok = fast_top<T, false>(a, slot, fp, nan, s, top);
   if (threadIdx.x == 0) a.todo[slot] = !ok;
   return ok ? kFastServed : kFastFlagged;
 }
@@ -963,12 +1048,38 @@ __device__ int kept_pick(int kept, unsigned long long u, Val val, FastSmem &s) {
   return r;
 }
 
-// fast_launch launches a fast kernel with its dynamic shared memory
-// (above the 48 KB default, so the kernel's limit is raised first).
-template <typename... Args>
-int fast_launch(void (*kernel)(Args...), dim3 grid, const char *what, Args... args) {
+// fast_attributes raises a fast kernel's dynamic shared memory limit above
+// the 48 KB default and, on devices with clusters, allows clusters of up to
+// kMaxCluster (16) blocks.
+template <typename K>
+cudaError_t fast_attributes(K kernel) {
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sizeof(FastSmem));
+  if (err == cudaSuccess && cluster_path())
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  return err;
+}
+
+// fast_cluster says whether kernel, a fast kernel's CLUSTER variant, runs a
+// launch of a's layout: rows of 8 to 16 chunks (at most ~50 rows, where the
+// hand-over through global memory is a large part of a launch), on a
+// device and from a binary with clusters, where such a cluster fits.
+template <typename K>
+bool fast_cluster(K kernel, const FastArgs &a) {
+  if (a.chunks < 8 || a.chunks > kMaxCluster || !cluster_path() || !cluster_binary((const void *)kernel)) return false;
+  if (fast_attributes(kernel) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: the plain launch follows
+    return false;
+  }
+  return max_clusters((const void *)kernel, a.chunks, kFastBlock, sizeof(FastSmem)) > 0;
+}
+
+// fast_launch launches a fast kernel with its dynamic shared memory, each
+// row's chunks (grid.x) as one cluster where cluster (fast_cluster).
+template <typename... Args>
+int fast_launch(void (*kernel)(Args...), dim3 grid, bool cluster, const char *what, Args... args) {
+  const cudaError_t err = fast_attributes(kernel);
   if (err != cudaSuccess) return cuda_status(err, what);
+  if (cluster) return launch_cluster(kernel, grid, kFastBlock, sizeof(FastSmem), (int)grid.x, what, args...);
   kernel<<<grid, kFastBlock, sizeof(FastSmem), stream()>>>(args...);
   return check_launch(what);
 }

@@ -38,9 +38,12 @@
 //       merge, one histogram pass for the k-th largest, small sets ranked
 //       and filtered without block scans, the sparse Sum three levels a
 //       barrier): B=1 19.6 us, B=128 54.7 us (1.64x).
-//   v7  (this file) at most ~50 rows under SV_ALL_FAST, the fast kernel
-//       serves the rows it flags itself (fast_serves), so no full-row
-//       kernel follows: B=1 19.9 -> 17.7 us; B=128 unchanged (55.6 us).
+//   v7  at most ~50 rows under SV_ALL_FAST, the fast kernel serves the
+//       rows it flags itself (fast_serves), so no full-row kernel
+//       follows: B=1 19.9 -> 17.7 us; B=128 unchanged (55.6 us).
+//   v8  (this file) there, rows of 8 to 16 chunks run as one cluster each
+//       (fastrow.cuh fast_cluster_row): the candidates stay in shared
+//       memory, no fence or counter; B=1 17.7 -> 16.7 us.
 //
 // What is left (docs/PERF.md): rows without top-k still make ~13 passes
 // over a 513 KB scratch row; with hundreds of rows in flight they do not
@@ -99,8 +102,9 @@ __device__ __noinline__ void renorm_full_row(const T *__restrict__ logits, const
 // with the full-row path: the launch of a second kernel that has nothing
 // to do cost ~3 us at B = 1 (docs/PERF.md, run 64). That path is compiled
 // in only where SERVE (fast_serves): its call costs the fast path a stack
-// frame and spills, ~5 us at B = 128.
-template <typename T, bool SERVE>
+// frame and spills, ~5 us at B = 128. With CLUSTER (only with SERVE) a
+// row's chunks are one cluster (fastrow.cuh fast_cluster_row).
+template <typename T, bool SERVE, bool CLUSTER>
 __global__ void __launch_bounds__(kFastBlock, 4)
     renorm_fast_kernel(const T *__restrict__ logits, FastArgs a, float *probs, int zero_fill, float *wbuf) {
   pdl_trigger();  // renorm_kernel may launch now; it waits for this kernel
@@ -109,7 +113,7 @@ __global__ void __launch_bounds__(kFastBlock, 4)
   float *out = probs + (size_t)row * n;
   FastTop top;
   const FastOutcome got =
-      fast_row<T>(logits + (size_t)row * n, a, row, fast_params(a.rp, row), zero_fill ? out : nullptr, s, top);
+      fast_row<T, CLUSTER>(logits + (size_t)row * n, a, row, fast_params(a.rp, row), zero_fill ? out : nullptr, s, top);
   if (SERVE && got == kFastFlagged) {
     renorm_full_row<T>(logits, a, probs, wbuf, row);
     return;
@@ -166,9 +170,11 @@ int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t p
   SV_DISPATCH_DTYPE(dtype, T, {
     if (fast) {
       const bool serve = fast_serves(flags, fa);
-      st = fast_launch(serve ? renorm_fast_kernel<T, true> : renorm_fast_kernel<T, false>, dim3(fa.chunks, rows),
-                       "renorm (top-k fast path)", static_cast<const T *>(logits), fa, probs, zero_fill,
-                       static_cast<float *>(ws));
+      const bool cluster = serve && fast_cluster(renorm_fast_kernel<T, true, true>, fa);
+      auto fast_kern = cluster ? renorm_fast_kernel<T, true, true>
+                               : serve ? renorm_fast_kernel<T, true, false> : renorm_fast_kernel<T, false, false>;
+      st = fast_launch(fast_kern, dim3(fa.chunks, rows), cluster, "renorm (top-k fast path)",
+                       static_cast<const T *>(logits), fa, probs, zero_fill, static_cast<float *>(ws));
       if (st != SV_OK || serve) return st;  // the fast kernel served its flagged rows
     }
     auto kern = renorm_kernel<T, kRowBlock>;

@@ -50,9 +50,13 @@
 //       are enough rows, and the flagged rows served by
 //       sample_flagged_kernel with a grid of resident blocks: filtered
 //       B=512 76.3 us (1.69x the floor), B=1 22.7 us.
-//   v8  (this file) fastrow.cuh's shorter finishing steps (renorm.cu v6)
-//       and the draw by one warp for up to 64 kept tokens: B=1 18.1 us,
-//       B=512 73.0 us (1.64x).
+//   v8  fastrow.cuh's shorter finishing steps (renorm.cu v6) and the
+//       draw by one warp for up to 64 kept tokens: B=1 18.1 us, B=512
+//       73.0 us (1.64x).
+//   v9  (this file) at most ~50 rows under SV_ALL_FAST, the fast kernel
+//       draws the rows it flags itself (no second kernel), and rows of 8
+//       to 16 chunks run as one cluster each (renorm.cu v7, v8): B=1
+//       18.4 -> 16.3 -> 15.9 us; B=512 unchanged (73.3 us).
 //
 // What is left (docs/PERF.md): B=1 is a chain of dependent steps in one
 // block (~8 us of merge, select, rank and filters); rows without top-k
@@ -261,15 +265,17 @@ __device__ __noinline__ void sample_full_slot(const T *__restrict__ logits, cons
 // block with the full-row path (sa): the launch of a second kernel that
 // has nothing to do cost ~3 us at B = 1 (docs/PERF.md, run 64). That
 // path is compiled in only where SERVE (fast_serves): its call costs the
-// fast path a stack frame and spills, ~5 us at B = 512.
-template <typename T, bool SERVE>
+// fast path a stack frame and spills, ~5 us at B = 512. With CLUSTER (only
+// with SERVE) a row's chunks are one cluster (fastrow.cuh fast_cluster_row).
+template <typename T, bool SERVE, bool CLUSTER>
 __global__ void __launch_bounds__(kFastBlock, 4)
     sample_fast_kernel(const T *__restrict__ logits, FastArgs a, int *tokens, SampleArgs sa) {
   pdl_trigger();  // sample_flagged_kernel may launch now; it waits for this kernel
   FastSmem &s = fast_smem();
   const int slot = blockIdx.y, row = a.map[slot];
   FastTop top;
-  const FastOutcome got = fast_row<T>(logits + (size_t)row * a.vocab, a, slot, fast_params(a.rp, row), nullptr, s, top);
+  const FastOutcome got =
+      fast_row<T, CLUSTER>(logits + (size_t)row * a.vocab, a, slot, fast_params(a.rp, row), nullptr, s, top);
   if (SERVE && got == kFastFlagged) {
     sample_full_slot<T>(logits, sa, slot);
     return;
@@ -367,9 +373,11 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
       SV_DISPATCH_DTYPE(dtype, T, {
         if (fast) {
           const bool serve = fast_serves(flags, fa);
-          st = fast_launch(serve ? sample_fast_kernel<T, true> : sample_fast_kernel<T, false>,
-                           dim3(fa.chunks, n_sampled), "sample (top-k fast path)", static_cast<const T *>(logits),
-                           fa, tokens, a);
+          const bool cluster = serve && fast_cluster(sample_fast_kernel<T, true, true>, fa);
+          auto fast_kern = cluster ? sample_fast_kernel<T, true, true>
+                                   : serve ? sample_fast_kernel<T, true, false> : sample_fast_kernel<T, false, false>;
+          st = fast_launch(fast_kern, dim3(fa.chunks, n_sampled), cluster, "sample (top-k fast path)",
+                           static_cast<const T *>(logits), fa, tokens, a);
           if (st != SV_OK) return st;
           if (!serve) {  // else the fast kernel drew its flagged rows itself
             auto kern = sample_flagged_kernel<T, kRowBlock>;

@@ -40,7 +40,7 @@
 //       (the no-op prepare launch was 7 us as one block per slot), the
 //       chain's acceptance tests one lane per position: with filters
 //       B=128 195.7 us (1.93x), B=1 33.2 us.
-//   v7  (this file) unfiltered launches with fewer positions than SMs
+//   v7  unfiltered launches with fewer positions than SMs
 //       (B=1: 9) take spec_split_kernel: a cluster of up to 16 blocks per
 //       position, each with a chunk of the row in shared memory, forms the
 //       exact normaliser together (the Sum's leaves of each chunk into
@@ -56,6 +56,10 @@
 //       blocks (29.7 us). Later, with fastrow.cuh's shorter finishing steps
 //       (renorm.cu v6): with filters B=1 30.4 -> 25.5 us, B=128 189.4 ->
 //       185.6 us (1.85x).
+//   v8  (this file) with filters, positions of 8 to 16 chunks run as one
+//       cluster each (fastrow.cuh fast_cluster_row; B=1: 9 positions of
+//       16 chunks): B=1 25.5 -> 23.6 us. Flagged positions still go to
+//       spec_prepare_kernel, which follows either way.
 //
 // What is left (docs/PERF.md): unfiltered positions at B=128 still compute
 // the exact exp for every token of B*(K+1) rows (~147M here), ~1.5-2x the
@@ -182,8 +186,9 @@ __global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
 // the row's last block forms the exact normaliser over the kept tokens
 // (fastrow.cuh sparse_sum), writes their probabilities to the slot's list
 // and p_i(x_i). Positions it cannot serve are flagged in a.todo for
-// spec_prepare_kernel.
-template <typename T>
+// spec_prepare_kernel. With CLUSTER a position's chunks are one cluster
+// (fastrow.cuh fast_cluster_row).
+template <typename T, bool CLUSTER>
 __global__ void __launch_bounds__(kFastBlock, 4)
     spec_fast_kernel(const T *__restrict__ target, FastArgs a, int k, const int *__restrict__ drafts,
                      PosStat *__restrict__ stats, SpecLists lists) {
@@ -192,7 +197,8 @@ __global__ void __launch_bounds__(kFastBlock, 4)
   const int slot = blockIdx.y, n = a.vocab;
   const int row = slot / (k + 1), pos = slot % (k + 1);
   FastTop top;
-  if (fast_row<T>(target + (size_t)slot * n, a, slot, fast_params(a.rp, row), nullptr, s, top) != kFastServed) return;
+  if (fast_row<T, CLUSTER>(target + (size_t)slot * n, a, slot, fast_params(a.rp, row), nullptr, s, top) != kFastServed)
+    return;
   const float sum = sparse_sum(n, top.kept, s);
   const int xd = pos < k ? drafts[(size_t)row * k + pos] : -1;
   int *li = lists.idx + (size_t)slot * kFastList;
@@ -643,7 +649,9 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
   if (!trace) a.trace_trials = 0;
   SV_DISPATCH_DTYPE(tdtype, T, {
     if (filtered) {
-      st = fast_launch(spec_fast_kernel<T>, dim3(fa.chunks, (unsigned)slots), "spec_verify (top-k fast path)",
+      const bool cluster = fast_cluster(spec_fast_kernel<T, true>, fa);
+      st = fast_launch(cluster ? spec_fast_kernel<T, true> : spec_fast_kernel<T, false>, dim3(fa.chunks, (unsigned)slots),
+                       cluster, "spec_verify (top-k fast path)",
                        static_cast<const T *>(target), fa, k, drafts, stats, lists);
       if (st != SV_OK) return st;
       auto prep = spec_prepare_kernel<T, kRowBlock, true>;

@@ -235,6 +235,60 @@ func TestGPUSpecVerify(t *testing.T) {
 	}
 }
 
+// TestGPUFastSmallBatches runs the fast path's small-batch launches, which
+// the random parameters of the tests above reach only now and then: every
+// row's parameters take the top-k fast path (the SV_ALL_FAST hint), so a
+// batch of at most ~50 rows runs fast kernels that serve the rows they flag
+// themselves (NaN, ties, rising rows), as clusters of a row's chunks where
+// the row has 8 to 16 of them (V=128256: B=1 and 7 take 16, B=33 12, B=50
+// 8; V=151936 takes 19, no cluster).
+func TestGPUFastSmallBatches(t *testing.T) {
+	gpuBackend(t)
+	rng := newRand(t)
+	shapes := []shape{{engine.BF16, 1, 128256}, {engine.F16, 7, 128256}, {engine.F32, 33, 128256},
+		{engine.BF16, 50, 128256}, {engine.BF16, 1, 151936}}
+	if quick() {
+		shapes = shapes[:2]
+	}
+	fast := func(p engine.Params, vocab int) engine.Params {
+		for r := range p.TopK {
+			if p.Temperature[r] == 0 {
+				p.Temperature[r] = 0.7
+			}
+			p.TopK[r] = []int{1, 2, 5, 50, 256}[rng.IntN(5)]
+		}
+		p.FilterOrder = engine.TopKFirst
+		rp, err := resolveParams(&p, len(p.TopK), vocab, engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds)
+		if err != nil || rp.flags&flagAllFast == 0 {
+			t.Fatalf("parameters not all fast (%v): the test no longer reaches the small-batch launches", err)
+		}
+		return p
+	}
+	for _, s := range shapes {
+		t.Run(s.String(), func(t *testing.T) {
+			x, invalid := logits(rng, s.dtype, s.rows, s.vocab, true)
+			renorm := &engine.Run{Op: engine.OpRenorm, Logits: x, Params: fast(params(rng, s.rows, s.vocab, true), s.vocab)}
+			gpu, host := runBoth(t, renorm)
+			sameBits(t, "renorm probs", gpu.Probs, host.Probs)
+			judge(t, renorm, gpu, host, invalid)
+
+			sample := &engine.Run{Op: engine.OpSample, Logits: x, Params: fast(params(rng, s.rows, s.vocab, true), s.vocab)}
+			gpu, host = runBoth(t, sample)
+			sameBits(t, "sample tokens", gpu.Tokens, host.Tokens)
+			judge(t, sample, gpu, host, invalid)
+
+			k := 1 + rng.IntN(4)
+			spec, invalid := specRun(rng, s.dtype, max(1, s.rows/(k+1)), k, s.vocab, 8, engine.DTypeInvalid)
+			spec.Params = fast(spec.Params, s.vocab)
+			gpu, host = runBoth(t, spec)
+			sameBits(t, "spec_tokens", gpu.SpecTokens, host.SpecTokens)
+			sameBits(t, "spec_accepted", gpu.SpecAccepted, host.SpecAccepted)
+			sameTrace(t, gpu.Trace, host.Trace)
+			judge(t, spec, gpu, host, invalid)
+		})
+	}
+}
+
 func itoa(n int) string { return string(appendInt(nil, n)) }
 
 func appendInt(b []byte, n int) []byte {
