@@ -1065,7 +1065,8 @@ cudaError_t fast_attributes(K kernel) {
 // device and from a binary with clusters, where such a cluster fits.
 template <typename K>
 bool fast_cluster(K kernel, const FastArgs &a) {
-  if (a.chunks < 8 || a.chunks > kMaxCluster || !cluster_path() || !cluster_binary((const void *)kernel)) return false;
+  if (a.chunks < 8 || a.chunks > kMaxCluster || !cluster_path() || !cluster_binary((const void *)kernel))
+    return false;
   if (fast_attributes(kernel) != cudaSuccess) {
     cudaGetLastError();  // not sticky: the plain launch follows
     return false;

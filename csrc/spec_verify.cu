@@ -650,8 +650,8 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
   SV_DISPATCH_DTYPE(tdtype, T, {
     if (filtered) {
       const bool cluster = fast_cluster(spec_fast_kernel<T, true>, fa);
-      st = fast_launch(cluster ? spec_fast_kernel<T, true> : spec_fast_kernel<T, false>, dim3(fa.chunks, (unsigned)slots),
-                       cluster, "spec_verify (top-k fast path)",
+      st = fast_launch(cluster ? spec_fast_kernel<T, true> : spec_fast_kernel<T, false>,
+                       dim3(fa.chunks, (unsigned)slots), cluster, "spec_verify (top-k fast path)",
                        static_cast<const T *>(target), fa, k, drafts, stats, lists);
       if (st != SV_OK) return st;
       auto prep = spec_prepare_kernel<T, kRowBlock, true>;
