@@ -6,7 +6,10 @@
 //
 // The device helpers exist only in the sm_90 pass (__CUDA_ARCH__ >= 900);
 // kernels that use them keep their body inside the same guard, and the host
-// launches them only where cluster_path() says so.
+// launches them only where cluster_path() says so. The few that fastrow.cuh's
+// cluster rows call are also declared elsewhere, where they trap: its
+// kernels have a cluster variant (a template flag) that the sm_80 pass
+// compiles and the host never launches from an sm_80 binary.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -108,6 +111,18 @@ __device__ __forceinline__ unsigned long long pack(const ArgBest &b) {
   return (unsigned long long)__float_as_uint(b.v) | (unsigned long long)(unsigned)b.i << 32;
 }
 
+#else
+__device__ __forceinline__ void cluster_arrive() { __trap(); }
+__device__ __forceinline__ void cluster_wait() { __trap(); }
+__device__ __forceinline__ unsigned peer_address(const void *, int) {
+  __trap();
+  return 0;
+}
+__device__ __forceinline__ unsigned load_peer(unsigned) {
+  __trap();
+  return 0;
+}
+__device__ __forceinline__ void store_peer_u32(unsigned, unsigned) { __trap(); }
 #endif
 
 // cluster_binary says whether the device runs kern from an sm_90 (or newer)

@@ -592,15 +592,13 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
       unsigned long long top = 0;  // (key, ~index) of this lane's largest merged candidate
       for (int c = threadIdx.x >> 5; c < C; c += kFastBlock / 32) {
         const int n = __shfl_sync(0xffffffffu, count, c);  // c is the same in the whole warp
-        [[maybe_unused]] const size_t from = ((size_t)slot * C + c) * kFastChunkOut;
-        [[maybe_unused]] unsigned peer_keys = 0, peer_idx = 0;  // chunk c's, in a cluster row
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        const size_t from = ((size_t)slot * C + c) * kFastChunkOut;
+        unsigned peer_keys = 0, peer_idx = 0;  // chunk c's, in a cluster row
         if (CLUSTER) {
           const int at = c == 0 ? kFastChunkOut : 0;
           peer_keys = peer_address(s.keys + at, c);
           peer_idx = peer_address(s.idx + at, c);
         }
-#endif
         for (int j0 = 0; j0 < n; j0 += 128) {
           unsigned key[4];
           int id[4];
@@ -609,11 +607,9 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
             const int j = j0 + q * 32 + (int)lane;
             key[q] = 0;
             if (j < n) {
-              if constexpr (CLUSTER) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+              if (CLUSTER) {
                 key[q] = load_peer(peer_keys + 4 * j);
                 id[q] = (int)load_peer(peer_idx + 4 * j);
-#endif
               } else {
                 key[q] = __ldcg(a.keys + from + j);
                 id[q] = __ldcg(a.idx + from + j);
@@ -646,9 +642,7 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     }
     __syncthreads();
     total = s.count;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (CLUSTER) cluster_arrive();  // done with the chunks' shared memory
-#endif
   }
   SV_MARK(5);
   SV_COUNT(20, total);
@@ -853,7 +847,6 @@ enum FastOutcome {
 template <typename T>
 __device__ FastOutcome fast_cluster_row(const FastArgs &a, int slot, const FastParams &fp, int nan, float *zeros,
                                         int begin, int end, FastSmem &s, FastTop &top) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const int c = blockIdx.x;  // the cluster is the row's chunks: rank = blockIdx.x
   const int count = s.overflow || s.count > kFastChunkOut ? -1 : s.count;
   if (threadIdx.x == 0) {
@@ -886,10 +879,6 @@ __device__ FastOutcome fast_cluster_row(const FastArgs &a, int slot, const FastP
   cluster_wait();  // every chunk's zeros are written
   if (threadIdx.x == 0) a.todo[slot] = !ok;
   return ok ? kFastServed : kFastFlagged;
-#else
-  __trap();  // launched only from an sm_90 binary (fast_cluster)
-  return kFastDone;
-#endif
 }
 
 // fast_row is both steps for block (chunk, slot) of a fast kernel on

@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
       for (int b = 0; b < kBlocks; b++) latest = std::max(latest, timer(b, id));
       scan[id].push_back((double)(latest - start));
     }
-    if (last < 0 || !clock(last, 13)) continue;  // the row went to the full-row kernel
+    if (last < 0 || !clock(last, 13)) continue;  // the row took the full-row path
     const double f = (double)(clock(last, 13) - clock(last, 4)) / (double)(timer(last, 13) - timer(last, 4));
     ghz.push_back(f);
     arrive.push_back((double)(timer(last, 4) - start));
