@@ -1,7 +1,7 @@
 // cluster.cuh: what the sm_90 row kernels (argmax, softmax) share to split a
 // row over a thread block cluster: which path the device takes, the cluster
-// barrier in its split form, stores into a peer block's shared memory, and
-// the host side of a cluster launch (kernel attributes, how many
+// barrier in its split form, stores and adds into a peer block's shared
+// memory, and the host side of a cluster launch (kernel attributes, how many
 // clusters fit at once, cudaLaunchKernelEx).
 //
 // The device helpers exist only in the sm_90 pass (__CUDA_ARCH__ >= 900);
@@ -90,20 +90,25 @@ __device__ __forceinline__ void store_peer_f32(const void *local, int rank, floa
 
 // peer_address is the address, in the cluster's shared memory window, of
 // what local (in this block's shared memory) is in block rank (mapa);
-// load_peer and store_peer_u32 read and write 4 bytes there.
+// store_peer_u32 writes 4 bytes there, add_peer adds to them and returns
+// what they held, and count_peer adds without waiting for the answer (the
+// reduction form).
 __device__ __forceinline__ unsigned peer_address(const void *local, int rank) {
   const unsigned a = (unsigned)__cvta_generic_to_shared(local);
   unsigned remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
   return remote;
 }
-__device__ __forceinline__ unsigned load_peer(unsigned remote) {
-  unsigned v;
-  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
-  return v;
-}
 __device__ __forceinline__ void store_peer_u32(unsigned remote, unsigned v) {
   asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(remote), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned add_peer(unsigned remote, unsigned v) {
+  unsigned old;
+  asm volatile("atom.shared::cluster.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(remote), "r"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ void count_peer(unsigned remote, unsigned v) {
+  asm volatile("red.shared::cluster.add.u32 [%0], %1;" ::"r"(remote), "r"(v) : "memory");
 }
 
 // pack is an ArgBest as the 8 bytes store_peer writes (its memory layout).
@@ -118,11 +123,13 @@ __device__ __forceinline__ unsigned peer_address(const void *, int) {
   __trap();
   return 0;
 }
-__device__ __forceinline__ unsigned load_peer(unsigned) {
+__device__ __forceinline__ void store_peer(const void *, int, unsigned long long) { __trap(); }
+__device__ __forceinline__ void store_peer_u32(unsigned, unsigned) { __trap(); }
+__device__ __forceinline__ unsigned add_peer(unsigned, unsigned) {
   __trap();
   return 0;
 }
-__device__ __forceinline__ void store_peer_u32(unsigned, unsigned) { __trap(); }
+__device__ __forceinline__ void count_peer(unsigned, unsigned) { __trap(); }
 #endif
 
 // cluster_binary says whether the device runs kern from an sm_90 (or newer)

@@ -21,8 +21,8 @@
 //      largest is in the buffer, and theta never passes it.
 //   2. finish, by the last block of the row to arrive (a counter per row;
 //      with C = 1 the same block, without a round trip through memory;
-//      where a row's 8 to 16 chunks run as one cluster, block 0, which
-//      reads the candidates from the other blocks' shared memory):
+//      where a row's 8 to 16 chunks run as one cluster, block 0, into
+//      whose shared memory every chunk pushes its candidates):
 //      the chunks' candidates at or above the largest theta are merged,
 //      the row's max and its first index are read off them, the k-th
 //      largest logit x_k gives tau_k = w(x_k), and only the tokens at or
@@ -60,6 +60,7 @@ constexpr int kFastMaxChunks = 32;    // chunks per row (one per lane in fast_to
 constexpr int kFastMinChunk = 8192;   // tokens: one tile of 16-bit logits (a block's loads in flight)
 constexpr int kFastItems = kFastList / kFastBlock;
 constexpr int kSmallSet = 64;         // top-k sets ranked four threads an entry, filtered by one warp
+constexpr int kFastWarps = kFastBlock / 32;
 
 // FastChunk is what one chunk's scan hands to its row's finishing block.
 struct FastChunk {
@@ -110,7 +111,7 @@ struct FastSmem {
   unsigned long long u;
   unsigned long long top;  // the merge's largest (order key, ~index); at C = 1 unset, its value unused
   ArgBest best;  // the row's max and its first index, in the finishing block
-  FastChunk told[kMaxCluster];  // a cluster row's chunk results, in its leader (fast_cluster_row)
+  FastChunk told[kMaxCluster];  // a cluster row's chunk results, in each of its blocks (fast_cluster_row)
 };
 
 // FastParams are one row's parameters, read once.
@@ -185,13 +186,17 @@ struct MaxU64 {
 // need-th largest counted key and leaves in need its rank within that
 // bucket. Candidates often share their top byte, and 32 lanes adding to one
 // counter serialise: a warp whose keys all fall in one bucket adds once.
+// With counted, s.hist already holds the counts (cluster_push).
 template <typename Bucket>
-__device__ int pick_bucket(const unsigned *keys, int n, int &need, Bucket bucket_of, FastSmem &s) {
+__device__ int pick_bucket(const unsigned *keys, int n, int &need, Bucket bucket_of, FastSmem &s,
+                           bool counted = false) {
   using Scan = cub::BlockScan<int, kFastBlock>;
   const unsigned lane = threadIdx.x & 31;
-  for (int d = threadIdx.x; d < 256; d += kFastBlock) s.hist[d] = 0;
-  __syncthreads();
-  for (int base = 0; base < n; base += kFastBlock) {
+  if (!counted) {
+    for (int d = threadIdx.x; d < 256; d += kFastBlock) s.hist[d] = 0;
+    __syncthreads();
+  }
+  for (int base = 0; !counted && base < n; base += kFastBlock) {
     const int j = base + (int)threadIdx.x;
     const unsigned bucket = j < n ? bucket_of(keys[j]) : 256u;
     const unsigned valid = __ballot_sync(0xffffffffu, bucket < 256);
@@ -248,12 +253,13 @@ __device__ unsigned kth_key(const unsigned *keys, int n, int k, FastSmem &s) {
 // kth_key_span is kth_key in one pass for keys whose top PASSES bytes
 // (key >> (32 - 8 * PASSES)) all lie in [lo, lo + 256), as the merged
 // candidates of a row often do (they lie between the largest chunk theta
-// and the row's max: for bf16 logits, a few hundred values at most).
+// and the row's max: for bf16 logits, a few hundred values at most). With
+// counted, s.hist already holds their counts by bucket (cluster_push).
 template <int PASSES>
-__device__ unsigned kth_key_span(const unsigned *keys, int n, int k, unsigned lo, FastSmem &s) {
+__device__ unsigned kth_key_span(const unsigned *keys, int n, int k, unsigned lo, FastSmem &s, bool counted) {
   constexpr int kShift = 32 - 8 * PASSES;
   int need = k;
-  const int pick = pick_bucket(keys, n, need, [&](unsigned key) { return (key >> kShift) - lo; }, s);
+  const int pick = pick_bucket(keys, n, need, [&](unsigned key) { return (key >> kShift) - lo; }, s, counted);
   return fill_key<PASSES>((lo + (unsigned)pick) << kShift);
 }
 
@@ -546,9 +552,8 @@ struct FastTop {
 // (from s itself when C = 1; scan_nan is that chunk's NaN flag), takes the
 // row's max and its first index from them, finds the top-k set and applies
 // the filters. It returns false (every thread) when the row must take the
-// full-row path. With CLUSTER it reads the candidates from the chunks'
-// blocks and, once merged, arrives on the cluster barrier that lets those
-// blocks exit (fast_cluster_row).
+// full-row path. With CLUSTER the chunks have pushed their candidates into
+// this block's shared memory already (fast_cluster_row, cluster_push).
 template <typename T, bool CLUSTER>
 __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int scan_nan, FastSmem &s,
                          FastTop &top) {
@@ -571,9 +576,10 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     // flight at once, and keeps the largest (key, ~index) it copies: the
     // row's max and its first index, without a block reduction after.
     //
-    // A cluster row's results are in s.told, its chunk c's candidates in
-    // block c's shared memory (the leader's own, block 0's, kFastChunkOut
-    // up); else both are in global memory (fast_arrive).
+    // A cluster row's results are in s.told and its candidates were pushed
+    // here (cluster_push), each pushing warp's largest in s.rank_key: warp 0
+    // takes the largest of those. Else both are in global memory
+    // (fast_arrive).
     const unsigned lane = threadIdx.x & 31;
     int count = 0;
     unsigned theta = 0;
@@ -588,17 +594,19 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     count = max(count, 0);
     theta = __reduce_max_sync(0xffffffffu, theta);
     merged_lo = theta;
-    if (!nan && !overflow) {
+    if (CLUSTER) {
+      if (threadIdx.x < 32) {
+        unsigned long long t = 0;
+        for (int j = (int)lane; j < C * kFastWarps; j += 32) t = max(t, s.rank_key[j]);
+        const unsigned hi = __reduce_max_sync(0xffffffffu, (unsigned)(t >> 32));
+        const unsigned lo = __reduce_max_sync(0xffffffffu, (unsigned)(t >> 32) == hi ? (unsigned)t : 0u);
+        if (lane == 0) s.top = ((unsigned long long)hi << 32) | lo;
+      }
+    } else if (!nan && !overflow) {
       unsigned long long top = 0;  // (key, ~index) of this lane's largest merged candidate
-      for (int c = threadIdx.x >> 5; c < C; c += kFastBlock / 32) {
+      for (int c = threadIdx.x >> 5; c < C; c += kFastWarps) {
         const int n = __shfl_sync(0xffffffffu, count, c);  // c is the same in the whole warp
         const size_t from = ((size_t)slot * C + c) * kFastChunkOut;
-        unsigned peer_keys = 0, peer_idx = 0;  // chunk c's, in a cluster row
-        if (CLUSTER) {
-          const int at = c == 0 ? kFastChunkOut : 0;
-          peer_keys = peer_address(s.keys + at, c);
-          peer_idx = peer_address(s.idx + at, c);
-        }
         for (int j0 = 0; j0 < n; j0 += 128) {
           unsigned key[4];
           int id[4];
@@ -607,13 +615,8 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
             const int j = j0 + q * 32 + (int)lane;
             key[q] = 0;
             if (j < n) {
-              if (CLUSTER) {
-                key[q] = load_peer(peer_keys + 4 * j);
-                id[q] = (int)load_peer(peer_idx + 4 * j);
-              } else {
-                key[q] = __ldcg(a.keys + from + j);
-                id[q] = __ldcg(a.idx + from + j);
-              }
+              key[q] = __ldcg(a.keys + from + j);
+              id[q] = __ldcg(a.idx + from + j);
             }
           }
 #pragma unroll
@@ -627,7 +630,7 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
             if (keep) {
               const unsigned long long t = ((unsigned long long)key[q] << 32) | ~(unsigned)id[q];
               top = t > top ? t : top;
-              if (at < (CLUSTER ? kFastChunkOut : kFastCap)) {  // a cluster leader's own chunk lies above
+              if (at < kFastCap) {
                 s.keys[at] = key[q];
                 s.idx[at] = id[q];
               }
@@ -642,7 +645,6 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
     }
     __syncthreads();
     total = s.count;
-    if (CLUSTER) cluster_arrive();  // done with the chunks' shared memory
   }
   SV_MARK(5);
   SV_COUNT(20, total);
@@ -669,7 +671,7 @@ __device__ bool fast_top(const FastArgs &a, int slot, const FastParams &fp, int 
   // max; when their top bytes span fewer than 256 values, one pass selects.
   constexpr int kShift = 32 - 8 * PASSES;
   const unsigned lo = merged_lo >> kShift, hi = (unsigned)(s.top >> 32) >> kShift;
-  const unsigned kth = C > 1 && hi - lo < 256 ? kth_key_span<PASSES>(s.keys, total, k, lo, s)
+  const unsigned kth = C > 1 && hi - lo < 256 ? kth_key_span<PASSES>(s.keys, total, k, lo, s, CLUSTER)
                                               : kth_key<PASSES>(s.keys, total, k, s);
   SV_MARK(7);
   const int n = keep_at_least(s.keys, s.idx, total, kth, s);
@@ -832,51 +834,111 @@ enum FastOutcome {
                      // last (or, for a row the fast path never takes, block 0)
 };
 
+// cluster_push is every cluster block's part of a cluster row's merge,
+// after the barrier that publishes the chunks' results: each block reads
+// them all from its own s.told and appends its candidates at or above the
+// largest theta (count of them: its scan's, the leader's at kFastChunkOut)
+// to the leader's s.keys/s.idx, taking places with one add a warp on the
+// leader's s.count. On the way it counts them in the leader's s.hist by
+// their top bytes above the largest theta's (kth_key_span's buckets, the
+// last one holding any beyond) and stores each warp's largest (key,
+// ~index) in the leader's s.rank_key[chunk * kFastWarps + warp]. Pushing
+// spreads the merge over the row's blocks: the leader pulling every
+// chunk's candidates over DSMEM took 1.8 us at B=1 (docs/PERF.md, runs
+// 76-80). It pushes nothing when a chunk saw a NaN or overflowed: the
+// leader flags the row.
+template <typename T>
+__device__ void cluster_push(const FastArgs &a, int count, FastSmem &s) {
+  constexpr int kShift = 32 - 8 * KeyPasses<T>::value;
+  const unsigned lane = threadIdx.x & 31;
+  int bad = 0;
+  unsigned th = 0;
+  if ((int)lane < a.chunks) {
+    bad = s.told[lane].nan || s.told[lane].count < 0;
+    th = s.told[lane].theta;
+  }
+  if (__any_sync(0xffffffffu, bad)) return;
+  const unsigned theta = __reduce_max_sync(0xffffffffu, th);
+  const unsigned lo = theta >> kShift;
+  const int from = blockIdx.x == 0 ? kFastChunkOut : 0;
+  const unsigned to_count = peer_address(&s.count, 0), to_keys = peer_address(s.keys, 0),
+                 to_idx = peer_address(s.idx, 0), to_hist = peer_address(s.hist, 0);
+  unsigned long long top = 0;
+  for (int j0 = 0; j0 < count; j0 += kFastBlock) {
+    const int j = j0 + (int)threadIdx.x;
+    const unsigned key = j < count ? s.keys[from + j] : 0u;
+    const bool keep = j < count && key >= theta;
+    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+    if (!ballot) continue;
+    const int first = __ffs(ballot) - 1;
+    unsigned at = 0;
+    if ((int)lane == first) at = add_peer(to_count, __popc(ballot));
+    at = __shfl_sync(0xffffffffu, at, first) + __popc(ballot & ((1u << lane) - 1));
+    if (keep) {
+      const int id = s.idx[from + j];
+      const unsigned long long t = ((unsigned long long)key << 32) | ~(unsigned)id;
+      top = t > top ? t : top;
+      if (at < kFastChunkOut) {  // the leader's own candidates lie above
+        store_peer_u32(to_keys + 4 * at, key);
+        store_peer_u32(to_idx + 4 * at, (unsigned)id);
+      }
+      count_peer(to_hist + 4 * min(255u, (key >> kShift) - lo), 1u);
+    }
+  }
+  // The warp's largest (key, ~index): the largest key, then the lowest index.
+  const unsigned hi = __reduce_max_sync(0xffffffffu, (unsigned)(top >> 32));
+  const unsigned low = __reduce_max_sync(0xffffffffu, (unsigned)(top >> 32) == hi ? (unsigned)top : 0u);
+  if (lane == 0 && hi != 0)
+    store_peer(&s.rank_key[blockIdx.x * kFastWarps + (threadIdx.x >> 5)], 0, ((unsigned long long)hi << 32) | low);
+}
+
 // fast_cluster_row is fast_row's hand-over and finish for a cluster row:
 // the row's C chunks (8 to 16) are one thread block cluster, block c its
-// rank c, so the candidates stay in their blocks' shared memory; each
-// block writes its result into the leader's (block 0's) s.told, and after
-// one cluster barrier the leader merges from the blocks' shared memory.
-// No chunk publishes through global memory or waits on a fence, as
-// fast_arrive's do (docs/PERF.md, runs 68-72: ~0.5-1 us at B=1). The
-// chunks write their zeros (zeros, when given) while the leader merges; a
-// second barrier orders them before the leader's own writes and keeps
-// every block resident until the leader is done with its shared memory.
+// rank c, and the leader (block 0) finishes the row. Three cluster
+// barriers: the first (begun in fast_row before the scan) makes sure every
+// block has started before any writes into another's shared memory; then
+// each block writes its result into every block's s.told, and after the
+// second every block pushes its candidates into the leader's shared
+// memory (cluster_push); after the third the leader has them all. No
+// chunk publishes through global memory or waits on a fence, as
+// fast_arrive's do (docs/PERF.md, runs 68-72). The chunks write their
+// zeros (zeros, when given) before the third barrier, which orders them
+// before the leader's own writes. No block reads another's shared memory,
+// so the others exit at the third barrier, not after the leader's finish.
 // Every block of a row takes the same path (the row's parameters decide
-// eligibility), so every block meets both barriers or none.
+// eligibility), so every block meets all three barriers or none.
 template <typename T>
 __device__ FastOutcome fast_cluster_row(const FastArgs &a, int slot, const FastParams &fp, int nan, float *zeros,
                                         int begin, int end, FastSmem &s, FastTop &top) {
+  static_assert(kFastBlock >= 256 && kFastBlock >= kMaxCluster * kFastWarps, "the leader clears s.hist and the tops");
   const int c = blockIdx.x;  // the cluster is the row's chunks: rank = blockIdx.x
   const int count = s.overflow || s.count > kFastChunkOut ? -1 : s.count;
-  if (threadIdx.x == 0) {
-    store_peer_u32(peer_address(&s.told[c].nan, 0), (unsigned)nan);
-    store_peer_u32(peer_address(&s.told[c].count, 0), (unsigned)count);
-    store_peer_u32(peer_address(&s.told[c].theta, 0), order_key(s.theta));
+  cluster_wait();  // every block has started (fast_row arrived before its scan)
+  if ((int)threadIdx.x < a.chunks) {  // this chunk's result, into block threadIdx.x
+    store_peer_u32(peer_address(&s.told[c].nan, threadIdx.x), (unsigned)nan);
+    store_peer_u32(peer_address(&s.told[c].count, threadIdx.x), (unsigned)count);
+    store_peer_u32(peer_address(&s.told[c].theta, threadIdx.x), order_key(s.theta));
   }
-  if (c == 0) {  // the leader's own candidates move up: its merge writes from 0
+  if (c == 0) {  // the leader's own candidates move up: the pushes fill from 0
     for (int j = threadIdx.x; j < count; j += kFastBlock) {
       s.keys[kFastChunkOut + j] = s.keys[j];
       s.idx[kFastChunkOut + j] = s.idx[j];
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      s.count = 0;  // the merge's counter and largest
-      s.top = 0;
-    }
+    if (threadIdx.x == 0) s.count = 0;
+    s.hist[threadIdx.x] = 0;
+    if ((int)threadIdx.x < a.chunks * kFastWarps) s.rank_key[threadIdx.x] = 0;
   }
-  cluster_arrive();  // this chunk's result and candidates are published
+  cluster_arrive();  // this chunk's result is published; the leader is ready
   if (zeros) zero_chunk(zeros, begin, end);
   SV_MARK(3);
   cluster_wait();
-  if (c != 0) {
-    cluster_arrive();  // releases the zeros to the leader
-    cluster_wait();    // the leader is done with this block's shared memory
-    return kFastDone;
-  }
+  cluster_push<T>(a, count, s);
+  cluster_arrive();  // releases the pushes and the zeros to the leader
+  cluster_wait();
+  if (c != 0) return kFastDone;
   SV_MARK(4);
-  const bool ok = fast_top<T, true>(a, slot, fp, nan, s, top);  // arrives once merged
-  cluster_wait();  // every chunk's zeros are written
+  const bool ok = fast_top<T, true>(a, slot, fp, nan, s, top);
   if (threadIdx.x == 0) a.todo[slot] = !ok;
   return ok ? kFastServed : kFastFlagged;
 }
@@ -898,6 +960,10 @@ __device__ FastOutcome fast_row(const T *x, const FastArgs &a, int slot, const F
     return kFastFlagged;
   }
   const int begin = blockIdx.x * a.chunk, end = min(n, begin + a.chunk);
+  // A cluster row arrives now and waits before its first DSMEM store
+  // (fast_cluster_row): by then every block of the cluster has started,
+  // which DSMEM access requires, at no cost.
+  if constexpr (CLUSTER) cluster_arrive();
   SV_MARK(0);
   const int nan = scan_chunk<T, kFastUnroll>(x, begin, end, fp.k, s);
   SV_MARK(2);

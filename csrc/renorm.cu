@@ -41,9 +41,12 @@
 //   v7  at most ~50 rows under SV_ALL_FAST, the fast kernel serves the
 //       rows it flags itself (fast_serves), so no full-row kernel
 //       follows: B=1 19.9 -> 17.7 us; B=128 unchanged (55.6 us).
-//   v8  (this file) there, rows of 8 to 16 chunks run as one cluster each
+//   v8  there, rows of 8 to 16 chunks run as one cluster each
 //       (fastrow.cuh fast_cluster_row): the candidates stay in shared
 //       memory, no fence or counter; B=1 17.7 -> 16.7 us.
+//   v9  (this file) a cluster row's chunks push their candidates into
+//       block 0's shared memory (fastrow.cuh cluster_push) instead of
+//       block 0 pulling them: B=1 16.7 -> 16.0 us.
 //
 // What is left (docs/PERF.md): rows without top-k still make ~13 passes
 // over a 513 KB scratch row; with hundreds of rows in flight they do not

@@ -53,13 +53,15 @@
 //   v8  fastrow.cuh's shorter finishing steps (renorm.cu v6) and the
 //       draw by one warp for up to 64 kept tokens: B=1 18.1 us, B=512
 //       73.0 us (1.64x).
-//   v9  (this file) at most ~50 rows under SV_ALL_FAST, the fast kernel
-//       draws the rows it flags itself (no second kernel), and rows of 8
-//       to 16 chunks run as one cluster each (renorm.cu v7, v8): B=1
-//       18.4 -> 16.3 -> 15.9 us; B=512 unchanged (73.3 us).
+//   v9  at most ~50 rows under SV_ALL_FAST, the fast kernel draws the
+//       rows it flags itself (no second kernel), and rows of 8 to 16
+//       chunks run as one cluster each (renorm.cu v7, v8): B=1 18.4 ->
+//       16.3 -> 15.9 us; B=512 unchanged (73.3 us).
+//   v10 (this file) the cluster rows' pushed merge (renorm.cu v9): B=1
+//       15.9 -> 15.1 us.
 //
 // What is left (docs/PERF.md): B=1 is a chain of dependent steps in one
-// block (~8 us of merge, select, rank and filters); rows without top-k
+// block (~5 us of select, rank, filters and draw); rows without top-k
 // (top-p or min-p alone), k > 256,
 // rejection and Gumbel still pay ~40 instructions per token for the exact
 // exp and ~13 passes over a scratch row that does not stay in L2.

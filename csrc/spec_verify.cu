@@ -59,7 +59,8 @@
 //   v8  (this file) with filters, positions of 8 to 16 chunks run as one
 //       cluster each (fastrow.cuh fast_cluster_row; B=1: 9 positions of
 //       16 chunks): B=1 25.5 -> 23.6 us. Flagged positions still go to
-//       spec_prepare_kernel, which follows either way.
+//       spec_prepare_kernel, which follows either way. The pushed merge
+//       (renorm.cu v9) left B=1 at 23.5 us.
 //
 // What is left (docs/PERF.md): unfiltered positions at B=128 still compute
 // the exact exp for every token of B*(K+1) rows (~147M here), ~1.5-2x the
