@@ -132,16 +132,47 @@ __device__ __forceinline__ unsigned add_peer(unsigned, unsigned) {
 __device__ __forceinline__ void count_peer(unsigned, unsigned) { __trap(); }
 #endif
 
+// KernelMemo keeps one answer per kernel, for questions whose answer does
+// not change once the library has bound its device (sv_init): asked on
+// every launch, they would cost a runtime call each time. Past kSlots
+// kernels it forgets the oldest. Launchers run on one thread, so it takes
+// no lock (as max_clusters' cache).
+template <typename V>
+struct KernelMemo {
+  static constexpr int kSlots = 64;
+  const void *kern[kSlots] = {};
+  V val[kSlots] = {};
+  int used = 0, next = 0;
+  bool find(const void *k, V &v) const {
+    for (int i = 0; i < used; i++)
+      if (kern[i] == k) {
+        v = val[i];
+        return true;
+      }
+    return false;
+  }
+  void put(const void *k, V v) {
+    const int i = used < kSlots ? used++ : next++ % kSlots;
+    kern[i] = k;
+    val[i] = v;
+  }
+};
+
 // cluster_binary says whether the device runs kern from an sm_90 (or newer)
 // binary: a build without sm_90 code (say sm_80 PTX, JIT-compiled) would
 // run the cluster kernels' empty sm_80 bodies.
 inline bool cluster_binary(const void *kern) {
+  static KernelMemo<bool> memo;
+  bool v;
+  if (memo.find(kern, v)) return v;
   cudaFuncAttributes a;
   if (cudaFuncGetAttributes(&a, kern) != cudaSuccess) {
     cudaGetLastError();
-    return false;
+    return false;  // not remembered: asked again next time
   }
-  return a.binaryVersion >= 90;
+  v = a.binaryVersion >= 90;
+  memo.put(kern, v);
+  return v;
 }
 
 // cluster_config is the launch configuration of blocks blocks of threads

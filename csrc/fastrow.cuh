@@ -195,22 +195,22 @@ __device__ int pick_bucket(const unsigned *keys, int n, int &need, Bucket bucket
   if (!counted) {
     for (int d = threadIdx.x; d < 256; d += kFastBlock) s.hist[d] = 0;
     __syncthreads();
-  }
-  for (int base = 0; !counted && base < n; base += kFastBlock) {
-    const int j = base + (int)threadIdx.x;
-    const unsigned bucket = j < n ? bucket_of(keys[j]) : 256u;
-    const unsigned valid = __ballot_sync(0xffffffffu, bucket < 256);
-    if (valid) {
-      const int first = __ffs(valid) - 1;
-      const unsigned lead = __shfl_sync(0xffffffffu, bucket, first);
-      if (__ballot_sync(0xffffffffu, bucket == lead) == valid) {
-        if (lane == (unsigned)first) atomicAdd(&s.hist[lead], (unsigned)__popc(valid));
-      } else if (bucket < 256) {
-        atomicAdd(&s.hist[bucket], 1u);
+    for (int base = 0; base < n; base += kFastBlock) {
+      const int j = base + (int)threadIdx.x;
+      const unsigned bucket = j < n ? bucket_of(keys[j]) : 256u;
+      const unsigned valid = __ballot_sync(0xffffffffu, bucket < 256);
+      if (valid) {
+        const int first = __ffs(valid) - 1;
+        const unsigned lead = __shfl_sync(0xffffffffu, bucket, first);
+        if (__ballot_sync(0xffffffffu, bucket == lead) == valid) {
+          if (lane == (unsigned)first) atomicAdd(&s.hist[lead], (unsigned)__popc(valid));
+        } else if (bucket < 256) {
+          atomicAdd(&s.hist[bucket], 1u);
+        }
       }
     }
+    __syncthreads();
   }
-  __syncthreads();
   // Thread t holds bucket 255 - t: an inclusive scan counts from the top.
   const int c = threadIdx.x < 256 ? (int)s.hist[255 - threadIdx.x] : 0;
   int incl;
@@ -1105,12 +1105,16 @@ __device__ int kept_pick(int kept, unsigned long long u, Val val, FastSmem &s) {
 
 // fast_attributes raises a fast kernel's dynamic shared memory limit above
 // the 48 KB default and, on devices with clusters, allows clusters of up to
-// kMaxCluster (16) blocks.
-template <typename K>
-cudaError_t fast_attributes(K kernel) {
+// kMaxCluster (16) blocks: once per kernel (fast_cluster and fast_launch
+// both need them).
+inline cudaError_t fast_attributes(const void *kernel) {
+  static KernelMemo<bool> set;
+  bool done;
+  if (set.find(kernel, done)) return cudaSuccess;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sizeof(FastSmem));
   if (err == cudaSuccess && cluster_path())
     err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (err == cudaSuccess) set.put(kernel, true);
   return err;
 }
 
@@ -1122,7 +1126,7 @@ template <typename K>
 bool fast_cluster(K kernel, const FastArgs &a) {
   if (a.chunks < 8 || a.chunks > kMaxCluster || !cluster_path() || !cluster_binary((const void *)kernel))
     return false;
-  if (fast_attributes(kernel) != cudaSuccess) {
+  if (fast_attributes((const void *)kernel) != cudaSuccess) {
     cudaGetLastError();  // not sticky: the plain launch follows
     return false;
   }
@@ -1133,7 +1137,7 @@ bool fast_cluster(K kernel, const FastArgs &a) {
 // row's chunks (grid.x) as one cluster where cluster (fast_cluster).
 template <typename... Args>
 int fast_launch(void (*kernel)(Args...), dim3 grid, bool cluster, const char *what, Args... args) {
-  const cudaError_t err = fast_attributes(kernel);
+  const cudaError_t err = fast_attributes((const void *)kernel);
   if (err != cudaSuccess) return cuda_status(err, what);
   if (cluster) return launch_cluster(kernel, grid, kFastBlock, sizeof(FastSmem), (int)grid.x, what, args...);
   kernel<<<grid, kFastBlock, sizeof(FastSmem), stream()>>>(args...);

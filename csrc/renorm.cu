@@ -182,8 +182,8 @@ int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t p
     }
     auto kern = renorm_kernel<T, kRowBlock>;
     if (fast)
-      return launch_after((flags & SV_ALL_FAST) != 0, kern, dim3(flagged_grid((const void *)kern, kRowBlock, rows)), kRowBlock, 0,
-                          "renorm", static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
+      return launch_after((flags & SV_ALL_FAST) != 0, kern, dim3(flagged_grid((const void *)kern, kRowBlock, rows)),
+                          kRowBlock, 0, "renorm", static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
                           static_cast<float *>(ws), fa.todo);
     kern<<<rows, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
                                            static_cast<float *>(ws), nullptr);

@@ -384,8 +384,8 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
           if (!serve) {  // else the fast kernel drew its flagged rows itself
             auto kern = sample_flagged_kernel<T, kRowBlock>;
             const dim3 grid(flagged_grid((const void *)kern, kRowBlock, n_sampled));
-            st = launch_after((flags & SV_ALL_FAST) != 0, kern, grid, kRowBlock, 0, "sample", static_cast<const T *>(logits), a, fa.todo,
-                              n_sampled);
+            st = launch_after((flags & SV_ALL_FAST) != 0, kern, grid, kRowBlock, 0, "sample",
+                              static_cast<const T *>(logits), a, fa.todo, n_sampled);
             if (st != SV_OK) return st;
           }
         } else {
