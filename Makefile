@@ -89,15 +89,17 @@ gpu-probe:
 # `make gpu-trace` (on the GPU machine) builds renorm with phase stamps
 # (csrc/trace.cuh, -DSV_TRACE) beside the library and prints where one
 # filtered launch of TRACE_ROWS rows spends its time, step by step
-# (csrc/probe/trace.cu, docs/PERF.md).
+# (csrc/probe/trace.cu, docs/PERF.md); TRACE_MODE=p times top-p alone,
+# which the full-row kernel serves by distinct value (csrc/patterns.cuh).
 TRACE_ROWS ?= 1
+TRACE_MODE ?=
 gpu-trace:
 	@mkdir -p build/trace
 	$(NVCC) -O3 -std=c++17 -Xcompiler -fPIC -arch=sm_90 -DSV_TRACE -shared \
 	  -o build/trace/libsampviz_trace.so csrc/renorm.cu csrc/runtime.cu
 	$(NVCC) -O3 -std=c++17 -arch=sm_90 -o build/trace/trace csrc/probe/trace.cu \
 	  -Lbuild/trace -lsampviz_trace -Xlinker -rpath,$(CURDIR)/build/trace
-	build/trace/trace $(TRACE_ROWS)
+	build/trace/trace $(TRACE_ROWS) $(TRACE_MODE)
 
 # --- web UI (web/, `sampviz serve`) --------------------------------------------
 # `make run` passes SERVE_FLAGS to `sampviz serve` (--listen, --data, --token,

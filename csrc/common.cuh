@@ -51,12 +51,13 @@ inline int split_row(int vocab, int &chunks) {
   return chunk;
 }
 
-// flagged_grid is the grid of a full-row kernel that serves only the slots
-// a fast kernel flagged (see flagged_slots): at most the blocks that are
-// resident at once, and enough that each block has at most block slots.
-inline int flagged_grid(const void *kernel, int block, int slots) {
+// flagged_grid is the grid of a full-row kernel (block threads, smem bytes
+// of dynamic shared memory) that serves only the slots a fast kernel
+// flagged (see flagged_slots): at most the blocks that are resident at
+// once, and enough that each block has at most block slots.
+inline int flagged_grid(const void *kernel, int block, int slots, size_t smem = 0) {
   int resident = 1;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, block, 0) != cudaSuccess || resident < 1)
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, block, smem) != cudaSuccess || resident < 1)
     resident = 1;
   return max(min(slots, device_sms() * resident), (slots + block - 1) / block);
 }

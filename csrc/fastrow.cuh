@@ -156,12 +156,6 @@ __device__ __forceinline__ float below(float v, const float *) {
   if (p == v) p = key_value(order_key(v) - 2);
   return p;
 }
-__device__ __forceinline__ unsigned short key16(unsigned short b) {
-  return (b & 0x8000u) ? (unsigned short)~b : (unsigned short)(b | 0x8000u);
-}
-__device__ __forceinline__ unsigned short unkey16(unsigned short k) {
-  return (k & 0x8000u) ? (unsigned short)(k & 0x7fffu) : (unsigned short)~k;
-}
 __device__ __forceinline__ float below(float v, const __half *) {
   unsigned short k = key16(__half_as_ushort(__float2half_rn(v == 0.0f ? 0.0f : v)));
   float p = __half2float(__ushort_as_half(unkey16((unsigned short)(k - 1))));

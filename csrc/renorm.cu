@@ -3,7 +3,8 @@
 //
 // No sort: every filter is a threshold on the weights w, found by radix
 // descent over the float bits (rowops.cuh descend: four byte-wide histogram
-// passes), on counts for top-k and on fixed-point mass for top-p; a token
+// passes), or for 16-bit rows on the list of distinct values (patterns.cuh),
+// on counts for top-k and on fixed-point mass for top-p; a token
 // survives iff it is at or above every threshold. The normaliser is
 // engine/cpu's Sum in its exact order (rowops.cuh tree_sum), so the
 // probabilities equal engine/cpu's bit for bit, which spec_verify relies on.
@@ -44,25 +45,32 @@
 //   v8  there, rows of 8 to 16 chunks run as one cluster each
 //       (fastrow.cuh fast_cluster_row): the candidates stay in shared
 //       memory, no fence or counter; B=1 17.7 -> 16.7 us.
-//   v9  (this file) a cluster row's chunks push their candidates into
+//   v9  a cluster row's chunks push their candidates into
 //       block 0's shared memory (fastrow.cuh cluster_push) instead of
 //       block 0 pulling them: B=1 16.7 -> 16.0 us.
+//   v10 (this file) the full-row kernel serves 16-bit rows by distinct
+//       value (patterns.cuh: one count of every pattern, one exp per
+//       distinct value, the filters on that list, the weights from a
+//       table): top-p alone, B=128: 564.5 -> 149.6 us (2026-11-23).
 //
-// What is left (docs/PERF.md): rows without top-k still make ~13 passes
-// over a 513 KB scratch row; with hundreds of rows in flight they do not
-// stay in L2.
+// What is left (docs/PERF.md): the pattern path runs one block an SM and
+// is bound by that block's memory throughput (the count's read of the
+// row, the 513 KB of output); f32 rows and f16 rows of many distinct
+// values still make ~13 passes over a 513 KB scratch row.
 #include "fastrow.cuh"
+#include "patterns.cuh"
 
 namespace sv {
 namespace {
 
 constexpr int kRowBlock = 512;
 
+// renorm_tokens is renorm_row's per-token path: row_stat, then an exact
+// weight per token (filtered rows: into a scratch row of wbuf), the
+// filters by radix descent, and the Sum.
 template <typename T, int BLOCK>
-__device__ void renorm_row(const T *__restrict__ logits, int vocab, const RowParams &rp, int flags,
-                           float *__restrict__ probs, float *__restrict__ wbuf, int row, RowShared<BLOCK> &sh) {
-  const T *x = logits + (size_t)row * vocab;
-  float *out = probs + (size_t)row * vocab;
+__device__ __forceinline__ void renorm_tokens(const T *x, int vocab, const RowParams &rp, int flags, float *out,
+                                              float *wbuf, int row, RowShared<BLOCK> &sh) {
   const RowStat st = row_stat<T, BLOCK>(x, vocab, sh);
   if (!st.valid) {
     fill_row<BLOCK>(out, vocab, nan_f32());
@@ -87,13 +95,74 @@ __device__ void renorm_row(const T *__restrict__ logits, int vocab, const RowPar
   ws.template each<BLOCK>(vocab, [&](int i, float w) { out[i] = f.kept(i, w) ? __fdiv_rn(w, s) : 0.0f; });
 }
 
+// renorm_tokens_call is renorm_tokens, not inlined: a pattern kernel calls
+// it for the rows the pattern path cannot take, and inlined, its registers
+// would add to the pattern path's (spills, in a block whose shared memory
+// leaves L1 little room for them).
+template <typename T, int BLOCK>
+__device__ __noinline__ void renorm_tokens_call(const T *x, int vocab, const RowParams &rp, int flags, float *out,
+                                                float *wbuf, int row, RowShared<BLOCK> &sh) {
+  renorm_tokens<T, BLOCK>(x, vocab, rp, flags, out, wbuf, row, sh);
+}
+
+// renorm_patterns writes a row whose tables pattern_ready built: the same
+// filters, Sum and quotients as renorm_tokens, on weights from the tables,
+// and each distinct weight divided once.
+template <typename T, int BLOCK>
+__device__ __noinline__ void renorm_patterns(const T *x, int vocab, const RowParams &rp, int flags, float *out,
+                                             int row, PatternSmem<BLOCK> &p) {
+  PSource<T> ps = pattern_source<T>(x, p);
+  if (active_filters(rp, row, vocab)) {
+    const Filter f = pattern_filter<T, BLOCK>(ps, vocab, rp, row, flags, p);
+    pattern_narrow<T, BLOCK>(ps, f, p);  // from here on ps reads the kept weights
+    pattern_quads<T, BLOCK>(ps, vocab, p);
+    ps.quads = p.quads;
+  }
+  SV_MARK(19);
+  const float s = tree_sum<BLOCK>(ps, vocab, (const Filter *)nullptr, p.sh);
+  SV_MARK(23);
+  for (int j = threadIdx.x; j < p.n; j += BLOCK) p.w[j] = __fdiv_rn(p.w[j], s);  // w[n] = 0 stays
+  __syncthreads();
+  pattern_write<BLOCK>(ps, vocab, out, [](int, float q) { return q; });
+  SV_MARK(24);
+}
+
+// renorm_row writes row's probabilities. With PATTERN (16-bit T only), pat
+// is the block's pattern tables (patterns.cuh; sh is pat->sh), and a row
+// that can take the pattern path takes it.
+template <typename T, int BLOCK, bool PATTERN>
+__device__ void renorm_row(const T *__restrict__ logits, int vocab, const RowParams &rp, int flags,
+                           float *__restrict__ probs, float *__restrict__ wbuf, int row, RowShared<BLOCK> &sh,
+                           PatternSmem<BLOCK> *pat) {
+  const T *x = logits + (size_t)row * vocab;
+  float *out = probs + (size_t)row * vocab;
+  if constexpr (PATTERN && sizeof(T) == 2) {
+    const float temp = rp.temperature[row];
+    SV_MARK(14);
+    if (temp != 0.0f) {
+      const PatternOutcome got = pattern_ready<T, BLOCK>(x, vocab, temp, *pat);
+      if (got == kPatternInvalid) {
+        fill_row<BLOCK>(out, vocab, nan_f32());
+        return;
+      }
+      if (got == kPatternReady) {
+        renorm_patterns<T, BLOCK>(x, vocab, rp, flags, out, row, *pat);
+        return;
+      }
+    }
+    renorm_tokens_call<T, BLOCK>(x, vocab, rp, flags, out, wbuf, row, sh);
+  } else {
+    renorm_tokens<T, BLOCK>(x, vocab, rp, flags, out, wbuf, row, sh);
+  }
+}
+
 // renorm_full_row is renorm_row in a fast kernel's block, for a row it
 // flagged: not inlined, so that the full path's registers stay out of the
 // fast path's.
 template <typename T>
 __device__ __noinline__ void renorm_full_row(const T *__restrict__ logits, const FastArgs &a, float *probs,
                                              float *wbuf, int row) {
-  renorm_row<T, kFastBlock>(logits, a.vocab, a.rp, a.flags, probs, wbuf, row, fast_full_shared());
+  renorm_row<T, kFastBlock, false>(logits, a.vocab, a.rp, a.flags, probs, wbuf, row, fast_full_shared(), nullptr);
 }
 
 // renorm_fast_kernel serves the rows that take the top-k fast path
@@ -133,17 +202,27 @@ __global__ void __launch_bounds__(kFastBlock, 4)
 }
 
 // renorm_kernel serves one row per block, or with todo only the rows
-// renorm_fast_kernel flagged (flagged_slots).
-template <typename T, int BLOCK>
+// renorm_fast_kernel flagged (flagged_slots). PATTERN variants take
+// sizeof(PatternSmem<BLOCK>) bytes of dynamic shared memory.
+template <typename T, int BLOCK, bool PATTERN>
 __global__ void __launch_bounds__(BLOCK, 1)
     renorm_kernel(const T *__restrict__ logits, int vocab, int rows, RowParams rp, int flags,
                   float *__restrict__ probs, float *__restrict__ wbuf, const int *__restrict__ todo) {
-  __shared__ RowShared<BLOCK> sh;
   __shared__ Flagged<BLOCK> fl;
+  PatternSmem<BLOCK> *pat = nullptr;
+  RowShared<BLOCK> *sh;
+  if constexpr (PATTERN) {
+    pat = &pattern_smem<BLOCK>();
+    sh = &pat->sh;
+  } else {
+    __shared__ RowShared<BLOCK> own;
+    sh = &own;
+  }
   pdl_wait();  // launched behind renorm_fast_kernel: its flags and zeros first
   const int n = todo ? flagged_slots(todo, rows, fl) : 1;
   for (int i = 0; i < n; i++) {  // one call site, so that it is inlined
-    renorm_row<T, BLOCK>(logits, vocab, rp, flags, probs, wbuf, todo ? fl.slot[i] : (int)blockIdx.x, sh);
+    renorm_row<T, BLOCK, PATTERN>(logits, vocab, rp, flags, probs, wbuf, todo ? fl.slot[i] : (int)blockIdx.x, *sh,
+                                  pat);
     __syncthreads();  // sh serves the next row
   }
 }
@@ -180,13 +259,17 @@ int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t p
                        static_cast<const T *>(logits), fa, probs, zero_fill, static_cast<float *>(ws));
       if (st != SV_OK || serve) return st;  // the fast kernel served its flagged rows
     }
-    auto kern = renorm_kernel<T, kRowBlock>;
+    constexpr bool P16 = sizeof(T) == 2;  // pattern variants exist for 16-bit logits
+    const bool pat = P16 && pattern_attributes<kRowBlock>(renorm_kernel<T, kRowBlock, P16>);
+    auto kern = pat ? renorm_kernel<T, kRowBlock, P16> : renorm_kernel<T, kRowBlock, false>;
+    const size_t smem = pat ? sizeof(PatternSmem<kRowBlock>) : 0;
     if (fast)
-      return launch_after((flags & SV_ALL_FAST) != 0, kern, dim3(flagged_grid((const void *)kern, kRowBlock, rows)),
-                          kRowBlock, 0, "renorm", static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
-                          static_cast<float *>(ws), fa.todo);
-    kern<<<rows, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
-                                           static_cast<float *>(ws), nullptr);
+      return launch_after((flags & SV_ALL_FAST) != 0, kern,
+                          dim3(flagged_grid((const void *)kern, kRowBlock, rows, smem)), kRowBlock, smem, "renorm",
+                          static_cast<const T *>(logits), vocab, rows, rp, flags, probs, static_cast<float *>(ws),
+                          fa.todo);
+    kern<<<rows, kRowBlock, smem, stream()>>>(static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
+                                              static_cast<float *>(ws), nullptr);
   });
   return check_launch("renorm");
 }

@@ -94,6 +94,15 @@ __device__ RowStat row_stat(const T *x, int n, RowShared<BLOCK> &sh) {
   return st;
 }
 
+// key16 maps a 16-bit float pattern (f16 or bf16, not NaN) to an unsigned
+// that orders as the value does (-0 just below +0); unkey16 inverts it.
+__device__ __forceinline__ unsigned short key16(unsigned short b) {
+  return (b & 0x8000u) ? (unsigned short)~b : (unsigned short)(b | 0x8000u);
+}
+__device__ __forceinline__ unsigned short unkey16(unsigned short k) {
+  return (k & 0x8000u) ? (unsigned short)(k & 0x7fffu) : (unsigned short)~k;
+}
+
 // Filter is the survivors of top-k, top-p and min-p as thresholds on w:
 // token i survives iff kept(i, w_i). Under lowest_index, tokens equal to the
 // top-k threshold survive up to index tie_cut.
@@ -520,21 +529,30 @@ __device__ __forceinline__ bool active_filters(const RowParams &rp, int r, int n
   return (k > 0 && k < n) || rp.top_p[r] < 1.0f || rp.min_p[r] > 0.0f;
 }
 
+// filter_switches is row r's Filter with which filters are on and min-p
+// set (a row of n tokens), its other thresholds not yet found: tau_k and
+// cut_p 0, no tie cut.
+__device__ __forceinline__ Filter filter_switches(const RowParams &rp, int r, int n) {
+  Filter f;
+  const int k = rp.top_k[r];
+  f.topk = k > 0 && k < n;
+  f.topp = rp.top_p[r] < 1.0f;
+  f.min_p = rp.min_p[r] > 0.0f ? rp.min_p[r] : 0.0f;
+  f.tau_k = 0.0f;
+  f.tie_cut = 0x7fffffff;
+  f.cut_p = 0.0f;
+  return f;
+}
+
 // make_filter computes row r's thresholds from the weights (engine/cpu
 // filter.apply, as thresholds): top-k by descent on counts, the tie cut by
 // an ordered scan, top-p by descent on fixed-point mass against
 // float64(top_p) * float64(Z').
 template <int BLOCK, typename Src>
 __device__ Filter make_filter(const Src &w, int n, const RowParams &rp, int r, int flags, RowShared<BLOCK> &sh) {
-  Filter f;
+  Filter f = filter_switches(rp, r, n);
   const int k = rp.top_k[r];
-  const float top_p = rp.top_p[r], min_p = rp.min_p[r];
-  f.topk = k > 0 && k < n;
-  f.topp = top_p < 1.0f;
-  f.min_p = min_p > 0.0f ? min_p : 0.0f;
-  f.tau_k = 0.0f;
-  f.tie_cut = 0x7fffffff;
-  f.cut_p = 0.0f;
+  const float top_p = rp.top_p[r];
   if (f.topk) {
     f.tau_k = descend<BLOCK, false>(
         w, n, [k](unsigned long long count, unsigned long long) { return count < (unsigned long long)k; }, sh);

@@ -4,7 +4,8 @@
 // Draws use fixed-point weights (philox.Weight, p * 2^40) summed as
 // integers, exact in any order, and find the first token whose inclusive
 // prefix exceeds philox.Pick(u, total), so no draw depends on a summation
-// order. Methods:
+// order. 16-bit rows take their weights from a table of their distinct
+// values where they can (patterns.cuh). Methods:
 //   - inverse CDF: filters as thresholds (rowops.cuh), one pass summing each
 //     thread's segment of the row, then one block scan over the segment
 //     sums and one ordered scan of the segment that holds the target;
@@ -57,15 +58,21 @@
 //       rows it flags itself (no second kernel), and rows of 8 to 16
 //       chunks run as one cluster each (renorm.cu v7, v8): B=1 18.4 ->
 //       16.3 -> 15.9 us; B=512 unchanged (73.3 us).
-//   v10 (this file) the cluster rows' pushed merge (renorm.cu v9): B=1
+//   v10 the cluster rows' pushed merge (renorm.cu v9): B=1
 //       15.9 -> 15.1 us.
+//   v11 (this file) the full-row kernels serve 16-bit rows by distinct
+//       value (patterns.cuh, renorm.cu v10), the inverse CDF over the
+//       4-token groups that may hold kept tokens: top-p alone B=512
+//       2196.9 -> 491.9 us, B=1 396.3 -> 104.6; k1000 2404.7 -> 394.2;
+//       rejection 2370.9 -> 1242.7; plain 309.5 -> 287.9 (2026-11-23).
 //
 // What is left (docs/PERF.md): B=1 is a chain of dependent steps in one
-// block (~5 us of select, rank, filters and draw); rows without top-k
-// (top-p or min-p alone), k > 256,
-// rejection and Gumbel still pay ~40 instructions per token for the exact
-// exp and ~13 passes over a scratch row that does not stay in L2.
+// block (~5 us of select, rank, filters and draw); the pattern path is
+// bound by one block an SM (its count and its reads of the row); f32
+// rows, f16 rows of many distinct values and Gumbel still pay ~40
+// instructions per token for the exact exp.
 #include "fastrow.cuh"
+#include "patterns.cuh"
 
 namespace sv {
 
@@ -99,10 +106,11 @@ struct kept_weight_all {
 
 // sample_row draws row's token with the method of flags from the weights of
 // src (filtered by f when not null) and, when a.cdf is set, writes the
-// row's CDF for the many-draws kernel.
+// row's CDF for the many-draws kernel. pat is the pattern tables behind
+// src when src is a PSource (patterns.cuh), else null.
 template <typename T, int BLOCK, typename Src>
 __device__ void sample_row(const SampleArgs &a, const T *x, const RowStat &st, float temp, int slot, int row,
-                          const Src &w, const Filter *f, RowShared<BLOCK> &sh) {
+                          const Src &w, const Filter *f, RowShared<BLOCK> &sh, PatternSmem<BLOCK> *pat) {
   const int n = a.vocab;
   const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
   int method = (a.flags >> SV_METHOD_SHIFT) & 15;
@@ -185,6 +193,8 @@ __device__ void sample_row(const SampleArgs &a, const T *x, const RowStat &st, f
         bi = d;
       }
     }
+  } else if constexpr (IsPatternSource<Src>::value) {
+    token = pattern_pick<T, BLOCK>(w, n, f, rng.u64(0), *pat);
   } else {
     unsigned long long mine;
     const unsigned long long total = seg_total<BLOCK>(n, kept_weight, mine, sh);
@@ -198,13 +208,15 @@ __device__ void sample_row(const SampleArgs &a, const T *x, const RowStat &st, f
   }
 }
 
-// FILTERS = false is the lean variant for launches where no row has a
-// filter on: fewer registers, more blocks per SM.
+// sample_tokens is sample_slot's per-token path: row_stat, then an exact
+// weight per token (filtered rows: into a scratch row of a.wbuf), the
+// filters by radix descent, and the draw. FILTERS = false is the lean
+// variant for launches where no row has a filter on: fewer registers,
+// more blocks per SM.
 template <typename T, int BLOCK, bool FILTERS>
-__device__ void sample_slot(const T *__restrict__ logits, const SampleArgs &a, int slot, RowShared<BLOCK> &sh) {
-  const int row = a.rows[slot];
+__device__ __forceinline__ void sample_tokens(const T *x, const SampleArgs &a, int slot, int row,
+                                              RowShared<BLOCK> &sh) {
   const int n = a.vocab;
-  const T *x = logits + (size_t)row * n;
   const RowStat st = row_stat<T, BLOCK>(x, n, sh);
   const float temp = a.rp.temperature[row];
   if (!st.valid || temp == 0.0f) {  // the host lists greedy rows apart; stay exact anyway
@@ -219,34 +231,115 @@ __device__ void sample_slot(const T *__restrict__ logits, const SampleArgs &a, i
     fill_weights<T, BLOCK>(x, n, st.m, temp, wrow);
     const WSource ws{wrow};
     const Filter f = make_filter<BLOCK>(ws, n, a.rp, row, a.flags, sh);
-    sample_row<T, BLOCK>(a, x, st, temp, slot, row, ws, &f, sh);
+    sample_row<T, BLOCK>(a, x, st, temp, slot, row, ws, &f, sh, (PatternSmem<BLOCK> *)nullptr);
   } else {
-    sample_row<T, BLOCK>(a, x, st, temp, slot, row, XSource<T>{x, st.m, temp}, (const Filter *)nullptr, sh);
+    sample_row<T, BLOCK>(a, x, st, temp, slot, row, XSource<T>{x, st.m, temp}, (const Filter *)nullptr, sh,
+                         (PatternSmem<BLOCK> *)nullptr);
   }
 }
 
-// sample_kernel serves one slot per block.
+// sample_tokens_call is sample_tokens, not inlined: a pattern kernel calls
+// it for the rows the pattern path cannot take, and inlined, its registers
+// would add to the pattern path's (spills, in a block whose shared memory
+// leaves L1 little room for them).
 template <typename T, int BLOCK, bool FILTERS>
-__global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
+__device__ __noinline__ void sample_tokens_call(const T *x, const SampleArgs &a, int slot, int row,
+                                                RowShared<BLOCK> &sh) {
+  sample_tokens<T, BLOCK, FILTERS>(x, a, slot, row, sh);
+}
+
+// sample_patterns draws from a row whose tables pattern_ready built: the
+// same filters and draws as sample_tokens, on weights from the tables.
+template <typename T, int BLOCK, bool FILTERS>
+__device__ __noinline__ void sample_patterns(const T *x, const SampleArgs &a, int slot, int row,
+                                             PatternSmem<BLOCK> &p) {
+  const int n = a.vocab;
+  const RowStat st{p.m, 0, true};
+  const float temp = a.rp.temperature[row];
+  PSource<T> ps = pattern_source<T>(x, p);
+  if (FILTERS && active_filters(a.rp, row, n)) {
+    const Filter f = pattern_filter<T, BLOCK>(ps, n, a.rp, row, a.flags, p);
+    // Rejection's first round draws from every token; the other methods
+    // read the weights only through f.
+    if (((a.flags >> SV_METHOD_SHIFT) & 15) != SV_METHOD_REJECTION) {
+      pattern_narrow<T, BLOCK>(ps, f, p);  // from here on ps reads the kept weights
+      pattern_quads<T, BLOCK>(ps, n, p);
+      ps.quads = p.quads;
+    }
+    sample_row<T, BLOCK>(a, x, st, temp, slot, row, ps, &f, p.sh, &p);
+  } else {
+    sample_row<T, BLOCK>(a, x, st, temp, slot, row, ps, (const Filter *)nullptr, p.sh, &p);
+  }
+}
+
+// sample_slot draws slot's row. With PATTERN (16-bit T only), pat is the
+// block's pattern tables (patterns.cuh; sh is pat->sh), and a row that can
+// take the pattern path takes it.
+template <typename T, int BLOCK, bool FILTERS, bool PATTERN>
+__device__ void sample_slot(const T *__restrict__ logits, const SampleArgs &a, int slot, RowShared<BLOCK> &sh,
+                            PatternSmem<BLOCK> *pat) {
+  const int row = a.rows[slot];
+  const T *x = logits + (size_t)row * a.vocab;
+  if constexpr (PATTERN && sizeof(T) == 2) {
+    const float temp = a.rp.temperature[row];
+    const bool filtered = FILTERS && active_filters(a.rp, row, a.vocab);
+    // Gumbel-max reads weights only to filter: without filters it needs none.
+    if (temp != 0.0f && (filtered || ((a.flags >> SV_METHOD_SHIFT) & 15) != SV_METHOD_GUMBEL)) {
+      const PatternOutcome got = pattern_ready<T, BLOCK>(x, a.vocab, temp, *pat);
+      if (got == kPatternInvalid) {
+        if (threadIdx.x == 0) {
+          a.tokens[row] = -1;
+          if (a.totals) a.totals[slot] = 0;
+        }
+        return;
+      }
+      if (got == kPatternReady) {
+        sample_patterns<T, BLOCK, FILTERS>(x, a, slot, row, *pat);
+        return;
+      }
+    }
+    sample_tokens_call<T, BLOCK, FILTERS>(x, a, slot, row, sh);
+  } else {
+    sample_tokens<T, BLOCK, FILTERS>(x, a, slot, row, sh);
+  }
+}
+
+// sample_kernel serves one slot per block; PATTERN variants take
+// sizeof(PatternSmem<BLOCK>) bytes of dynamic shared memory.
+template <typename T, int BLOCK, bool FILTERS, bool PATTERN>
+__global__ void __launch_bounds__(BLOCK, FILTERS || PATTERN ? 1 : 2)
     sample_kernel(const T *__restrict__ logits, SampleArgs a) {
-  __shared__ RowShared<BLOCK> sh;
-  sample_slot<T, BLOCK, FILTERS>(logits, a, blockIdx.x, sh);
+  if constexpr (PATTERN) {
+    PatternSmem<BLOCK> &p = pattern_smem<BLOCK>();
+    sample_slot<T, BLOCK, FILTERS, true>(logits, a, blockIdx.x, p.sh, &p);
+  } else {
+    __shared__ RowShared<BLOCK> sh;
+    sample_slot<T, BLOCK, FILTERS, false>(logits, a, blockIdx.x, sh, nullptr);
+  }
 }
 
 // sample_flagged_kernel serves the slots sample_fast_kernel flagged in todo
 // (flagged_slots). It is a kernel of its own because the loop costs
 // sample_kernel's filtered variant a few registers it does not have: folded
 // into it, the rejection rounds spilled and ran 5% slower.
-template <typename T, int BLOCK>
+template <typename T, int BLOCK, bool PATTERN>
 __global__ void __launch_bounds__(BLOCK, 1)
     sample_flagged_kernel(const T *__restrict__ logits, SampleArgs a, const int *__restrict__ todo, int slots) {
-  __shared__ RowShared<BLOCK> sh;
   __shared__ Flagged<BLOCK> fl;
   pdl_wait();  // launched behind sample_fast_kernel: its flags first
   const int n = flagged_slots(todo, slots, fl);
-  for (int i = 0; i < n; i++) {
-    sample_slot<T, BLOCK, true>(logits, a, fl.slot[i], sh);
-    __syncthreads();  // sh serves the next slot
+  if constexpr (PATTERN) {
+    PatternSmem<BLOCK> &p = pattern_smem<BLOCK>();
+    for (int i = 0; i < n; i++) {
+      sample_slot<T, BLOCK, true, true>(logits, a, fl.slot[i], p.sh, &p);
+      __syncthreads();  // p serves the next slot
+    }
+  } else {
+    __shared__ RowShared<BLOCK> sh;
+    for (int i = 0; i < n; i++) {
+      sample_slot<T, BLOCK, true, false>(logits, a, fl.slot[i], sh, nullptr);
+      __syncthreads();  // sh serves the next slot
+    }
   }
 }
 
@@ -255,7 +348,7 @@ __global__ void __launch_bounds__(BLOCK, 1)
 // fast path's.
 template <typename T>
 __device__ __noinline__ void sample_full_slot(const T *__restrict__ logits, const SampleArgs &sa, int slot) {
-  sample_slot<T, kFastBlock, true>(logits, sa, slot, fast_full_shared());
+  sample_slot<T, kFastBlock, true, false>(logits, sa, slot, fast_full_shared(), nullptr);
 }
 
 // sample_fast_kernel draws one token (inverse CDF) for the sampled rows
@@ -373,6 +466,7 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
   if (n_sampled > 0) {
     if (flags & SV_HAS_FILTERS) {
       SV_DISPATCH_DTYPE(dtype, T, {
+        constexpr bool P16 = sizeof(T) == 2;  // pattern variants exist for 16-bit logits
         if (fast) {
           const bool serve = fast_serves(flags, fa);
           const bool cluster = serve && fast_cluster(sample_fast_kernel<T, true, true>, fa);
@@ -382,20 +476,31 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
                            static_cast<const T *>(logits), fa, tokens, a);
           if (st != SV_OK) return st;
           if (!serve) {  // else the fast kernel drew its flagged rows itself
-            auto kern = sample_flagged_kernel<T, kRowBlock>;
-            const dim3 grid(flagged_grid((const void *)kern, kRowBlock, n_sampled));
-            st = launch_after((flags & SV_ALL_FAST) != 0, kern, grid, kRowBlock, 0, "sample",
+            const bool pat = P16 && pattern_attributes<kRowBlock>(sample_flagged_kernel<T, kRowBlock, P16>);
+            auto kern = pat ? sample_flagged_kernel<T, kRowBlock, P16> : sample_flagged_kernel<T, kRowBlock, false>;
+            const size_t smem = pat ? sizeof(PatternSmem<kRowBlock>) : 0;
+            const dim3 grid(flagged_grid((const void *)kern, kRowBlock, n_sampled, smem));
+            st = launch_after((flags & SV_ALL_FAST) != 0, kern, grid, kRowBlock, smem, "sample",
                               static_cast<const T *>(logits), a, fa.todo, n_sampled);
             if (st != SV_OK) return st;
           }
         } else {
-          sample_kernel<T, kRowBlock, true><<<n_sampled, kRowBlock, 0, stream()>>>(static_cast<const T *>(logits), a);
+          const bool pat = P16 && pattern_attributes<kRowBlock>(sample_kernel<T, kRowBlock, true, P16>);
+          auto kern = pat ? sample_kernel<T, kRowBlock, true, P16> : sample_kernel<T, kRowBlock, true, false>;
+          kern<<<n_sampled, kRowBlock, pat ? sizeof(PatternSmem<kRowBlock>) : 0, stream()>>>(
+              static_cast<const T *>(logits), a);
         }
       });
     } else {
-      SV_DISPATCH_DTYPE(dtype, T,
-                        sample_kernel<T, kRowBlock, false><<<n_sampled, kRowBlock, 0, stream()>>>(
-                            static_cast<const T *>(logits), a));
+      SV_DISPATCH_DTYPE(dtype, T, {
+        constexpr bool P16 = sizeof(T) == 2;
+        // Gumbel-max without filters reads no weights: the lean kernel, two blocks an SM.
+        const bool pat = P16 && method != SV_METHOD_GUMBEL &&
+                         pattern_attributes<kRowBlock>(sample_kernel<T, kRowBlock, false, P16>);
+        auto kern = pat ? sample_kernel<T, kRowBlock, false, P16> : sample_kernel<T, kRowBlock, false, false>;
+        kern<<<n_sampled, kRowBlock, pat ? sizeof(PatternSmem<kRowBlock>) : 0, stream()>>>(
+            static_cast<const T *>(logits), a);
+      });
     }
     st = check_launch("sample");
     if (st != SV_OK) return st;

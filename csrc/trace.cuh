@@ -13,7 +13,10 @@
 // zeros written; in the row's finishing block, 4 arrived, 5 candidates
 // merged, 6 row max, 7 k-th largest, 8 top-k set kept, 9 ranked, 10
 // filtered, 11 ordered by index, then renorm's 12 sum and 13 outputs
-// written. Counts: 20 candidates merged, 21 the top-k set, 22 kept.
+// written. Counts: 20 candidates merged, 21 the top-k set, 22 kept. In
+// renorm's full-row pattern path (patterns.cuh): 14 the row's start, 16
+// counted, 17 listed, 18 weighed, 19 filtered (key floor and quads), 23
+// summed, 24 written; count 25 the distinct values.
 #pragma once
 
 // SV_TRACE_WORDS is the buffer's size in 64-bit words (a literal: nvcc 13

@@ -4,9 +4,11 @@
 // rows (argument 1, default 1): 200 launches behind a spin kernel, inputs
 // rotated past the L2, and prints medians of the launch between CUDA events,
 // of when the chunks' scans end, and of each step of the row's finishing
-// block (fastrow.cuh fast_top, then renorm's sum and writes). Only grid row
-// 0 is traced. Not part of the library: `make gpu-trace` builds and runs it
-// on the GPU machine (docs/PERF.md).
+// block (fastrow.cuh fast_top, then renorm's sum and writes). With "p" as
+// argument 2 the rows have top-p alone, which the full-row kernel serves by
+// distinct value (patterns.cuh), and it prints the median block's steps of
+// that path instead. Only grid row 0 is traced. Not part of the library:
+// `make gpu-trace` builds and runs it on the GPU machine (docs/PERF.md).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,7 @@ void must(int status, const char *what) {
 
 int main(int argc, char **argv) {
   const int vocab = 128256, rows = argc > 1 ? atoi(argv[1]) : 1, iters = 200, warmup = 10;
+  const bool pattern = argc > 2 && strcmp(argv[2], "p") == 0;  // top-p alone: the full-row pattern path
   if (rows < 1) return 2;
   must(sv_init(0), "init");
   const long long in_bytes = 2LL * vocab * rows, out_bytes = 4LL * vocab * rows;
@@ -50,7 +53,7 @@ int main(int argc, char **argv) {
   std::vector<unsigned char> p(SV_PARAM_BYTES * rows, 0);  // sampviz.h: six arrays of rows
   for (int r = 0; r < rows; r++) {
     const float temp = 0.7f, top_p = 0.9f;
-    const int top_k = 50;
+    const int top_k = pattern ? 0 : 50;
     memcpy(&p[4 * r], &temp, 4);
     memcpy(&p[4 * rows + 4 * r], &top_k, 4);
     memcpy(&p[8 * rows + 4 * r], &top_p, 4);
@@ -63,12 +66,13 @@ int main(int argc, char **argv) {
   auto clock = [&](int b, int id) { return buf[(b * kSlots + id) * 2]; };
   auto timer = [&](int b, int id) { return buf[(b * kSlots + id) * 2 + 1]; };
   must(sv_trace_read(buf.data(), (int)buf.size()), "trace");
-  std::vector<double> launch, scan[4], arrive, phase[14], count[3], ghz;
+  std::vector<double> launch, scan[4], arrive, phase[14], count[3], ghz, pphase[25], distinct;
+  const int pids[] = {14, 16, 17, 18, 19, 23, 24};
   for (int it = 0; it < iters; it++) {
     const long long set = it % sets;
     must(sv_delay(30000), "delay");
     must(sv_event_record(0), "event");
-    must(sv_renorm(SV_BF16, logits + in_bytes * set, rows, vocab, params, SV_HAS_FILTERS | SV_ALL_FAST,
+    must(sv_renorm(SV_BF16, logits + in_bytes * set, rows, vocab, params, SV_HAS_FILTERS | (pattern ? 0 : SV_ALL_FAST),
                    probs + out_bytes * set),
          "renorm");
     must(sv_event_record(1), "event");
@@ -78,6 +82,15 @@ int main(int argc, char **argv) {
     must(sv_trace_read(buf.data(), (int)buf.size()), "trace");
     if (it < warmup) continue;
     launch.push_back(ms * 1000);
+    if (pattern) {
+      for (int b = 0; b < kBlocks; b++) {
+        if (!clock(b, 24) || !clock(b, 14)) continue;
+        const double f = (double)(clock(b, 24) - clock(b, 14)) / (double)(timer(b, 24) - timer(b, 14));
+        for (int q = 1; q < 7; q++) pphase[q].push_back((double)(clock(b, pids[q]) - clock(b, pids[q - 1])) / f);
+        distinct.push_back((double)clock(b, 25));
+      }
+      continue;
+    }
     unsigned long long start = ~0ull;
     int last = -1;  // the finishing block
     for (int b = 0; b < kBlocks; b++) {
@@ -95,6 +108,19 @@ int main(int argc, char **argv) {
     arrive.push_back((double)(timer(last, 4) - start));
     for (int id = 5; id <= 13; id++) phase[id].push_back((double)(clock(last, id) - clock(last, id - 1)) / f);
     for (int c = 0; c < 3; c++) count[c].push_back((double)clock(last, 20 + c));
+  }
+  if (pattern) {
+    printf("renorm p0.9 T0.7 (top-p alone: the pattern path), bf16, B=%d V=%d: launch (events) %.1f us\n", rows,
+           vocab, median(launch));
+    const char *pnames[] = {"", "count the patterns", "list the distinct values", "their weights",
+                            "filters and key floor", "sum", "write the probabilities"};
+    double total = 0;
+    for (int q = 1; q < 7; q++) {
+      printf("    %-30s %6.2f us\n", pnames[q], median(pphase[q]) / 1e3);
+      total += median(pphase[q]);
+    }
+    printf("    %-30s %6.2f us (a row, per block; %.0f distinct values)\n", "total", total / 1e3, median(distinct));
+    return 0;
   }
   printf("renorm k50 p0.9 T0.7, bf16, B=%d V=%d: launch (events) %.1f us, SM clock %.2f GHz\n", rows, vocab,
          median(launch), median(ghz));

@@ -289,6 +289,104 @@ func TestGPUFastSmallBatches(t *testing.T) {
 	}
 }
 
+// TestGPUPatternRows checks the full-row kernels' pattern path
+// (csrc/patterns.cuh: 16-bit rows served by distinct value) on the rows
+// that test its edges, with top-p alone (the fast path takes none of them),
+// each row beside a plain one: a finite value repeated past its 16-bit
+// counter (the row falls back to the per-token path), more distinct values
+// than its tables hold (f16, wide; falls back too), a row of one finite
+// token among -inf, +0 and -0 tied at the top with min-p on, ties at the
+// top-p cut under lowest_index top-k ties, and rows without a distribution.
+// Every output must equal engine/cpu's bit for bit.
+func TestGPUPatternRows(t *testing.T) {
+	gpuBackend(t)
+	rng := newRand(t)
+	const vocab = 128256
+	type edge struct {
+		name  string
+		dtype engine.DType
+		fill  func(t *engine.Tensor, base int)
+	}
+	edges := []edge{
+		{"counter overflow", engine.BF16, func(x *engine.Tensor, base int) {
+			for i := range vocab {
+				x.SetFloat(base+i, -1) // 7 in 8 tokens: 112224 copies
+				if i%8 == 0 {
+					x.SetFloat(base+i, rng.NormFloat64())
+				}
+			}
+		}},
+		{"too many distinct values", engine.F16, func(x *engine.Tensor, base int) {
+			for i := range vocab {
+				x.SetFloat(base+i, rng.NormFloat64()*8)
+			}
+		}},
+		{"one finite token", engine.BF16, func(x *engine.Tensor, base int) {
+			for i := range vocab {
+				x.SetFloat(base+i, math.Inf(-1))
+			}
+			x.SetFloat(base+rng.IntN(vocab), 3)
+		}},
+		{"signed zeros at the top", engine.BF16, func(x *engine.Tensor, base int) {
+			for i := range vocab {
+				x.SetFloat(base+i, -math.Abs(rng.NormFloat64())*3)
+			}
+			x.SetFloat(base+5, 0)
+			x.SetFloat(base+9, math.Copysign(0, -1))
+		}},
+		{"ties at the cut", engine.BF16, func(x *engine.Tensor, base int) {
+			for i := range vocab {
+				x.SetFloat(base+i, math.Round(rng.NormFloat64()*2)/4)
+			}
+		}},
+		{"NaN", engine.BF16, func(x *engine.Tensor, base int) {
+			for i := range vocab {
+				x.SetFloat(base+i, rng.NormFloat64())
+			}
+			x.SetFloat(base+rng.IntN(vocab), math.NaN())
+		}},
+		{"all -inf", engine.BF16, func(x *engine.Tensor, base int) {
+			for i := range vocab {
+				x.SetFloat(base+i, math.Inf(-1))
+			}
+		}},
+	}
+	for _, e := range edges {
+		t.Run(e.name, func(t *testing.T) {
+			x := engine.NewTensor("logits", e.dtype, 2, vocab)
+			e.fill(x, 0)
+			for i := range vocab {
+				x.SetFloat(vocab+i, rng.NormFloat64()*2)
+			}
+			invalid := map[int]bool{0: e.name == "NaN" || e.name == "all -inf"}
+			for _, ties := range []engine.TopKTies{engine.TiesKeep, engine.TiesLowestIndex} {
+				p := params(rng, 2, vocab, true)
+				p.TopKTies = ties
+				for r := range 2 {
+					p.Temperature[r] = []float64{0.7, 1, 1.3}[rng.IntN(3)]
+					p.TopK[r], p.TopP[r], p.MinP[r] = 0, 0.9, 0
+				}
+				if ties == engine.TiesLowestIndex { // the top-k cut's tie rule, beyond the fast path's k
+					p.TopK[0] = 1000
+				}
+				if e.name == "signed zeros at the top" {
+					p.MinP[0] = 0.5
+				}
+				for _, op := range []engine.Op{engine.OpRenorm, engine.OpSample} {
+					run := &engine.Run{Op: op, Logits: x, Params: p}
+					gpu, host := runBoth(t, run)
+					if op == engine.OpRenorm {
+						sameBits(t, "renorm probs", gpu.Probs, host.Probs)
+					} else {
+						sameBits(t, "sample tokens", gpu.Tokens, host.Tokens)
+					}
+					judge(t, run, gpu, host, invalid)
+				}
+			}
+		})
+	}
+}
+
 func itoa(n int) string { return string(appendInt(nil, n)) }
 
 func appendInt(b []byte, n int) []byte {
