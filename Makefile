@@ -80,11 +80,14 @@ gpu-test:
 	GPU_OUT=$(GPU_OUT) GPU_TIMEOUT=$(GPU_TIMEOUT) bash csrc/gpu_test.sh
 
 # `make gpu-probe` (on the GPU machine) times simple reference kernels on the
-# bench's shapes: what a kernel of each op's traffic can reach (docs/PERF.md).
+# bench's shapes: what a kernel of each op's traffic can reach (docs/PERF.md);
+# PROBE=split times softmax as a statistics kernel and a write kernel per
+# slice of rows instead (docs/PERF.md, run 92).
+PROBE ?=
 gpu-probe:
 	@mkdir -p build
 	$(NVCC) -O3 -std=c++17 -arch=sm_90 -o build/bwprobe csrc/probe/bwprobe.cu
-	build/bwprobe
+	build/bwprobe $(PROBE)
 
 # `make gpu-trace` (on the GPU machine) builds renorm with phase stamps
 # (csrc/trace.cuh, -DSV_TRACE) beside the library and prints where one

@@ -179,19 +179,18 @@ __device__ __forceinline__ float load_f32(const T *p, int64_t i) {
 // never the poison pattern 0x7fc00001 that the worker fills outputs with.
 __device__ __forceinline__ float nan_f32() { return __int_as_float(0x7fffffff); }
 
-// for_each_vector calls f(i0, v, n) for the elements [begin, end) of row:
-// n = 1 for the scalar head and tail, n = N (16 bytes) in between, with
-// UNROLL vector loads in flight per thread.
-template <typename T, int BLOCK, int UNROLL, typename F>
-__device__ __forceinline__ void for_each_vector(const T *row, int begin, int end, F &&f) {
-  constexpr int N = 16 / sizeof(T);
+// for_each_uint4 walks the elements [begin, end) of row (E: 2 or 4 bytes)
+// in 16-byte loads where the row is aligned, UNROLL of them in flight per
+// thread: vector(i0, u) for the 16 / sizeof(E) elements from i0 in u,
+// scalar(i) for each element of the unaligned head and of the tail. It is
+// the one walk under for_each_vector and patterns.cuh's for_each_bits.
+template <typename E, int BLOCK, int UNROLL, typename Scalar, typename Vector>
+__device__ __forceinline__ void for_each_uint4(const E *row, int begin, int end, Scalar &&scalar, Vector &&vector) {
+  constexpr int N = 16 / sizeof(E);
   if (end <= begin) return;
   const uintptr_t addr = reinterpret_cast<uintptr_t>(row + begin);
-  const int head = min(end - begin, (int)(((16 - (addr & 15)) & 15) / sizeof(T)));
-  for (int i = begin + threadIdx.x; i < begin + head; i += BLOCK) {
-    const float v[N] = {load_f32(row, i)};
-    f(i, v, 1);
-  }
+  const int head = min(end - begin, (int)(((16 - (addr & 15)) & 15) / sizeof(E)));
+  for (int i = begin + threadIdx.x; i < begin + head; i += BLOCK) scalar(i);
   const int start = begin + head;
   const int nvec = (end - start) / N;
   const uint4 *vec = reinterpret_cast<const uint4 *>(row + start);
@@ -203,19 +202,31 @@ __device__ __forceinline__ void for_each_vector(const T *row, int begin, int end
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) {
       const int j = j0 + k * BLOCK;
-      if (j < nvec) {
-        const T *e = reinterpret_cast<const T *>(&u[k]);
+      if (j < nvec) vector(start + j * N, u[k]);
+    }
+  }
+  for (int i = start + nvec * N + threadIdx.x; i < end; i += BLOCK) scalar(i);
+}
+
+// for_each_vector calls f(i0, v, n) for the elements [begin, end) of row:
+// n = 1 for the scalar head and tail, n = N (16 bytes) in between, with
+// UNROLL vector loads in flight per thread.
+template <typename T, int BLOCK, int UNROLL, typename F>
+__device__ __forceinline__ void for_each_vector(const T *row, int begin, int end, F &&f) {
+  constexpr int N = 16 / sizeof(T);
+  for_each_uint4<T, BLOCK, UNROLL>(
+      row, begin, end,
+      [&](int i) {
+        const float v[N] = {load_f32(row, i)};
+        f(i, v, 1);
+      },
+      [&](int i0, const uint4 &u) {
+        const T *e = reinterpret_cast<const T *>(&u);
         float v[N];
 #pragma unroll
         for (int q = 0; q < N; q++) v[q] = to_f32(e[q]);
-        f(start + j * N, v, N);
-      }
-    }
-  }
-  for (int i = start + nvec * N + threadIdx.x; i < end; i += BLOCK) {
-    const float v[N] = {load_f32(row, i)};
-    f(i, v, 1);
-  }
+        f(i0, v, N);
+      });
 }
 
 // for_each_vec calls f(i, x) for every element i in [begin, end) of row

@@ -13,7 +13,7 @@
 // (PatternSmem) bytes of shared memory (an H100 gives a block 227 KB; an
 // A100's 163 KB is too small, and its kernels run the per-token path), no
 // finite value repeats 65536 times (-inf is not counted), it has at most
-// PatternSmem::kCap distinct finite values (8608 with 512 threads), and
+// PatternSmem::kCap distinct finite values (8432 with 512 threads), and
 // its weights never rise where the values fall (Exp is monotone; checked
 // anyway, since the lists rely on it). Otherwise the same block serves
 // the row by the per-token path.
@@ -43,7 +43,7 @@ template <int BLOCK>
 struct PatternSmem {
   // kCap is the most distinct finite values a row may have.
   static constexpr int kCap =
-      (kPatternRoom - (int)sizeof(RowShared<BLOCK>) - 2 * kPatterns - 64 - 8 * (BLOCK / 32)) / 6 / 16 * 16;
+      (kPatternRoom - (int)sizeof(RowShared<BLOCK>) - 2 * kPatterns - 64 - 8 * (BLOCK / 32) - 1024) / 6 / 16 * 16;
   static_assert(2 * kCap >= 8 * kMaxLeaves, "the quads fit where the counts were");
   RowShared<BLOCK> sh;
   // hist holds a 16-bit counter per pattern key (key16: key k is half k & 1
@@ -57,6 +57,8 @@ struct PatternSmem {
   // position of -inf).
   float w[kCap + 1];
   unsigned long long warp_sum[BLOCK / 32];
+  // zeros is 1 KB of zeros, the source of pattern_write's bulk stores.
+  float4 zeros[64];
   float m;  // the row's maximum
   int n, token;
 };
@@ -84,35 +86,19 @@ __device__ __forceinline__ float bits_f32(unsigned b, const __nv_bfloat16 *) {
 }
 
 // for_each_bits calls f(i, b) with the 16-bit pattern b of every element i
-// of row[0..n), in no particular order: 16-byte loads where the row is
-// aligned, UNROLL of them in flight per thread.
+// of row[0..n), in no particular order (common.cuh for_each_uint4).
 template <int BLOCK, int UNROLL, typename F>
 __device__ __forceinline__ void for_each_bits(const unsigned short *row, int n, F &&f) {
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(row);
-  const int head = min(n, (int)(((16 - (addr & 15)) & 15) / 2));
-  for (int i = threadIdx.x; i < head; i += BLOCK) f(i, (unsigned)__ldg(row + i));
-  const int nvec = (n - head) / 8;
-  const uint4 *vec = reinterpret_cast<const uint4 *>(row + head);
-  for (int j0 = threadIdx.x; j0 < nvec; j0 += BLOCK * UNROLL) {
-    uint4 u[UNROLL];
-#pragma unroll
-    for (int k = 0; k < UNROLL; k++)
-      if (j0 + k * BLOCK < nvec) u[k] = __ldg(vec + j0 + k * BLOCK);
-#pragma unroll
-    for (int k = 0; k < UNROLL; k++) {
-      const int j = j0 + k * BLOCK;
-      if (j < nvec) {
-        const unsigned word[4] = {u[k].x, u[k].y, u[k].z, u[k].w};
-        const int i = head + 8 * j;
+  for_each_uint4<unsigned short, BLOCK, UNROLL>(
+      row, 0, n, [&](int i) { f(i, (unsigned)__ldg(row + i)); },
+      [&](int i, const uint4 &u) {
+        const unsigned word[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
         for (int q = 0; q < 4; q++) {
           f(i + 2 * q, word[q] & 0xffffu);
           f(i + 2 * q + 1, word[q] >> 16);
         }
-      }
-    }
-  }
-  for (int i = head + 8 * nvec + threadIdx.x; i < n; i += BLOCK) f(i, (unsigned)__ldg(row + i));
+      });
 }
 
 // Kept is an optional Filter by value: keep(i, w) is w where the filter
@@ -290,8 +276,10 @@ __device__ PatternOutcome pattern_ready(const T *x, int n, float t, PatternSmem<
   unsigned present = 0, counted = 0;
   for (int s = 0; s < STEPS; s++) {
     const uint4 q = hv[vec_of(s)];
-    present += nonzero16(q.x) + nonzero16(q.y) + nonzero16(q.z) + nonzero16(q.w);
-    counted += sum16(q.x) + sum16(q.y) + sum16(q.z) + sum16(q.w);
+    if (q.x | q.y | q.z | q.w) {  // most vectors count nothing: a row's values fill few stretches of keys
+      present += nonzero16(q.x) + nonzero16(q.y) + nonzero16(q.z) + nonzero16(q.w);
+      counted += sum16(q.x) + sum16(q.y) + sum16(q.z) + sum16(q.w);
+    }
   }
 #pragma unroll
   for (int d = 16; d >= 1; d >>= 1) {
@@ -310,6 +298,10 @@ __device__ PatternOutcome pattern_ready(const T *x, int n, float t, PatternSmem<
   if (total > (unsigned)PatternSmem<BLOCK>::kCap || stored != (unsigned)finite) return kPatternNo;
   for (int s = 0; s < STEPS; s++) {
     uint4 q = hv[vec_of(s)];
+    if (!__any_sync(0xffffffffu, q.x | q.y | q.z | q.w)) {  // 256 absent keys: no positions to hand out
+      hv[vec_of(s)] = make_uint4(~0u, ~0u, ~0u, ~0u);
+      continue;
+    }
     unsigned *word = reinterpret_cast<unsigned *>(&q);
     const unsigned mine = nonzero16(q.x) + nonzero16(q.y) + nonzero16(q.z) + nonzero16(q.w);
     unsigned pos = base + warp_exclusive(mine);
@@ -665,14 +657,41 @@ __device__ int pattern_pick(const PSource<T> &ps, int n, const Filter *f, uint64
   return token;
 }
 
+// bulk_store copies bytes (a multiple of 16) from shared memory src to
+// global dst (both 16-byte aligned) by the SM's bulk copy engine (sm_90),
+// in the calling thread's bulk group; bulk_fence makes the calling
+// thread's shared-memory writes visible to later bulk copies (before a
+// barrier), and bulk_wait waits until the thread's bulk stores are done.
+__device__ __forceinline__ void bulk_store(void *dst, const void *src, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst),
+               "r"((unsigned)__cvta_generic_to_shared(src)), "r"(bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_fence() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#endif
+}
+
 // pattern_write writes out[i] = g(i, w_i) for every token of the row (g
 // must give 0 for a weight of 0 outside the quads, where it is not asked):
-// four
-// tokens a thread, with 8-byte loads and 16-byte stores where both rows
-// are aligned, so that each store of a warp fills 512 contiguous bytes
-// (one store a token, from lanes 32 bytes apart, costs a sector each).
+// four tokens a thread, with 8-byte loads and 16-byte stores where both
+// rows are aligned, so that each store of a warp fills 512 contiguous
+// bytes (one store a token, from lanes 32 bytes apart, costs a sector
+// each). On sm_90, a whole 256-token chunk outside the quads (most of a
+// filtered row) is written by one 1 KB bulk store from zeros (shared
+// memory): one block an SM stores ~12 GB/s with its threads (docs/PERF.md,
+// run 97), which made this the path's slowest step.
 template <int BLOCK, typename T, typename G>
-__device__ void pattern_write(const PSource<T> &ps, int n, float *out, G &&g) {
+__device__ void pattern_write(const PSource<T> &ps, int n, float *out, float4 *zeros, G &&g) {
   if ((reinterpret_cast<uintptr_t>(ps.x) & 7) || (reinterpret_cast<uintptr_t>(out) & 15)) {
     ps.template each<BLOCK>(n, [&](int i, float w) { out[i] = g(i, w); });
     return;
@@ -681,19 +700,38 @@ __device__ void pattern_write(const PSource<T> &ps, int n, float *out, G &&g) {
   const int nq = n / 4;
   const uint2 *xv = reinterpret_cast<const uint2 *>(ps.x);
   float4 *ov = reinterpret_cast<float4 *>(out);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int bulk_chunks = ps.quads ? n / 256 : 0;  // whole chunks only
+#else
+  const int bulk_chunks = 0;
+#endif
+  bool issued = false;
+  if (bulk_chunks > 0) {  // the same in every thread
+    if (threadIdx.x < 64) zeros[threadIdx.x] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    bulk_fence();  // the zeros, written by threads, visible to the bulk copies
+    __syncthreads();
+  }
+  for (int c = threadIdx.x; c < bulk_chunks; c += BLOCK)
+    if (ps.quads[c] == 0) {
+      bulk_store(ov + 64 * c, zeros, 1024);
+      issued = true;
+    }
   for (int j0 = threadIdx.x; j0 < nq; j0 += BLOCK * UNROLL) {
     uint2 u[UNROLL];
     bool need[UNROLL];  // outside the quads, every weight reads 0 and g gives 0: no load
+    bool bulk[UNROLL];  // written by a bulk store
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) {
       const int j = j0 + k * BLOCK;
-      need[k] = j < nq && (!ps.quads || ((ps.quads[j >> 6] >> (j & 63)) & 1));
+      const unsigned long long q = j < nq && ps.quads ? ps.quads[j >> 6] : ~0ull;
+      bulk[k] = (j >> 6) < bulk_chunks && q == 0;
+      need[k] = j < nq && ((q >> (j & 63)) & 1);
       if (need[k]) u[k] = __ldg(xv + j);
     }
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) {
       const int j = j0 + k * BLOCK;
-      if (j < nq) {
+      if (j < nq && !bulk[k]) {
         const int i = 4 * j;
         ov[j] = need[k] ? make_float4(g(i, ps.at(i, u[k].x & 0xffffu)), g(i + 1, ps.at(i + 1, u[k].x >> 16)),
                                       g(i + 2, ps.at(i + 2, u[k].y & 0xffffu)),
@@ -703,6 +741,7 @@ __device__ void pattern_write(const PSource<T> &ps, int n, float *out, G &&g) {
     }
   }
   for (int i = 4 * nq + threadIdx.x; i < n; i += BLOCK) out[i] = g(i, ps(i));
+  if (issued) bulk_wait();  // before the block moves on (its shared memory is the source)
 }
 
 // pattern_attributes gives kernel (a pattern variant of BLOCK threads) its

@@ -52,11 +52,14 @@
 //       value (patterns.cuh: one count of every pattern, one exp per
 //       distinct value, the filters on that list, the weights from a
 //       table): top-p alone, B=128: 564.5 -> 149.6 us (2026-11-23).
+//       Then the list step skipping absent keys, and the 256-token
+//       chunks with no kept token written by bulk stores of zeros from
+//       shared memory: 149.6 -> 127.0 us.
 //
 // What is left (docs/PERF.md): the pattern path runs one block an SM and
 // is bound by that block's memory throughput (the count's read of the
-// row, the 513 KB of output); f32 rows and f16 rows of many distinct
-// values still make ~13 passes over a 513 KB scratch row.
+// row, the stores of kept chunks); f32 rows and f16 rows of many
+// distinct values still make ~13 passes over a 513 KB scratch row.
 #include "fastrow.cuh"
 #include "patterns.cuh"
 
@@ -123,7 +126,7 @@ __device__ __noinline__ void renorm_patterns(const T *x, int vocab, const RowPar
   SV_MARK(23);
   for (int j = threadIdx.x; j < p.n; j += BLOCK) p.w[j] = __fdiv_rn(p.w[j], s);  // w[n] = 0 stays
   __syncthreads();
-  pattern_write<BLOCK>(ps, vocab, out, [](int, float q) { return q; });
+  pattern_write<BLOCK>(ps, vocab, out, p.zeros, [](int, float q) { return q; });
   SV_MARK(24);
 }
 

@@ -326,20 +326,20 @@ template <typename T, int BLOCK, bool PATTERN>
 __global__ void __launch_bounds__(BLOCK, 1)
     sample_flagged_kernel(const T *__restrict__ logits, SampleArgs a, const int *__restrict__ todo, int slots) {
   __shared__ Flagged<BLOCK> fl;
+  PatternSmem<BLOCK> *pat = nullptr;
+  RowShared<BLOCK> *sh;
+  if constexpr (PATTERN) {
+    pat = &pattern_smem<BLOCK>();
+    sh = &pat->sh;
+  } else {
+    __shared__ RowShared<BLOCK> own;
+    sh = &own;
+  }
   pdl_wait();  // launched behind sample_fast_kernel: its flags first
   const int n = flagged_slots(todo, slots, fl);
-  if constexpr (PATTERN) {
-    PatternSmem<BLOCK> &p = pattern_smem<BLOCK>();
-    for (int i = 0; i < n; i++) {
-      sample_slot<T, BLOCK, true, true>(logits, a, fl.slot[i], p.sh, &p);
-      __syncthreads();  // p serves the next slot
-    }
-  } else {
-    __shared__ RowShared<BLOCK> sh;
-    for (int i = 0; i < n; i++) {
-      sample_slot<T, BLOCK, true, false>(logits, a, fl.slot[i], sh, nullptr);
-      __syncthreads();  // sh serves the next slot
-    }
+  for (int i = 0; i < n; i++) {  // one call site, so that it is inlined
+    sample_slot<T, BLOCK, true, PATTERN>(logits, a, fl.slot[i], *sh, pat);
+    __syncthreads();  // sh (and pat) serve the next slot
   }
 }
 

@@ -7,8 +7,10 @@
 // Rows are split into C chunks of one block each, C = 1..32, with 256,
 // 512 and 1024 threads. Same timing method as `sampviz bench`: a spin
 // kernel first, events around each launch, the median of 100 after 10
-// warm-ups, inputs rotated past 4x the L2. Not part of the library:
-// `make gpu-probe` builds and runs it on the GPU machine (docs/PERF.md).
+// warm-ups, inputs rotated past 4x the L2. `bwprobe split` times softmax
+// as two kernels a slice of rows instead (split_probe). Not part of the
+// library: `make gpu-probe [PROBE=split]` builds and runs it on the GPU
+// machine (docs/PERF.md, runs 24 and 92).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <string>
 #include <cub/block/block_reduce.cuh>
 #include <vector>
 
@@ -142,39 +145,195 @@ __global__ void __launch_bounds__(BLOCK) convert(const uint4 *x, long long chunk
   write_chunk<BLOCK, U>(x + blockIdx.x * chunk, y + 2 * blockIdx.x * chunk, chunk, 1.0f, 1.0f);
 }
 
+// online_add folds a vector of 8 bf16 into a running (max m, sum of
+// 2^(x - m) s): one rescale when the max grows.
+__device__ __forceinline__ void online_add(const uint4 &u, float &m, float &s) {
+  const float vm = vec_max(u);
+  if (vm > m) {
+    s *= ex2(m - vm);
+    m = vm;
+  }
+  const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&u);
+  float a = 0.0f;
+#pragma unroll
+  for (int r = 0; r < 8; r++) a += ex2(__bfloat162float(e[r]) - m);
+  s += a;
+}
+
+// block_online combines the threads' running (max, sum): the block's max
+// (every thread) and sum (thread 0), as (x, y).
+template <int BLOCK>
+__device__ __forceinline__ float2 block_online(typename cub::BlockReduce<float, BLOCK>::TempStorage &tmp, float m,
+                                               float s) {
+  using Reduce = cub::BlockReduce<float, BLOCK>;
+  __shared__ float block_max;
+  const float bm = Reduce(tmp).Reduce(m, MaxOp());
+  if (threadIdx.x == 0) block_max = bm;
+  __syncthreads();
+  return make_float2(block_max, Reduce(tmp).Sum(s * ex2(m - block_max)));
+}
+
 // read2: the chunk's online max and sum (first read), then the chunk again
 // (from L2) written as ex2(x - max) / sum: softmax v5 without the cluster.
 template <int BLOCK, int U>
 __global__ void __launch_bounds__(BLOCK) read2(const uint4 *x, long long chunk, float4 *y) {
   using Reduce = cub::BlockReduce<float, BLOCK>;
   __shared__ typename Reduce::TempStorage tmp;
-  __shared__ float block_max, block_inv;
+  __shared__ float block_inv;
   const uint4 *p = x + blockIdx.x * chunk;
   float m = -1e30f, s = 0.0f;
   for (long long j = threadIdx.x; j < chunk; j += (long long)BLOCK * U) {
     uint4 u[U];
     load_vectors<BLOCK, U>(p, j, chunk, u);
 #pragma unroll
-    for (int k = 0; k < U; k++) {
-      const float vm = vec_max(u[k]);
-      if (vm > m) {
-        s *= ex2(m - vm);
-        m = vm;
-      }
-      const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&u[k]);
-      float a = 0.0f;
+    for (int k = 0; k < U; k++) online_add(u[k], m, s);
+  }
+  const float2 b = block_online<BLOCK>(tmp, m, s);
+  if (threadIdx.x == 0) block_inv = 1.0f / b.y;
+  __syncthreads();
+  write_chunk<BLOCK, U>(p, y + 2 * blockIdx.x * chunk, chunk, b.x, block_inv);
+}
+
+// --- The split shape (`bwprobe split`): softmax as two kernels per slice
+// of rows. The statistics kernel reads each chunk once (online max and
+// sum per chunk, into part[]); the write kernel combines its row's chunk
+// statistics, reads its chunk again and writes it. When a slice's input
+// fits the L2, the second read finds it there, so DRAM sees one read and
+// one write; the phases are pure reads and pure writes. HINT 1: the first
+// read asks the L2 to keep the lines (evict_last), the second read and the
+// stores to evict them first; HINT 2: evict_last reads, streaming stores.
+
+template <int HINT>
+__device__ __forceinline__ uint4 load_hint(const uint4 *p, unsigned long long pol) {
+  if (HINT == 0) return __ldg(p);
+  uint4 u;
+  asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+               : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+               : "l"(p), "l"(pol));
+  return u;
+}
+
+__device__ __forceinline__ unsigned long long policy_last() {
+  unsigned long long pol;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+
+__device__ __forceinline__ unsigned long long policy_first() {
+  unsigned long long pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+
+template <int HINT>
+__device__ __forceinline__ void store_hint(float4 *q, float4 v, unsigned long long pol) {
+  if (HINT == 0) {
+    *q = v;
+  } else if (HINT == 1) {
+    asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1,%2,%3,%4}, %5;" ::"l"(q), "f"(v.x), "f"(v.y), "f"(v.z),
+                 "f"(v.w), "l"(pol)
+                 : "memory");
+  } else {
+    __stcs(q, v);
+  }
+}
+
+// split_stats: block b takes chunk b % C of row b / C of its slice, and
+// leaves the chunk's (max, sum of 2^(x - max)) in part[b].
+template <int BLOCK, int U, int HINT, bool PDL>
+__global__ void __launch_bounds__(BLOCK) split_stats(const uint4 *x, int C, long long chunk, float2 *part) {
+  using Reduce = cub::BlockReduce<float, BLOCK>;
+  __shared__ typename Reduce::TempStorage tmp;
+  if (PDL) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const unsigned long long pol = HINT ? policy_last() : 0ull;
+  const int row = blockIdx.x / C, c = blockIdx.x % C;
+  const long long begin = c * chunk, end = min(kVectors, begin + chunk);
+  const uint4 *p = x + row * kVectors;
+  float m = -1e30f, s = 0.0f;
+  for (long long j = begin + threadIdx.x; j < end; j += (long long)BLOCK * U) {
+    uint4 u[U];
 #pragma unroll
-      for (int r = 0; r < 8; r++) a += ex2(__bfloat162float(e[r]) - m);
-      s += a;
+    for (int k = 0; k < U; k++)
+      u[k] = j + k * BLOCK < end ? load_hint<HINT>(p + j + k * BLOCK, pol)
+                                 : make_uint4(kNegInf2, kNegInf2, kNegInf2, kNegInf2);
+#pragma unroll
+    for (int k = 0; k < U; k++) online_add(u[k], m, s);
+  }
+  const float2 b = block_online<BLOCK>(tmp, m, s);
+  if (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");  // the write kernel before has finished
+  if (threadIdx.x == 0) part[blockIdx.x] = b;
+}
+
+// split_write: block b combines its row's C chunk statistics (warp 0) and
+// writes chunk b % C of row b / C.
+template <int BLOCK, int U, int HINT, bool PDL>
+__global__ void __launch_bounds__(BLOCK) split_write(const uint4 *x, int C, long long chunk, const float2 *part,
+                                                     float4 *y) {
+  __shared__ float row_max, row_inv;
+  if (PDL) {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+  }
+  const int row = blockIdx.x / C, c = blockIdx.x % C;
+  if (threadIdx.x < 32) {
+    float m = -1e30f, s = 0.0f;
+    for (int k = threadIdx.x; k < C; k += 32) {
+      const float2 q = part[row * C + k];
+      if (q.x > m) {
+        s *= ex2(m - q.x);
+        m = q.x;
+      }
+      s += q.y * ex2(q.x - m);
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+      const float om = __shfl_xor_sync(0xffffffffu, m, off), os = __shfl_xor_sync(0xffffffffu, s, off);
+      const float nm = fmaxf(m, om);
+      s = s * ex2(m - nm) + os * ex2(om - nm);
+      m = nm;
+    }
+    if (threadIdx.x == 0) {
+      row_max = m;
+      row_inv = 1.0f / s;
     }
   }
-  const float bm = Reduce(tmp).Reduce(m, MaxOp());
-  if (threadIdx.x == 0) block_max = bm;
   __syncthreads();
-  const float bs = Reduce(tmp).Sum(s * ex2(m - block_max));
-  if (threadIdx.x == 0) block_inv = 1.0f / bs;
-  __syncthreads();
-  write_chunk<BLOCK, U>(p, y + 2 * blockIdx.x * chunk, chunk, block_max, block_inv);
+  const float m = row_max, inv = row_inv;
+  const unsigned long long pol = HINT == 1 ? policy_first() : 0ull;
+  const long long begin = c * chunk, end = min(kVectors, begin + chunk);
+  const uint4 *p = x + row * kVectors;
+  float4 *q = y + 2 * row * kVectors;
+  for (long long j = begin + threadIdx.x; j < end; j += (long long)BLOCK * U) {
+    uint4 u[U];
+#pragma unroll
+    for (int k = 0; k < U; k++)
+      if (j + k * BLOCK < end) u[k] = load_hint<HINT == 1 ? 1 : 0>(p + j + k * BLOCK, pol);
+#pragma unroll
+    for (int k = 0; k < U; k++) {
+      const long long v = j + k * BLOCK;
+      if (v >= end) break;
+      const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&u[k]);
+      float o[8];
+#pragma unroll
+      for (int r = 0; r < 8; r++) o[r] = ex2(__bfloat162float(e[r]) - m) * inv;
+      store_hint<HINT>(q + 2 * v, make_float4(o[0], o[1], o[2], o[3]), pol);
+      store_hint<HINT>(q + 2 * v + 1, make_float4(o[4], o[5], o[6], o[7]), pol);
+    }
+  }
+}
+
+// launch_pdl launches kernel with the programmatic serialization attribute
+// when pdl is set.
+template <typename... P, typename... A>
+void launch_pdl(bool pdl, void (*kernel)(P...), int blocks, int threads, A... args) {
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cfg.attrs = &attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  check(cudaLaunchKernelEx(&cfg, kernel, static_cast<P>(args)...));
 }
 
 cudaEvent_t events[202];
@@ -225,7 +384,65 @@ double copy_bandwidth() {
   return 2.0 * bytes / (t[5] * 1e-3);
 }
 
-int main() {
+// split_probe times the split shape: for B in {128, 512}, chunks C, block
+// sizes, hints and slices of S rows (stats then write per slice), with and
+// without PDL, beside read2 (the same traffic with no agreement at all).
+template <int BLOCK, int U, int HINT, bool PDL>
+float split_time(int rows, int slice, int C, uint4 *in, float4 *out, float2 *part, int sets_r, int sets_w) {
+  const long long chunk = (kVectors + C - 1) / C;
+  const int sets = std::min(sets_r, sets_w);
+  return median_us(
+      [&](int s) {
+        const uint4 *x = in + (size_t)s * rows * kVectors;
+        float4 *y = out + (size_t)s * rows * kVectors * 2;
+        for (int r0 = 0; r0 < rows; r0 += slice) {
+          const int n = std::min(slice, rows - r0);
+          float2 *pp = part + (size_t)r0 * C;
+          launch_pdl(PDL && r0 > 0, split_stats<BLOCK, U, HINT, PDL>, n * C, BLOCK, x + (size_t)r0 * kVectors, C,
+                     chunk, pp);
+          launch_pdl(PDL, split_write<BLOCK, U, HINT, PDL>, n * C, BLOCK, x + (size_t)r0 * kVectors, C, chunk,
+                     (const float2 *)pp, y + (size_t)r0 * kVectors * 2);
+        }
+      },
+      sets);
+}
+
+int split_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t rotate, double bw) {
+  float2 *part;
+  check(cudaMalloc(&part, 1 << 20));
+  for (int rows : {128, 512}) {
+    const size_t in_bytes = (size_t)rows * kVocab * 2, out_bytes = (size_t)rows * kVocab * 4;
+    const int sets_r = std::max(1, std::min((int)(pool_in / in_bytes), (int)(rotate / in_bytes) + 1));
+    const int sets_w = std::max(1, std::min((int)(pool_out / out_bytes), (int)(rotate / out_bytes) + 1));
+    const float floor_us = (in_bytes + out_bytes) / bw * 1e6;
+    for (int c : {16, 32}) {
+      const long long chunk = (kVectors + c - 1) / c;
+      const float two = median_us(
+          [&](int s) {
+            read2<256, 4><<<rows * c, 256>>>(in + (size_t)s * rows * kVectors, chunk, out + (size_t)s * rows * kVectors * 2);
+          },
+          std::min(sets_r, sets_w));
+      printf("B=%d C=%d read2 256: %.2f us (%.2fx)\n", rows, c, two, two / floor_us);
+    }
+    for (int slice : {32, 64, 96, 128, 192, 256, 512}) {
+      if (slice > rows) continue;
+      for (int c : {8, 16, 32}) {
+        const float a = split_time<256, 4, 0, false>(rows, slice, c, in, out, part, sets_r, sets_w);
+        const float b = split_time<256, 4, 1, false>(rows, slice, c, in, out, part, sets_r, sets_w);
+        const float d = split_time<256, 4, 2, false>(rows, slice, c, in, out, part, sets_r, sets_w);
+        const float e = split_time<256, 4, 1, true>(rows, slice, c, in, out, part, sets_r, sets_w);
+        const float f = split_time<512, 4, 1, true>(rows, slice, c, in, out, part, sets_r, sets_w);
+        const float g = split_time<256, 8, 1, true>(rows, slice, c, in, out, part, sets_r, sets_w);
+        printf("B=%d slice=%3d C=%2d | 256x4 hint0 %7.2f hint1 %7.2f hint2 %7.2f | pdl: hint1 %7.2f 512x4 %7.2f 256x8 "
+               "%7.2f | best %.2fx\n",
+               rows, slice, c, a, b, d, e, f, g, std::min({a, b, d, e, f, g}) / floor_us);
+      }
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
   for (cudaEvent_t &e : events) check(cudaEventCreate(&e));
   const size_t pool_in = 1200ull << 20, pool_out = 2400ull << 20, rotate = 200ull << 20;  // 4x the L2
   uint4 *in;
@@ -238,6 +455,7 @@ int main() {
   check(cudaMemset(out, 0, pool_out));
   const double bw = copy_bandwidth();
   printf("copy bandwidth %.3f TB/s\n", bw / 1e12);
+  if (argc > 1 && std::string(argv[1]) == "split") return split_probe(in, out, pool_in, pool_out, rotate, bw);
   printf("empty launch 1x32: %.2f us\n", median_us([](int) { empty_kernel<<<1, 32>>>(nullptr); }, 1));
   printf("empty launch 528x256: %.2f us\n", median_us([](int) { empty_kernel<<<528, 256>>>(nullptr); }, 1));
   check(cudaFuncSetAttribute(read_max_cluster<256, 8>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
