@@ -745,8 +745,7 @@ __device__ void pattern_write(const PSource<T> &ps, int n, float *out, float4 *z
 }
 
 // pattern_attributes gives kernel (a pattern variant of BLOCK threads) its
-// dynamic shared memory, once per kernel; false where the device cannot,
-// and the launcher takes the per-token variant.
+// dynamic shared memory, once per kernel; false where the device cannot.
 template <int BLOCK, typename... Params>
 inline bool pattern_attributes(void (*kernel)(Params...)) {
   static KernelMemo<bool> memo;
@@ -757,6 +756,38 @@ inline bool pattern_attributes(void (*kernel)(Params...)) {
   if (!ok) cudaGetLastError();  // not sticky: the per-token variant runs
   memo.put((const void *)kernel, ok);
   return ok;
+}
+
+// FullRowLaunch is the full-row kernel a launcher runs and its dynamic
+// shared memory.
+template <typename K>
+struct FullRowLaunch {
+  K kern;
+  size_t smem;
+};
+
+// full_row_variant picks a full-row kernel of BLOCK threads: the pattern
+// variant (want: the logits are 16-bit) where the device gives it its
+// shared memory, else the per-token one.
+template <int BLOCK, typename K>
+inline FullRowLaunch<K> full_row_variant(K pattern, K tokens, bool want) {
+  if (want && pattern_attributes<BLOCK>(pattern)) return {pattern, sizeof(PatternSmem<BLOCK>)};
+  return {tokens, 0};
+}
+
+// full_row_shared is a full-row kernel's RowShared: with PATTERN the one in
+// the pattern tables (pat set to them, in dynamic shared memory), else a
+// block-wide one of its own (pat null).
+template <int BLOCK, bool PATTERN>
+__device__ __forceinline__ RowShared<BLOCK> &full_row_shared(PatternSmem<BLOCK> *&pat) {
+  if constexpr (PATTERN) {
+    pat = &pattern_smem<BLOCK>();
+    return pat->sh;
+  } else {
+    __shared__ RowShared<BLOCK> own;
+    pat = nullptr;
+    return own;
+  }
 }
 
 }  // namespace sv

@@ -212,19 +212,12 @@ __global__ void __launch_bounds__(BLOCK, 1)
     renorm_kernel(const T *__restrict__ logits, int vocab, int rows, RowParams rp, int flags,
                   float *__restrict__ probs, float *__restrict__ wbuf, const int *__restrict__ todo) {
   __shared__ Flagged<BLOCK> fl;
-  PatternSmem<BLOCK> *pat = nullptr;
-  RowShared<BLOCK> *sh;
-  if constexpr (PATTERN) {
-    pat = &pattern_smem<BLOCK>();
-    sh = &pat->sh;
-  } else {
-    __shared__ RowShared<BLOCK> own;
-    sh = &own;
-  }
+  PatternSmem<BLOCK> *pat;
+  RowShared<BLOCK> &sh = full_row_shared<BLOCK, PATTERN>(pat);
   pdl_wait();  // launched behind renorm_fast_kernel: its flags and zeros first
   const int n = todo ? flagged_slots(todo, rows, fl) : 1;
   for (int i = 0; i < n; i++) {  // one call site, so that it is inlined
-    renorm_row<T, BLOCK, PATTERN>(logits, vocab, rp, flags, probs, wbuf, todo ? fl.slot[i] : (int)blockIdx.x, *sh,
+    renorm_row<T, BLOCK, PATTERN>(logits, vocab, rp, flags, probs, wbuf, todo ? fl.slot[i] : (int)blockIdx.x, sh,
                                   pat);
     __syncthreads();  // sh serves the next row
   }
@@ -263,16 +256,15 @@ int launch_renorm(int dtype, const void *logits, int rows, int vocab, uint64_t p
       if (st != SV_OK || serve) return st;  // the fast kernel served its flagged rows
     }
     constexpr bool P16 = sizeof(T) == 2;  // pattern variants exist for 16-bit logits
-    const bool pat = P16 && pattern_attributes<kRowBlock>(renorm_kernel<T, kRowBlock, P16>);
-    auto kern = pat ? renorm_kernel<T, kRowBlock, P16> : renorm_kernel<T, kRowBlock, false>;
-    const size_t smem = pat ? sizeof(PatternSmem<kRowBlock>) : 0;
+    const auto full = full_row_variant<kRowBlock>(renorm_kernel<T, kRowBlock, P16>,
+                                                  renorm_kernel<T, kRowBlock, false>, P16);
     if (fast)
-      return launch_after((flags & SV_ALL_FAST) != 0, kern,
-                          dim3(flagged_grid((const void *)kern, kRowBlock, rows, smem)), kRowBlock, smem, "renorm",
-                          static_cast<const T *>(logits), vocab, rows, rp, flags, probs, static_cast<float *>(ws),
-                          fa.todo);
-    kern<<<rows, kRowBlock, smem, stream()>>>(static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
-                                              static_cast<float *>(ws), nullptr);
+      return launch_after((flags & SV_ALL_FAST) != 0, full.kern,
+                          dim3(flagged_grid((const void *)full.kern, kRowBlock, rows, full.smem)), kRowBlock,
+                          full.smem, "renorm", static_cast<const T *>(logits), vocab, rows, rp, flags, probs,
+                          static_cast<float *>(ws), fa.todo);
+    full.kern<<<rows, kRowBlock, full.smem, stream()>>>(static_cast<const T *>(logits), vocab, rows, rp, flags,
+                                                        probs, static_cast<float *>(ws), nullptr);
   });
   return check_launch("renorm");
 }

@@ -309,13 +309,9 @@ __device__ void sample_slot(const T *__restrict__ logits, const SampleArgs &a, i
 template <typename T, int BLOCK, bool FILTERS, bool PATTERN>
 __global__ void __launch_bounds__(BLOCK, FILTERS || PATTERN ? 1 : 2)
     sample_kernel(const T *__restrict__ logits, SampleArgs a) {
-  if constexpr (PATTERN) {
-    PatternSmem<BLOCK> &p = pattern_smem<BLOCK>();
-    sample_slot<T, BLOCK, FILTERS, true>(logits, a, blockIdx.x, p.sh, &p);
-  } else {
-    __shared__ RowShared<BLOCK> sh;
-    sample_slot<T, BLOCK, FILTERS, false>(logits, a, blockIdx.x, sh, nullptr);
-  }
+  PatternSmem<BLOCK> *pat;
+  RowShared<BLOCK> &sh = full_row_shared<BLOCK, PATTERN>(pat);
+  sample_slot<T, BLOCK, FILTERS, PATTERN>(logits, a, blockIdx.x, sh, pat);
 }
 
 // sample_flagged_kernel serves the slots sample_fast_kernel flagged in todo
@@ -326,19 +322,12 @@ template <typename T, int BLOCK, bool PATTERN>
 __global__ void __launch_bounds__(BLOCK, 1)
     sample_flagged_kernel(const T *__restrict__ logits, SampleArgs a, const int *__restrict__ todo, int slots) {
   __shared__ Flagged<BLOCK> fl;
-  PatternSmem<BLOCK> *pat = nullptr;
-  RowShared<BLOCK> *sh;
-  if constexpr (PATTERN) {
-    pat = &pattern_smem<BLOCK>();
-    sh = &pat->sh;
-  } else {
-    __shared__ RowShared<BLOCK> own;
-    sh = &own;
-  }
+  PatternSmem<BLOCK> *pat;
+  RowShared<BLOCK> &sh = full_row_shared<BLOCK, PATTERN>(pat);
   pdl_wait();  // launched behind sample_fast_kernel: its flags first
   const int n = flagged_slots(todo, slots, fl);
   for (int i = 0; i < n; i++) {  // one call site, so that it is inlined
-    sample_slot<T, BLOCK, true, PATTERN>(logits, a, fl.slot[i], *sh, pat);
+    sample_slot<T, BLOCK, true, PATTERN>(logits, a, fl.slot[i], sh, pat);
     __syncthreads();  // sh (and pat) serve the next slot
   }
 }
@@ -476,30 +465,27 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
                            static_cast<const T *>(logits), fa, tokens, a);
           if (st != SV_OK) return st;
           if (!serve) {  // else the fast kernel drew its flagged rows itself
-            const bool pat = P16 && pattern_attributes<kRowBlock>(sample_flagged_kernel<T, kRowBlock, P16>);
-            auto kern = pat ? sample_flagged_kernel<T, kRowBlock, P16> : sample_flagged_kernel<T, kRowBlock, false>;
-            const size_t smem = pat ? sizeof(PatternSmem<kRowBlock>) : 0;
-            const dim3 grid(flagged_grid((const void *)kern, kRowBlock, n_sampled, smem));
-            st = launch_after((flags & SV_ALL_FAST) != 0, kern, grid, kRowBlock, smem, "sample",
+            const auto full = full_row_variant<kRowBlock>(sample_flagged_kernel<T, kRowBlock, P16>,
+                                                          sample_flagged_kernel<T, kRowBlock, false>, P16);
+            const dim3 grid(flagged_grid((const void *)full.kern, kRowBlock, n_sampled, full.smem));
+            st = launch_after((flags & SV_ALL_FAST) != 0, full.kern, grid, kRowBlock, full.smem, "sample",
                               static_cast<const T *>(logits), a, fa.todo, n_sampled);
             if (st != SV_OK) return st;
           }
         } else {
-          const bool pat = P16 && pattern_attributes<kRowBlock>(sample_kernel<T, kRowBlock, true, P16>);
-          auto kern = pat ? sample_kernel<T, kRowBlock, true, P16> : sample_kernel<T, kRowBlock, true, false>;
-          kern<<<n_sampled, kRowBlock, pat ? sizeof(PatternSmem<kRowBlock>) : 0, stream()>>>(
-              static_cast<const T *>(logits), a);
+          const auto full = full_row_variant<kRowBlock>(sample_kernel<T, kRowBlock, true, P16>,
+                                                        sample_kernel<T, kRowBlock, true, false>, P16);
+          full.kern<<<n_sampled, kRowBlock, full.smem, stream()>>>(static_cast<const T *>(logits), a);
         }
       });
     } else {
       SV_DISPATCH_DTYPE(dtype, T, {
         constexpr bool P16 = sizeof(T) == 2;
         // Gumbel-max without filters reads no weights: the lean kernel, two blocks an SM.
-        const bool pat = P16 && method != SV_METHOD_GUMBEL &&
-                         pattern_attributes<kRowBlock>(sample_kernel<T, kRowBlock, false, P16>);
-        auto kern = pat ? sample_kernel<T, kRowBlock, false, P16> : sample_kernel<T, kRowBlock, false, false>;
-        kern<<<n_sampled, kRowBlock, pat ? sizeof(PatternSmem<kRowBlock>) : 0, stream()>>>(
-            static_cast<const T *>(logits), a);
+        const auto full = full_row_variant<kRowBlock>(sample_kernel<T, kRowBlock, false, P16>,
+                                                      sample_kernel<T, kRowBlock, false, false>,
+                                                      P16 && method != SV_METHOD_GUMBEL);
+        full.kern<<<n_sampled, kRowBlock, full.smem, stream()>>>(static_cast<const T *>(logits), a);
       });
     }
     st = check_launch("sample");
