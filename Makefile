@@ -82,7 +82,10 @@ gpu-test:
 # `make gpu-probe` (on the GPU machine) times simple reference kernels on the
 # bench's shapes: what a kernel of each op's traffic can reach (docs/PERF.md);
 # PROBE=split times softmax as a statistics kernel and a write kernel per
-# slice of rows instead (docs/PERF.md, run 92).
+# slice of rows instead (docs/PERF.md, run 92), PROBE=tma with the chunk
+# in shared memory by a bulk load and the outputs by the threads or by bulk
+# stores (softmax v6; runs 99-100), PROBE=tma2 v5's two reads with bulk
+# stores (run 102).
 PROBE ?=
 gpu-probe:
 	@mkdir -p build

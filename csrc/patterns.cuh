@@ -25,6 +25,7 @@
 
 #include <type_traits>
 
+#include "bulk.cuh"
 #include "cluster.cuh"
 #include "rowops.cuh"
 #include "trace.cuh"
@@ -655,30 +656,6 @@ __device__ int pattern_pick(const PSource<T> &ps, int n, const Filter *f, uint64
   const int token = p.token;
   __syncthreads();
   return token;
-}
-
-// bulk_store copies bytes (a multiple of 16) from shared memory src to
-// global dst (both 16-byte aligned) by the SM's bulk copy engine (sm_90),
-// in the calling thread's bulk group; bulk_fence makes the calling
-// thread's shared-memory writes visible to later bulk copies (before a
-// barrier), and bulk_wait waits until the thread's bulk stores are done.
-__device__ __forceinline__ void bulk_store(void *dst, const void *src, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst),
-               "r"((unsigned)__cvta_generic_to_shared(src)), "r"(bytes)
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_fence() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-#endif
 }
 
 // pattern_write writes out[i] = g(i, w_i) for every token of the row (g

@@ -49,7 +49,8 @@
 //       partial wave idles SMs. So v4 runs only where it measured faster
 //       (at least ~2 waves of blocks: B=512, f32 B=128); other shapes kept
 //       v3.
-//   v5  (this file, sm_90, every shape) v3's two reads in a cluster: C
+//   v5  (sm_90: f32 logits, and launches of fewer blocks than SMs) v3's
+//       two reads in a cluster: C
 //       blocks per row (C = 1..16, chunks of about 8192 tokens), each
 //       reading its chunk for v3's per-vector online statistics, the
 //       blocks' (max, first maximum, sum, flags) exchanged over DSMEM and
@@ -77,6 +78,20 @@
 //       (split barrier): B=512 201 and 254 us, B=128 61.5 and 80.7 us,
 //       against 187 and 55.7 for one row in the same run: fewer, longer
 //       blocks lose more than the hidden barrier wins.
+//   v6  (sm_90, 16-bit logits) v5's cluster, with the chunk brought into
+//       shared memory by the copy engine (one bulk load; v4 copied it with
+//       the threads' 16-byte cp.async) and the outputs written by it too:
+//       each warp stages 256 tokens of f32 in shared memory and writes
+//       them with one 1 KB bulk store. The stores were what held v5 back:
+//       in the probe (`bwprobe tma`, run 99) the same kernel with the
+//       threads' float4 stores took 61-68 us at B=128 and 199-243 at
+//       B=512, with bulk stores 45.7 and 149.9. Shape (run 100): 256
+//       threads, chunks of about 32 KB (clusters of 8 at V=128256), four
+//       blocks an SM. Measured in the library (run 101, the same call as
+//       v5): B=512 155.5 us (1.16x; v5 182.3), B=128 49.1 (1.47x; v5
+//       54.7), V=151936 59.4 (v5 66.6); but f32 B=128 68.4 (v5 65.6) and
+//       B=1 12.0 (v5 10.8), which v5 keeps. v5's two reads with v6's
+//       stores (`bwprobe tma2`, run 102) measured the same within 2-6%.
 //
 // Numerics: softmax is not bit for bit (docs/SEMANTICS.md): the outputs are
 // exp2((x - m) * log2(e)/T) / S with the hardware exp2 (relative error
@@ -84,8 +99,9 @@
 // The scale comes after the max (x - m <= 0), so T = 1e-4 cannot overflow.
 // T = 0 writes one-hot at the first maximum; rows with NaN or +Inf, or all
 // -Inf, write NaN. In-place (f32) works because each thread reads its
-// elements before it writes them, and (v5) every block of a row has read
-// its chunk for the statistics before any block writes.
+// elements before it writes them, and (v5, v6) every block of a row has
+// read its chunk for the statistics before any block writes.
+#include "bulk.cuh"
 #include "cluster.cuh"
 #include "common.cuh"
 
@@ -143,19 +159,19 @@ struct RowTotals {
   int mode;    // 0: no distribution (NaN), 1: one-hot at arg, 2: softmax
 };
 
+// out_value is token i's output for its value v.
+__device__ __forceinline__ float out_value(const RowTotals &r, int i, float v) {
+  if (r.mode == 2) return ex2((v - r.m) * r.c) * r.inv_s;
+  if (r.mode == 1) return i == r.arg ? 1.0f : 0.0f;
+  return nan_f32();
+}
+
 // write_out writes n outputs starting at i0 from values v.
 template <int N>
 __device__ __forceinline__ void write_out(float *out, const RowTotals &r, int i0, const float (&v)[N], int n) {
   float o[N];
 #pragma unroll
-  for (int q = 0; q < N; q++) {
-    if (r.mode == 2)
-      o[q] = ex2((v[q] - r.m) * r.c) * r.inv_s;
-    else if (r.mode == 1)
-      o[q] = i0 + q == r.arg ? 1.0f : 0.0f;
-    else
-      o[q] = nan_f32();
-  }
+  for (int q = 0; q < N; q++) o[q] = out_value(r, i0 + q, v[q]);
   if (n == N && N % 4 == 0 && (reinterpret_cast<uintptr_t>(out + i0) & 15) == 0) {
 #pragma unroll
     for (int q = 0; q < N; q += 4) *reinterpret_cast<float4 *>(out + i0 + q) = make_float4(o[q], o[q + 1], o[q + 2], o[q + 3]);
@@ -322,6 +338,52 @@ __global__ void __launch_bounds__(BLOCK)
   for_each_vector<T, BLOCK, 4>(x, begin, end, [&](int i0, const float(&v)[N], int n) { write_out<N>(out, tot, i0, v, n); });
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// PeerStats holds the statistics of every block of a row's cluster, slot
+// [rank], in each block's shared memory.
+struct PeerStats {
+  __align__(8) ArgBest best[kMaxCluster];  // each block's (max, first maximum)
+  __align__(8) float2 sum[kMaxCluster];    // each block's (sum of 2^((x - max) * c), flags)
+};
+
+// exchange_stats sends this block's statistics b into slot rank of every
+// block of the cluster (every block must have started: the caller has
+// waited on a cluster barrier it arrived at first), waits for every
+// block's, and folds the slots in rank order, so that every block derives
+// the same max, first maximum and S. After it nothing touches another
+// block's shared memory, so blocks may exit without a further barrier.
+__device__ __forceinline__ RowTotals exchange_stats(PeerStats &peers, const BlockStats &b, int rank, int csize,
+                                                    float temp, float c) {
+  if ((int)threadIdx.x < csize) {
+    store_peer(&peers.best[rank], threadIdx.x, pack(ArgBest{b.m, b.arg}));
+    store_peer(&peers.sum[rank], threadIdx.x,
+               (unsigned long long)__float_as_uint(b.s) | (unsigned long long)(unsigned)b.flags << 32);
+  }
+  cluster_sync();
+  // The row's max (T > 0) or first maximum (T = 0), in rank order.
+  ArgBest best{-kInf, 0x7fffffff};
+  int flags = 0;
+  for (int r = 0; r < csize; r++) {
+    const ArgBest p = peers.best[r];
+    flags |= __float_as_int(peers.sum[r].y);
+    if (better(p.v, temp == 0.0f ? p.i : r, best)) best = ArgBest{p.v, temp == 0.0f ? p.i : r};
+  }
+  float s = 1.0f;
+  if (temp > 0.0f) {
+    double total = 0.0;  // in rank order: the same S in every block
+    for (int r = 0; r < csize; r++)
+      if (peers.best[r].v > -kInf) total += (double)(peers.sum[r].x * ex2((peers.best[r].v - best.v) * c));
+    s = (float)total;
+  }
+  return totals(best.v, s, best.i, flags, temp, c);
+}
+
+// neg_inf is -Inf as a T.
+__device__ __forceinline__ float neg_inf(const float *) { return -kInf; }
+__device__ __forceinline__ __half neg_inf(const __half *) { return __float2half(-kInf); }
+__device__ __forceinline__ __nv_bfloat16 neg_inf(const __nv_bfloat16 *) { return __float2bfloat16(-kInf); }
+#endif
+
 // softmax_cluster_kernel (sm_90): one cluster of C blocks per row
 // (blockIdx.x / C); block rank r owns tokens [r * chunk, (r + 1) * chunk).
 // Each block reads its chunk once for its statistics (v3's per-vector
@@ -337,8 +399,7 @@ __global__ void __launch_bounds__(BLOCK, MINB)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int N = 16 / sizeof(T);
   __shared__ typename Reduce<BLOCK>::Shared sh;
-  __shared__ __align__(8) ArgBest peer_best[kMaxCluster];  // each block's (max, first maximum)
-  __shared__ __align__(8) float2 peer_sum[kMaxCluster];    // each block's (sum of 2^((x - max) * c), flags)
+  __shared__ PeerStats peers;
   const int csize = cluster_blocks();
   const int rank = cluster_rank();
   // Arrive now, wait before the first DSMEM store: by then every block of
@@ -369,31 +430,179 @@ __global__ void __launch_bounds__(BLOCK, MINB)
     b.arg = 0;
   }
   cluster_wait();
-  if ((int)threadIdx.x < csize) {
-    store_peer(&peer_best[rank], threadIdx.x, pack(ArgBest{b.m, b.arg}));
-    store_peer(&peer_sum[rank], threadIdx.x,
-               (unsigned long long)__float_as_uint(b.s) | (unsigned long long)(unsigned)b.flags << 32);
-  }
-  // After this barrier nothing touches another block's shared memory, so
-  // blocks may exit: no barrier before exit is needed.
-  cluster_sync();
-  // The row's max (T > 0) or first maximum (T = 0), in rank order.
-  ArgBest best{-kInf, 0x7fffffff};
-  int flags = 0;
-  for (int r = 0; r < csize; r++) {
-    const ArgBest p = peer_best[r];
-    flags |= __float_as_int(peer_sum[r].y);
-    if (better(p.v, temp == 0.0f ? p.i : r, best)) best = ArgBest{p.v, temp == 0.0f ? p.i : r};
-  }
-  float s = 1.0f;
-  if (temp > 0.0f) {
-    double total = 0.0;  // in rank order: the same S in every block
-    for (int r = 0; r < csize; r++)
-      if (peer_best[r].v > -kInf) total += (double)(peer_sum[r].x * ex2((peer_best[r].v - best.v) * c));
-    s = (float)total;
-  }
-  const RowTotals tot = totals(best.v, s, best.i, flags, temp, c);
+  const RowTotals tot = exchange_stats(peers, b, rank, csize, temp, c);
   for_each_vector<T, BLOCK, U>(x, begin, end, [&](int i0, const float(&v)[N], int n) { write_out<N>(out, tot, i0, v, n); });
+#endif
+}
+
+// kTile is the tokens of one bulk store of softmax_bulk_kernel (1 KB of
+// f32): each warp stages two tiles in shared memory, alternately.
+constexpr int kTile = 256;
+
+template <int BLOCK>
+__host__ __device__ constexpr size_t bulk_stage_bytes() {
+  return (size_t)(BLOCK / 32) * 2 * kTile * sizeof(float);
+}
+
+// bulk_chunk_bytes is the shared memory softmax_bulk_kernel keeps a chunk
+// of chunk tokens of T in: whole 16-byte vectors from the one that holds
+// the chunk's first token, one more for a chunk that starts within a
+// vector, and two for the write loop's 8-token reads past the end.
+template <typename T>
+constexpr size_t bulk_chunk_bytes(int chunk) {
+  return ((size_t)chunk * sizeof(T) / 16 + 4) * 16;
+}
+
+// softmax_bulk_kernel (v6, sm_90): v5's cluster with one read of the
+// input. Block rank r of a row's cluster owns tokens [begin, end). The
+// SM's copy engine brings the chunk into shared memory (one bulk load of
+// its 16-byte-aligned interior; the unaligned head and tail by threads),
+// so no registers hold loads in flight and the chunk is not read again
+// from L2; the statistics are v5's, taken from shared memory, and
+// exchanged as v5 does; the outputs leave in tiles of kTile tokens, each
+// staged by one warp in shared memory and written by one bulk store (the
+// same chunks written by the threads' float4 stores measured 25-35%
+// slower: docs/PERF.md, run 99). A block never reads or writes outside
+// its chunk, and writes only after the cluster's barrier, by when every
+// block has its chunk in shared memory (in place would be safe, but v6
+// serves 16-bit logits only).
+template <typename T, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+    softmax_bulk_kernel(const T *logits, int vocab, int chunk, const float *__restrict__ temperature, float *probs) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int N = 16 / sizeof(T);
+  constexpr int WARPS = BLOCK / 32;
+  __shared__ typename Reduce<BLOCK>::Shared sh;
+  __shared__ PeerStats peers;
+  __shared__ unsigned long long landed;  // the bulk load's barrier
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  float *stage = reinterpret_cast<float *>(smem_raw);  // [WARPS][2][kTile]
+  T *in = reinterpret_cast<T *>(smem_raw + bulk_stage_bytes<BLOCK>());
+  const int csize = cluster_blocks();
+  const int rank = cluster_rank();
+  cluster_arrive();  // waited on before the exchange, as v5
+  const int row = blockIdx.x / csize;
+  const T *x = logits + (size_t)row * vocab;
+  float *out = probs + (size_t)row * vocab;
+  const int begin = rank * chunk, end = min(vocab, begin + chunk);
+  const float temp = temperature[row];
+  const float c = temp > 0.0f ? kLog2e / temp : 0.0f;
+
+  // in[k] is token begin - lead + k, so that in and x agree modulo 16
+  // bytes: tokens [a0, a1) come by one bulk load, the slots before a0 and
+  // from a1 to the end of the last vector (nvec of them hold the chunk)
+  // from threads, -Inf outside the chunk.
+  const int lead = (int)((reinterpret_cast<uintptr_t>(x + begin) & 15) / sizeof(T));
+  const int a0 = min(end, begin + (lead ? N - lead : 0));
+  const int a1 = a0 + (end - a0) / N * N;
+  const int nvec = (lead + end - begin + N - 1) / N;
+  if (threadIdx.x == 0 && a1 > a0) {
+    bulk_barrier_init(&landed);
+    bulk_load(in + (a0 - begin + lead), x + a0, (unsigned)((a1 - a0) * sizeof(T)), &landed);
+  }
+  auto fill = [&](int k) {
+    const int i = begin - lead + k;
+    in[k] = i >= begin && i < end ? x[i] : neg_inf(x);
+  };
+  const int head = a0 - begin + lead, tail = a1 - begin + lead;  // slots [0, head) and [tail, nvec * N)
+  if ((int)threadIdx.x < head) fill(threadIdx.x);
+  if (tail + (int)threadIdx.x < nvec * N) fill(tail + threadIdx.x);
+  __syncthreads();
+  if (a1 > a0) bulk_barrier_wait(&landed);
+
+  const uint4 *vin = reinterpret_cast<const uint4 *>(in);
+  BlockStats b;
+  if (temp == 0.0f) {
+    ArgBest best{-kInf, 0x7fffffff};
+    int flags = 0;
+    for (int j = threadIdx.x; j < nvec; j += BLOCK) {
+      const uint4 u = vin[j];
+      const T *e = reinterpret_cast<const T *>(&u);
+#pragma unroll
+      for (int q = 0; q < N; q++) {
+        const float v = to_f32(e[q]);
+        const int i = begin - lead + j * N + q;  // -Inf slots never beat a token of the chunk
+        flags |= (v != v) | (v == kInf ? 2 : 0);
+        if (better(v, i, best)) best = ArgBest{v, i};
+      }
+    }
+    b.flags = Reduce<BLOCK>::any(sh, flags);
+    best = Reduce<BLOCK>::argbest(sh, best);
+    b.m = best.v;
+    b.arg = best.i;
+    b.s = 1.0f;
+  } else {
+    Online o{-kInf, 0.0f, 0};
+    for (int j = threadIdx.x; j < nvec; j += BLOCK) {
+      const uint4 u = vin[j];
+      const T *e = reinterpret_cast<const T *>(&u);
+      float v[N];
+#pragma unroll
+      for (int q = 0; q < N; q++) v[q] = to_f32(e[q]);
+      add<N>(o, v, N, c);
+    }
+    b.flags = Reduce<BLOCK>::any(sh, o.flags);
+    b.m = Reduce<BLOCK>::max(sh, o.m);
+    b.s = (float)Reduce<BLOCK>::sum(sh, (double)(o.m > -kInf ? o.s * ex2((o.m - b.m) * c) : 0.0f));
+    b.arg = 0;
+  }
+  cluster_wait();
+  const RowTotals tot = exchange_stats(peers, b, rank, csize, temp, c);
+
+  // The outputs: [o0, o1) (16-byte aligned in out) in tiles by bulk
+  // stores, the few tokens before o0 and from o1 by threads.
+  const int olead = (int)((reinterpret_cast<uintptr_t>(out + begin) & 15) / sizeof(float));
+  const int o0 = min(end, begin + ((4 - olead) & 3));
+  const int o1 = o0 + (end - o0) / 4 * 4;
+  auto value = [&](int i) { return out_value(tot, i, to_f32(in[i - begin + lead])); };
+  if ((int)threadIdx.x < o0 - begin) out[begin + threadIdx.x] = value(begin + threadIdx.x);
+  if (o1 + (int)threadIdx.x < end) out[o1 + threadIdx.x] = value(o1 + threadIdx.x);
+  // A lane's 8 tokens start 16-byte aligned in `in` (one or two vector
+  // reads) when the tiles' first token does: the same in every lane.
+  const bool aligned = (o0 - begin + lead) * sizeof(T) % 16 == 0;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float *mine = stage + warp * 2 * kTile;
+  const int tiles = (o1 - o0 + kTile - 1) / kTile;
+  int used = 0;
+  for (int t = warp; t < tiles; t += WARPS, used++) {
+    const int t0 = o0 + t * kTile, t1 = min(o1, t0 + kTile);
+    float *tile = mine + (used & 1) * kTile;
+    if (used >= 2) {  // this tile's last bulk store has read it
+      if (lane == 0) bulk_wait_read<1>();
+      __syncwarp();
+    }
+    const int i0 = t0 + lane * 8;
+    if (i0 < t1) {
+      float v[8];
+      const int k0 = i0 - begin + lead;
+      if (aligned) {  // may read past the chunk (the slack of bulk_chunk_bytes); never stored
+        const uint4 *p = reinterpret_cast<const uint4 *>(in + k0);
+#pragma unroll
+        for (int h = 0; h < 8 / N; h++) {
+          const uint4 u = p[h];
+          const T *e = reinterpret_cast<const T *>(&u);
+#pragma unroll
+          for (int q = 0; q < N; q++) v[h * N + q] = to_f32(e[q]);
+        }
+      } else {
+#pragma unroll
+        for (int q = 0; q < 8; q++) v[q] = i0 + q < t1 ? to_f32(in[k0 + q]) : 0.0f;
+      }
+      float o[8];
+#pragma unroll
+      for (int q = 0; q < 8; q++) o[q] = out_value(tot, i0 + q, v[q]);
+      float4 *dst = reinterpret_cast<float4 *>(tile + lane * 8);
+      dst[0] = make_float4(o[0], o[1], o[2], o[3]);
+      dst[1] = make_float4(o[4], o[5], o[6], o[7]);
+    }
+    bulk_fence();
+    __syncwarp();
+    if (lane == 0) {
+      bulk_store(out + t0, tile, (unsigned)(t1 - t0) * sizeof(float));
+      bulk_commit();
+    }
+  }
+  if (lane == 0) bulk_wait_read<0>();  // the tiles stay until the copy engine has read them
 #endif
 }
 
@@ -445,6 +654,53 @@ int softmax_cluster(const T *logits, int rows, int vocab, const float *temperatu
   }
 }
 
+// v6's shape: 256-thread blocks, chunks of about 32 KB of logits (bf16
+// V=128256: clusters of 8), measured against 128 and 512 threads, chunks
+// of 16 and 64 KB, tiles of 512 tokens a warp, and stages of 1024 to 4096
+// tokens for the whole block (run 100).
+constexpr int kBulkBlock = 256;
+constexpr int kBulkChunkBytes = 32 << 10;
+
+// softmax_bulk launches v6, or returns -1 (nothing launched) where v5
+// serves: f32 logits and launches of fewer blocks than SMs, where v5
+// measured faster (f32 B=128 65.6 against 68.4 us, bf16 B=1 10.8 against
+// 12.0: run 101), no sm_90 binary, and rows whose chunk over 16 blocks
+// leaves no room for a block on an SM.
+template <typename T>
+int softmax_bulk(const T *logits, int rows, int vocab, const float *temperature, float *probs) {
+  if (sizeof(T) == 4) return -1;
+  auto kern = softmax_bulk_kernel<T, kBulkBlock>;
+  static const bool ok = [&] {
+    int dev = 0, optin = 0;
+    cudaFuncAttributes a;
+    if (!cluster_binary((const void *)kern) || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+        cudaFuncGetAttributes(&a, kern) != cudaSuccess ||
+        cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess ||
+        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin - (int)a.sharedSizeBytes) !=
+            cudaSuccess) {
+      cudaGetLastError();  // not sticky: v5 serves
+      return false;
+    }
+    return true;
+  }();
+  if (!ok) return -1;
+  const int want = (int)min((long long)kMaxCluster,
+                            max(1LL, ((long long)vocab * sizeof(T) + kBulkChunkBytes - 1) / kBulkChunkBytes));
+  if ((long long)want * rows < device_sms()) return -1;
+  // Clusters of 16 first where wanted, then of at most 8 (portable) with
+  // longer chunks.
+  for (int csize : {want, min(want, kPortableCluster)}) {
+    int c = csize;
+    const int chunk = split_row(vocab, c);
+    if ((long long)c * rows > 0x7fffffff) return -1;
+    const size_t smem = bulk_stage_bytes<kBulkBlock>() + bulk_chunk_bytes<T>(chunk);
+    if (max_clusters((const void *)kern, c, kBulkBlock, smem) >= 1)
+      return launch_cluster(kern, c * rows, kBulkBlock, smem, c, "softmax", logits, vocab, chunk, temperature, probs);
+  }
+  return -1;
+}
+
 }  // namespace
 
 int launch_softmax(int dtype, const void *logits, int rows, int vocab, const float *temperature, float *probs) {
@@ -453,9 +709,12 @@ int launch_softmax(int dtype, const void *logits, int rows, int vocab, const flo
   if (logits == probs && dtype != SV_F32) return set_error(SV_ERR_INVALID, "softmax: in-place needs f32 logits");
   if (cluster_path()) {
     int st = -1;
-    SV_DISPATCH_DTYPE(dtype, T,
-                      st = softmax_cluster<T, kClusterBlock, kClusterMin, kClusterUnroll>(
-                          static_cast<const T *>(logits), rows, vocab, temperature, probs));
+    SV_DISPATCH_DTYPE(dtype, T, {
+      st = softmax_bulk<T>(static_cast<const T *>(logits), rows, vocab, temperature, probs);
+      if (st < 0)
+        st = softmax_cluster<T, kClusterBlock, kClusterMin, kClusterUnroll>(static_cast<const T *>(logits), rows,
+                                                                            vocab, temperature, probs);
+    });
     if (st >= 0) return st;
   }
   // sm_80 (and rows no cluster holds): v3.

@@ -8,9 +8,12 @@
 // 512 and 1024 threads. Same timing method as `sampviz bench`: a spin
 // kernel first, events around each launch, the median of 100 after 10
 // warm-ups, inputs rotated past 4x the L2. `bwprobe split` times softmax
-// as two kernels a slice of rows instead (split_probe). Not part of the
-// library: `make gpu-probe [PROBE=split]` builds and runs it on the GPU
-// machine (docs/PERF.md, runs 24 and 92).
+// as two kernels a slice of rows instead (split_probe); `bwprobe tma`
+// with the chunk in shared memory by a bulk load and the outputs written
+// by the threads or by bulk stores (tma_probe, softmax v6's shape);
+// `bwprobe tma2` v5's two reads with bulk stores (tma2_probe). Not part of
+// the library: `make gpu-probe [PROBE=split|tma|tma2]` builds and runs it
+// on the GPU machine (docs/PERF.md, runs 24, 92, 99-100 and 102).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -442,6 +445,370 @@ int split_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t 
   return 0;
 }
 
+// --- The bulk-copy shape (`bwprobe tma`): softmax with each block's chunk
+// brought into shared memory by the copy engine (cp.async.bulk, one
+// instruction per piece, completion on an mbarrier), the statistics taken
+// from shared memory, the cluster's (max, sum) exchanged over DSMEM, and
+// the chunk written from shared memory: one DRAM read, no L2 re-read, and
+// no registers holding loads in flight. STORE 0: float4 stores; 1:
+// streaming stores; 2: staged in shared memory and written by bulk stores.
+// CLUSTER false: no exchange (each chunk its own row), the bound.
+
+__device__ __forceinline__ unsigned smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void bar_init(unsigned long long *bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
+}
+
+__device__ __forceinline__ void bulk_load(void *dst, const void *src, unsigned bytes, unsigned long long *bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
+}
+
+__device__ __forceinline__ void bar_wait(unsigned long long *bar) {
+  unsigned done = 0;
+  while (!done)
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(smem_addr(bar))
+        : "memory");
+}
+
+// tma_softmax: block b takes vectors [b * chunk, (b + 1) * chunk) (a row is
+// C chunks). STORE 2 stages STAGE tokens of f32 at a time for the whole
+// block (two stages, a block barrier each); STORE 3 gives each warp two
+// stages of STAGE tokens of its own (a warp barrier each, no block
+// barrier).
+template <int BLOCK, int PIECES, int STORE, bool CLUSTER, int STAGE>
+__global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long chunk, float4 *y) {
+  using Reduce = cub::BlockReduce<float, BLOCK>;
+  __shared__ typename Reduce::TempStorage tmp;
+  __shared__ unsigned long long bar[PIECES];
+  __shared__ float2 peer[16];
+  __shared__ float row_max, row_inv;
+  extern __shared__ __align__(128) uint4 buf[];  // the chunk, then the stages of f32
+  const long long piece = (chunk + PIECES - 1) / PIECES;
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < PIECES; k++) bar_init(&bar[k]);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    for (int k = 0; k < PIECES; k++) {
+      const long long b = k * piece, e = min(chunk, b + piece);
+      if (e > b) bulk_load(buf + b, x + blockIdx.x * chunk + b, (unsigned)((e - b) * 16), &bar[k]);
+    }
+  }
+  __syncthreads();
+  float m = -1e30f, s = 0.0f;
+  for (int k = 0; k < PIECES; k++) {
+    const long long b = k * piece, e = min(chunk, b + piece);
+    if (e <= b) break;
+    bar_wait(&bar[k]);
+    for (long long j = b + threadIdx.x; j < e; j += BLOCK) online_add(buf[j], m, s);
+  }
+  const float2 st = block_online<BLOCK>(tmp, m, s);
+  if (CLUSTER) {
+    cg::cluster_group cluster = cg::this_cluster();
+    const int n = (int)cluster.num_blocks();
+    cluster.sync();  // every block started
+    if (threadIdx.x < 32) {
+      const float2 mine = make_float2(st.x, __shfl_sync(0xffffffffu, st.y, 0));  // the sum is thread 0's
+      if ((int)threadIdx.x < n) cluster.map_shared_rank(peer, threadIdx.x)[cluster.block_rank()] = mine;
+    }
+    cluster.sync();
+    if (threadIdx.x == 0) {
+      float gm = -1e30f;
+      for (int r = 0; r < n; r++) gm = fmaxf(gm, peer[r].x);
+      float gs = 0.0f;
+      for (int r = 0; r < n; r++) gs += peer[r].y * ex2(peer[r].x - gm);
+      row_max = gm;
+      row_inv = 1.0f / gs;
+    }
+  } else if (threadIdx.x == 0) {
+    row_max = st.x;
+    row_inv = 1.0f / st.y;
+  }
+  __syncthreads();
+  const float gm = row_max, inv = row_inv;
+  float4 *q = y + 2 * blockIdx.x * chunk;
+  auto convert8 = [&](const uint4 &u, float4 *dst) {
+    const __nv_bfloat16 *h = reinterpret_cast<const __nv_bfloat16 *>(&u);
+    float o[8];
+#pragma unroll
+    for (int r = 0; r < 8; r++) o[r] = ex2(__bfloat162float(h[r]) - gm) * inv;
+    dst[0] = make_float4(o[0], o[1], o[2], o[3]);
+    dst[1] = make_float4(o[4], o[5], o[6], o[7]);
+  };
+  if (STORE < 2) {
+    for (long long j = threadIdx.x; j < chunk; j += BLOCK) {
+      if (STORE == 0) {
+        convert8(buf[j], q + 2 * j);
+      } else {
+        float4 t[2];
+        convert8(buf[j], t);
+        __stcs(q + 2 * j, t[0]);
+        __stcs(q + 2 * j + 1, t[1]);
+      }
+    }
+  } else if (STORE == 2) {
+    float4 *stage = reinterpret_cast<float4 *>(buf + chunk);  // two stages of STAGE floats
+    const long long per = STAGE / 8;                           // vectors a stage
+    int it = 0;
+    for (long long b = 0; b < chunk; b += per, it++) {
+      const long long e = min(chunk, b + per);
+      float4 *sg = stage + (it & 1) * (STAGE / 4);
+      if (it >= 2) {
+        if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        __syncthreads();
+      }
+      for (long long j = b + threadIdx.x; j < e; j += BLOCK) convert8(buf[j], sg + 2 * (j - b));
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(q + 2 * b),
+                     "r"(smem_addr(sg)), "r"((unsigned)((e - b) * 32))
+                     : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      }
+    }
+    if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  } else {
+    constexpr int WARPS = BLOCK / 32, VPL = STAGE / 256;  // vectors a lane per tile
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    float4 *stage = reinterpret_cast<float4 *>(buf + chunk) + warp * 2 * (STAGE / 4);
+    const long long per = STAGE / 8;  // vectors a tile
+    int it = 0;
+    for (long long b = warp * per; b < chunk; b += WARPS * per, it++) {
+      const long long e = min(chunk, b + per);
+      float4 *sg = stage + (it & 1) * (STAGE / 4);
+      if (it >= 2) {
+        if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        __syncwarp();
+      }
+#pragma unroll
+      for (int v = 0; v < VPL; v++) {
+        const long long j = b + v * 32 + lane;
+        if (j < e) convert8(buf[j], sg + 2 * (j - b));
+      }
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      __syncwarp();
+      if (lane == 0) {
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(q + 2 * b),
+                     "r"(smem_addr(sg)), "r"((unsigned)((e - b) * 32))
+                     : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      }
+    }
+    if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  }
+}
+
+// read2_bulk: v5's shape (the chunk's online statistics from a first
+// read, the cluster's exchange, the chunk again from L2) with the outputs
+// written as tma_softmax's STORE 3 does: each warp converts tiles of 256
+// tokens into a ring of RING 1 KB slots of its own and writes each by one
+// bulk store. U tiles' loads in flight per warp.
+template <int BLOCK, int U, int RING, bool CLUSTER>
+__global__ void __launch_bounds__(BLOCK) read2_bulk(const uint4 *x, long long chunk, float4 *y) {
+  using Reduce = cub::BlockReduce<float, BLOCK>;
+  __shared__ typename Reduce::TempStorage tmp;
+  __shared__ float2 peer[16];
+  __shared__ float row_max, row_inv;
+  extern __shared__ __align__(128) uint4 ring_raw[];
+  const uint4 *p = x + blockIdx.x * chunk;
+  float m = -1e30f, s = 0.0f;
+  for (long long j = threadIdx.x; j < chunk; j += (long long)BLOCK * 4) {
+    uint4 u[4];
+    load_vectors<BLOCK, 4>(p, j, chunk, u);
+#pragma unroll
+    for (int k = 0; k < 4; k++) online_add(u[k], m, s);
+  }
+  const float2 st = block_online<BLOCK>(tmp, m, s);
+  if (CLUSTER) {
+    cg::cluster_group cluster = cg::this_cluster();
+    const int n = (int)cluster.num_blocks();
+    cluster.sync();
+    if (threadIdx.x < 32) {
+      const float2 mine = make_float2(st.x, __shfl_sync(0xffffffffu, st.y, 0));
+      if ((int)threadIdx.x < n) cluster.map_shared_rank(peer, threadIdx.x)[cluster.block_rank()] = mine;
+    }
+    cluster.sync();
+    if (threadIdx.x == 0) {
+      float gm = -1e30f;
+      for (int r = 0; r < n; r++) gm = fmaxf(gm, peer[r].x);
+      float gs = 0.0f;
+      for (int r = 0; r < n; r++) gs += peer[r].y * ex2(peer[r].x - gm);
+      row_max = gm;
+      row_inv = 1.0f / gs;
+    }
+  } else if (threadIdx.x == 0) {
+    row_max = st.x;
+    row_inv = 1.0f / st.y;
+  }
+  __syncthreads();
+  const float gm = row_max, inv = row_inv;
+  float4 *q = y + 2 * blockIdx.x * chunk;
+  constexpr int WARPS = BLOCK / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float4 *ring = reinterpret_cast<float4 *>(ring_raw) + warp * RING * 64;  // RING slots of 64 float4
+  const long long tiles = (chunk + 31) / 32;
+  int used = 0;
+  for (long long t = warp; t < tiles; t += (long long)WARPS * U) {
+    uint4 u[U];
+#pragma unroll
+    for (int k = 0; k < U; k++) {
+      const long long j = (t + k * WARPS) * 32 + lane;
+      if (j < chunk) u[k] = __ldg(p + j);
+    }
+#pragma unroll
+    for (int k = 0; k < U; k++, used++) {
+      const long long tk = t + k * WARPS;
+      if (tk >= tiles) break;
+      float4 *slot = ring + (used % RING) * 64;
+      if (used >= RING) {
+        if (lane == 0) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(RING - 1) : "memory");
+        __syncwarp();
+      }
+      const long long j = tk * 32 + lane, e = min(chunk, tk * 32 + 32);
+      if (j < chunk) {
+        const __nv_bfloat16 *h = reinterpret_cast<const __nv_bfloat16 *>(&u[k]);
+        float o[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++) o[r] = ex2(__bfloat162float(h[r]) - gm) * inv;
+        slot[2 * lane] = make_float4(o[0], o[1], o[2], o[3]);
+        slot[2 * lane + 1] = make_float4(o[4], o[5], o[6], o[7]);
+      }
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      __syncwarp();
+      if (lane == 0) {
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(q + 2 * tk * 32),
+                     "r"(smem_addr(slot)), "r"((unsigned)((e - tk * 32) * 32))
+                     : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      }
+    }
+  }
+  if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+
+template <int BLOCK, int U, int RING, bool CLUSTER>
+float read2_bulk_time(int rows, long long vocab, int c, uint4 *in, float4 *out, int sets) {
+  const long long vectors = vocab / 8, chunk = vectors / c;
+  const size_t smem = (size_t)(BLOCK / 32) * RING * 1024;
+  auto kern = read2_bulk<BLOCK, U, RING, CLUSTER>;
+  check(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  if (CLUSTER) check(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = sv::cluster_config(rows * c, BLOCK, smem, CLUSTER ? c : 1, attr);
+  auto launch = [&](int s) {
+    check(cudaLaunchKernelEx(&cfg, kern, (const uint4 *)(in + (size_t)s * rows * vectors), chunk,
+                             out + (size_t)s * rows * vectors * 2));
+  };
+  const float t = median_us(launch, sets);
+  check(cudaMemset(out, 0, 4 * vocab * rows));
+  launch(0);
+  float got;
+  check(cudaMemcpy(&got, out + (size_t)(rows - 1) * vectors * 2, 4, cudaMemcpyDeviceToHost));
+  const float want = CLUSTER ? 1.0f / vocab : 1.0f / (vocab / c);
+  if (fabsf(got - want) > 1e-3f * want) printf("  (read2_bulk check: got %g, want %g)\n", got, want);
+  return t;
+}
+
+// tma_time times tma_softmax on rows of C chunks of a vocabulary of vocab
+// (C divides its vectors; clusters of C when CLUSTER), and checks one
+// output against 1/V (the pool's logits are all equal).
+template <int BLOCK, int PIECES, int STORE, bool CLUSTER, int STAGE>
+float tma_time(int rows, long long vocab, int c, uint4 *in, float4 *out, int sets) {
+  const long long vectors = vocab / 8, chunk = vectors / c;
+  const size_t stages = STORE == 2 ? 2 * STAGE * 4 : STORE == 3 ? (BLOCK / 32) * 2 * STAGE * 4 : 0;
+  const size_t smem = chunk * 16 + stages;
+  auto kern = tma_softmax<BLOCK, PIECES, STORE, CLUSTER, STAGE>;
+  check(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  if (CLUSTER) check(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = sv::cluster_config(rows * c, BLOCK, smem, CLUSTER ? c : 1, attr);
+  auto launch = [&](int s) {
+    check(cudaLaunchKernelEx(&cfg, kern, (const uint4 *)(in + (size_t)s * rows * vectors), chunk,
+                             out + (size_t)s * rows * vectors * 2));
+  };
+  const float t = median_us(launch, sets);
+  check(cudaMemset(out, 0, 4 * vocab * rows));
+  launch(0);
+  float got;
+  check(cudaMemcpy(&got, out + (size_t)(rows - 1) * vectors * 2, 4, cudaMemcpyDeviceToHost));
+  const float want = CLUSTER ? 1.0f / vocab : 1.0f / (vocab / c);
+  if (fabsf(got - want) > 1e-3f * want) printf("  (tma check: got %g, want %g)\n", got, want);
+  return t;
+}
+
+int tma_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t rotate, double bw) {
+  for (long long vocab : {128256LL, 151936LL}) {
+    for (int rows : {128, 512}) {
+      if (vocab != kVocab && rows != 128) continue;
+      const size_t in_bytes = (size_t)rows * vocab * 2, out_bytes = (size_t)rows * vocab * 4;
+      const int sets = std::max(1, std::min({(int)(pool_in / in_bytes), (int)(pool_out / out_bytes),
+                                             (int)(rotate / in_bytes) + 1}));
+      const float floor_us = (in_bytes + out_bytes) / bw * 1e6;
+      printf("V=%lld B=%d floor %.2f us\n", vocab, rows, floor_us);
+      for (int c : {4, 8, 16}) {
+        const float t[] = {
+            tma_time<256, 4, 2, true, 2048>(rows, vocab, c, in, out, sets),
+            tma_time<256, 4, 2, true, 1024>(rows, vocab, c, in, out, sets),
+            tma_time<256, 4, 2, true, 4096>(rows, vocab, c, in, out, sets),
+            tma_time<256, 1, 2, true, 2048>(rows, vocab, c, in, out, sets),
+            tma_time<256, 8, 2, true, 2048>(rows, vocab, c, in, out, sets),
+            tma_time<512, 4, 2, true, 2048>(rows, vocab, c, in, out, sets),
+            tma_time<128, 4, 2, true, 2048>(rows, vocab, c, in, out, sets),
+            tma_time<256, 4, 3, true, 256>(rows, vocab, c, in, out, sets),
+            tma_time<256, 4, 3, true, 512>(rows, vocab, c, in, out, sets),
+            tma_time<128, 4, 3, true, 512>(rows, vocab, c, in, out, sets),
+            tma_time<512, 4, 3, true, 256>(rows, vocab, c, in, out, sets),
+            tma_time<256, 4, 3, false, 512>(rows, vocab, c, in, out, sets),
+            tma_time<256, 4, 0, true, 0>(rows, vocab, c, in, out, sets),
+            tma_time<256, 4, 1, true, 0>(rows, vocab, c, in, out, sets),
+        };
+        printf("  C=%2d | block stages: 256x4 s2048 %6.2f s1024 %6.2f s4096 %6.2f p1 %6.2f p8 %6.2f 512 %6.2f 128 %6.2f"
+               " | warp stages: 256 s256 %6.2f s512 %6.2f 128 s512 %6.2f 512 s256 %6.2f | indep 256 s512 %6.2f"
+               " | threads' stores: float4 %6.2f streaming %6.2f | best bulk cluster %.3fx\n",
+               c, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13],
+               *std::min_element(t, t + 11) / floor_us);
+      }
+    }
+  }
+  return 0;
+}
+
+int tma2_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t rotate, double bw) {
+  for (long long vocab : {128256LL, 151936LL}) {
+    for (int rows : {128, 512}) {
+      if (vocab != kVocab && rows != 128) continue;
+      const size_t in_bytes = (size_t)rows * vocab * 2, out_bytes = (size_t)rows * vocab * 4;
+      const int sets = std::max(1, std::min({(int)(pool_in / in_bytes), (int)(pool_out / out_bytes),
+                                             (int)(rotate / in_bytes) + 1}));
+      const float floor_us = (in_bytes + out_bytes) / bw * 1e6;
+      printf("V=%lld B=%d floor %.2f us\n", vocab, rows, floor_us);
+      for (int c : {8, 16}) {
+        const float t[] = {
+            tma_time<256, 1, 3, true, 256>(rows, vocab, c, in, out, sets),
+            read2_bulk_time<256, 2, 4, true>(rows, vocab, c, in, out, sets),
+            read2_bulk_time<256, 4, 4, true>(rows, vocab, c, in, out, sets),
+            read2_bulk_time<256, 4, 8, true>(rows, vocab, c, in, out, sets),
+            read2_bulk_time<256, 2, 2, true>(rows, vocab, c, in, out, sets),
+            read2_bulk_time<512, 2, 4, true>(rows, vocab, c, in, out, sets),
+            read2_bulk_time<128, 4, 4, true>(rows, vocab, c, in, out, sets),
+            read2_bulk_time<256, 4, 4, false>(rows, vocab, c, in, out, sets),
+        };
+        printf("  C=%2d | tma 256 s256 %6.2f | read2_bulk: 256 U2 R4 %6.2f U4 R4 %6.2f U4 R8 %6.2f U2 R2 %6.2f"
+               " 512 U2 R4 %6.2f 128 U4 R4 %6.2f | indep 256 U4 R4 %6.2f | best cluster %.3fx\n",
+               c, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], *std::min_element(t, t + 7) / floor_us);
+      }
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   for (cudaEvent_t &e : events) check(cudaEventCreate(&e));
   const size_t pool_in = 1200ull << 20, pool_out = 2400ull << 20, rotate = 200ull << 20;  // 4x the L2
@@ -456,6 +823,8 @@ int main(int argc, char **argv) {
   const double bw = copy_bandwidth();
   printf("copy bandwidth %.3f TB/s\n", bw / 1e12);
   if (argc > 1 && std::string(argv[1]) == "split") return split_probe(in, out, pool_in, pool_out, rotate, bw);
+  if (argc > 1 && std::string(argv[1]) == "tma") return tma_probe(in, out, pool_in, pool_out, rotate, bw);
+  if (argc > 1 && std::string(argv[1]) == "tma2") return tma2_probe(in, out, pool_in, pool_out, rotate, bw);
   printf("empty launch 1x32: %.2f us\n", median_us([](int) { empty_kernel<<<1, 32>>>(nullptr); }, 1));
   printf("empty launch 528x256: %.2f us\n", median_us([](int) { empty_kernel<<<528, 256>>>(nullptr); }, 1));
   check(cudaFuncSetAttribute(read_max_cluster<256, 8>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
