@@ -189,13 +189,37 @@ struct BlockStats {
   int arg, flags;
 };
 
+// online_stats combines the threads' running statistics o (T > 0) into
+// the block's, in every thread.
+template <int BLOCK>
+__device__ __forceinline__ BlockStats online_stats(typename Reduce<BLOCK>::Shared &sh, const Online &o, float c) {
+  BlockStats b;
+  b.flags = Reduce<BLOCK>::any(sh, o.flags);
+  b.m = Reduce<BLOCK>::max(sh, o.m);
+  b.s = (float)Reduce<BLOCK>::sum(sh, (double)(o.m > -kInf ? o.s * ex2((o.m - b.m) * c) : 0.0f));
+  b.arg = 0;
+  return b;
+}
+
+// first_max_stats combines the threads' first maxima and flags (T = 0)
+// into the block's, in every thread.
+template <int BLOCK>
+__device__ __forceinline__ BlockStats first_max_stats(typename Reduce<BLOCK>::Shared &sh, ArgBest best, int flags) {
+  BlockStats b;
+  b.flags = Reduce<BLOCK>::any(sh, flags);
+  best = Reduce<BLOCK>::argbest(sh, best);
+  b.m = best.v;
+  b.arg = best.i;
+  b.s = 1.0f;
+  return b;
+}
+
 // block_stats also copies the values it reads into cache[i] when cache is
 // not null (the one-pass path of short rows).
 template <typename T, int BLOCK>
 __device__ BlockStats block_stats(typename Reduce<BLOCK>::Shared &sh, const T *x, int begin, int end, float temp,
                                   float c, float *cache) {
   constexpr int N = 16 / sizeof(T);
-  BlockStats b;
   if (temp == 0.0f) {
     ArgBest best{-kInf, 0x7fffffff};
     int flags = 0;
@@ -209,12 +233,7 @@ __device__ BlockStats block_stats(typename Reduce<BLOCK>::Shared &sh, const T *x
           if (better(v[q], i0 + q, best)) best = ArgBest{v[q], i0 + q};
         }
     });
-    b.flags = Reduce<BLOCK>::any(sh, flags);
-    best = Reduce<BLOCK>::argbest(sh, best);
-    b.m = best.v;
-    b.arg = best.i;
-    b.s = 1.0f;
-    return b;
+    return first_max_stats<BLOCK>(sh, best, flags);
   }
   Online o{-kInf, 0.0f, 0};
   for_each_vector<T, BLOCK, 4>(x, begin, end, [&](int i0, const float(&v)[N], int n) {
@@ -225,12 +244,7 @@ __device__ BlockStats block_stats(typename Reduce<BLOCK>::Shared &sh, const T *x
     }
     add<N>(o, v, n, c);
   });
-  b.flags = Reduce<BLOCK>::any(sh, o.flags);
-  b.m = Reduce<BLOCK>::max(sh, o.m);
-  const float mine = o.m > -kInf ? o.s * ex2((o.m - b.m) * c) : 0.0f;
-  b.s = (float)Reduce<BLOCK>::sum(sh, (double)mine);
-  b.arg = 0;
-  return b;
+  return online_stats<BLOCK>(sh, o, c);
 }
 
 __device__ __forceinline__ RowTotals totals(float m, float s, int arg, int flags, float temp, float c) {
@@ -416,18 +430,11 @@ __global__ void __launch_bounds__(BLOCK, MINB)
     ArgBest best{-kInf, 0x7fffffff};
     int nan = 0;
     scan_max<T, BLOCK, U>(x, begin, end, best, nan);
-    b.flags = Reduce<BLOCK>::any(sh, nan | (best.v == kInf ? 2 : 0));
-    best = Reduce<BLOCK>::argbest(sh, best);
-    b.m = best.v;
-    b.arg = best.i;
-    b.s = 1.0f;
+    b = first_max_stats<BLOCK>(sh, best, nan | (best.v == kInf ? 2 : 0));
   } else {
     Online o{-kInf, 0.0f, 0};
     for_each_vector<T, BLOCK, U>(x, begin, end, [&](int, const float(&v)[N], int n) { add<N>(o, v, n, c); });
-    b.flags = Reduce<BLOCK>::any(sh, o.flags);
-    b.m = Reduce<BLOCK>::max(sh, o.m);
-    b.s = (float)Reduce<BLOCK>::sum(sh, (double)(o.m > -kInf ? o.s * ex2((o.m - b.m) * c) : 0.0f));
-    b.arg = 0;
+    b = online_stats<BLOCK>(sh, o, c);
   }
   cluster_wait();
   const RowTotals tot = exchange_stats(peers, b, rank, csize, temp, c);
@@ -461,8 +468,8 @@ constexpr size_t bulk_chunk_bytes(int chunk) {
 // from L2; the statistics are v5's, taken from shared memory, and
 // exchanged as v5 does; the outputs leave in tiles of kTile tokens, each
 // staged by one warp in shared memory and written by one bulk store (the
-// same chunks written by the threads' float4 stores measured 25-35%
-// slower: docs/PERF.md, run 99). A block never reads or writes outside
+// same chunks written by the threads' float4 stores measured 16-60%
+// slower: docs/PERF.md, runs 99 and 105). A block never reads or writes outside
 // its chunk, and writes only after the cluster's barrier, by when every
 // block has its chunk in shared memory (in place would be safe, but v6
 // serves 16-bit logits only).
@@ -526,11 +533,7 @@ __global__ void __launch_bounds__(BLOCK)
         if (better(v, i, best)) best = ArgBest{v, i};
       }
     }
-    b.flags = Reduce<BLOCK>::any(sh, flags);
-    best = Reduce<BLOCK>::argbest(sh, best);
-    b.m = best.v;
-    b.arg = best.i;
-    b.s = 1.0f;
+    b = first_max_stats<BLOCK>(sh, best, flags);
   } else {
     Online o{-kInf, 0.0f, 0};
     for (int j = threadIdx.x; j < nvec; j += BLOCK) {
@@ -541,10 +544,7 @@ __global__ void __launch_bounds__(BLOCK)
       for (int q = 0; q < N; q++) v[q] = to_f32(e[q]);
       add<N>(o, v, N, c);
     }
-    b.flags = Reduce<BLOCK>::any(sh, o.flags);
-    b.m = Reduce<BLOCK>::max(sh, o.m);
-    b.s = (float)Reduce<BLOCK>::sum(sh, (double)(o.m > -kInf ? o.s * ex2((o.m - b.m) * c) : 0.0f));
-    b.arg = 0;
+    b = online_stats<BLOCK>(sh, o, c);
   }
   cluster_wait();
   const RowTotals tot = exchange_stats(peers, b, rank, csize, temp, c);

@@ -693,15 +693,19 @@ __global__ void __launch_bounds__(BLOCK) read2_bulk(const uint4 *x, long long ch
   if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
-template <int BLOCK, int U, int RING, bool CLUSTER>
-float read2_bulk_time(int rows, long long vocab, int c, uint4 *in, float4 *out, int sets) {
+// chunked_time times kern(x, chunk, y) (tma_softmax or read2_bulk: block
+// b takes vectors [b * chunk, (b + 1) * chunk)) on rows of C chunks of a
+// vocabulary of vocab (C divides its vectors), in clusters of C when
+// cluster, with smem bytes of dynamic shared memory, and checks one
+// output against 1/V (the pool's logits are all equal).
+template <int BLOCK>
+float chunked_time(void (*kern)(const uint4 *, long long, float4 *), size_t smem, bool cluster, int rows,
+                   long long vocab, int c, uint4 *in, float4 *out, int sets) {
   const long long vectors = vocab / 8, chunk = vectors / c;
-  const size_t smem = (size_t)(BLOCK / 32) * RING * 1024;
-  auto kern = read2_bulk<BLOCK, U, RING, CLUSTER>;
   check(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  if (CLUSTER) check(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  if (cluster) check(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = sv::cluster_config(rows * c, BLOCK, smem, CLUSTER ? c : 1, attr);
+  const cudaLaunchConfig_t cfg = sv::cluster_config(rows * c, BLOCK, smem, cluster ? c : 1, attr);
   auto launch = [&](int s) {
     check(cudaLaunchKernelEx(&cfg, kern, (const uint4 *)(in + (size_t)s * rows * vectors), chunk,
                              out + (size_t)s * rows * vectors * 2));
@@ -711,36 +715,23 @@ float read2_bulk_time(int rows, long long vocab, int c, uint4 *in, float4 *out, 
   launch(0);
   float got;
   check(cudaMemcpy(&got, out + (size_t)(rows - 1) * vectors * 2, 4, cudaMemcpyDeviceToHost));
-  const float want = CLUSTER ? 1.0f / vocab : 1.0f / (vocab / c);
-  if (fabsf(got - want) > 1e-3f * want) printf("  (read2_bulk check: got %g, want %g)\n", got, want);
+  const float want = cluster ? 1.0f / vocab : 1.0f / (vocab / c);
+  if (fabsf(got - want) > 1e-3f * want) printf("  (check: got %g, want %g)\n", got, want);
   return t;
 }
 
-// tma_time times tma_softmax on rows of C chunks of a vocabulary of vocab
-// (C divides its vectors; clusters of C when CLUSTER), and checks one
-// output against 1/V (the pool's logits are all equal).
+template <int BLOCK, int U, int RING, bool CLUSTER>
+float read2_bulk_time(int rows, long long vocab, int c, uint4 *in, float4 *out, int sets) {
+  return chunked_time<BLOCK>(read2_bulk<BLOCK, U, RING, CLUSTER>, (size_t)(BLOCK / 32) * RING * 1024, CLUSTER, rows,
+                             vocab, c, in, out, sets);
+}
+
 template <int BLOCK, int PIECES, int STORE, bool CLUSTER, int STAGE>
 float tma_time(int rows, long long vocab, int c, uint4 *in, float4 *out, int sets) {
-  const long long vectors = vocab / 8, chunk = vectors / c;
+  const size_t chunk_bytes = (size_t)(vocab / 8 / c) * 16;
   const size_t stages = STORE == 2 ? 2 * STAGE * 4 : STORE == 3 ? (BLOCK / 32) * 2 * STAGE * 4 : 0;
-  const size_t smem = chunk * 16 + stages;
-  auto kern = tma_softmax<BLOCK, PIECES, STORE, CLUSTER, STAGE>;
-  check(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  if (CLUSTER) check(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = sv::cluster_config(rows * c, BLOCK, smem, CLUSTER ? c : 1, attr);
-  auto launch = [&](int s) {
-    check(cudaLaunchKernelEx(&cfg, kern, (const uint4 *)(in + (size_t)s * rows * vectors), chunk,
-                             out + (size_t)s * rows * vectors * 2));
-  };
-  const float t = median_us(launch, sets);
-  check(cudaMemset(out, 0, 4 * vocab * rows));
-  launch(0);
-  float got;
-  check(cudaMemcpy(&got, out + (size_t)(rows - 1) * vectors * 2, 4, cudaMemcpyDeviceToHost));
-  const float want = CLUSTER ? 1.0f / vocab : 1.0f / (vocab / c);
-  if (fabsf(got - want) > 1e-3f * want) printf("  (tma check: got %g, want %g)\n", got, want);
-  return t;
+  return chunked_time<BLOCK>(tma_softmax<BLOCK, PIECES, STORE, CLUSTER, STAGE>, chunk_bytes + stages, CLUSTER, rows,
+                             vocab, c, in, out, sets);
 }
 
 int tma_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t rotate, double bw) {
