@@ -85,7 +85,8 @@ gpu-test:
 # slice of rows instead (docs/PERF.md, run 92), PROBE=tma with the chunk
 # in shared memory by a bulk load and the outputs by the threads or by bulk
 # stores (softmax v6; runs 99-100), PROBE=tma2 v5's two reads with bulk
-# stores (run 102).
+# stores (run 102), PROBE=queue statistics and write tasks from a global
+# counter (run 106).
 PROBE ?=
 gpu-probe:
 	@mkdir -p build

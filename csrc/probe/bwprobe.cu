@@ -11,9 +11,11 @@
 // as two kernels a slice of rows instead (split_probe); `bwprobe tma`
 // with the chunk in shared memory by a bulk load and the outputs written
 // by the threads or by bulk stores (tma_probe, softmax v6's shape);
-// `bwprobe tma2` v5's two reads with bulk stores (tma2_probe). Not part of
-// the library: `make gpu-probe [PROBE=split|tma|tma2]` builds and runs it
-// on the GPU machine (docs/PERF.md, runs 24, 92, 99-100 and 102).
+// `bwprobe tma2` v5's two reads with bulk stores (tma2_probe); `bwprobe
+// queue` a grid of resident blocks taking statistics and write tasks from
+// a global counter (queue_probe). Not part of the library: `make
+// gpu-probe [PROBE=split|tma|tma2|queue]` builds and runs it on the GPU
+// machine (docs/PERF.md, runs 24, 92, 99-100, 102 and 106).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -771,6 +773,183 @@ int tma_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t ro
   return 0;
 }
 
+// --- The queue shape (`bwprobe queue`): softmax with no cluster and no
+// block that waits for its row: a grid of resident blocks takes tasks in
+// order from a global counter. Task group i holds the statistics tasks of
+// row i's C chunks (read the chunk, publish its (max, sum), count the
+// row in), then the write tasks of row i - D (combine the row's C
+// statistics, read the chunk again from L2, write it by bulk-stored warp
+// tiles). A write task finds its row's statistics done, or nearly so,
+// since they were handed out D groups before; statistics tasks never
+// wait, so the spin of a write task cannot deadlock. The last block to
+// leave zeroes the counters for the next launch.
+template <int BLOCK, int RING>
+__global__ void __launch_bounds__(BLOCK) queue_softmax(const uint4 *x, float4 *y, int rows, int C, long long chunk,
+                                                      int D, float2 *part, unsigned *ready, unsigned *ctr) {
+  using Reduce = cub::BlockReduce<float, BLOCK>;
+  __shared__ typename Reduce::TempStorage tmp;
+  __shared__ int task;
+  __shared__ float row_max, row_inv;
+  extern __shared__ __align__(128) uint4 ring_raw[];
+  constexpr int WARPS = BLOCK / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float4 *ring = reinterpret_cast<float4 *>(ring_raw) + warp * RING * 64;
+  const long long vectors = chunk * C;
+  const int total = 2 * C * (rows + D);
+  int used = 0;
+  for (;;) {
+    if (threadIdx.x == 0) task = (int)atomicAdd(&ctr[0], 1u);
+    __syncthreads();
+    const int t = task;
+    __syncthreads();
+    if (t >= total) break;
+    const int i = t / (2 * C), k = t % (2 * C);
+    if (k < C) {  // statistics of chunk k of row i
+      if (i >= rows) continue;
+      const uint4 *p = x + i * vectors + k * chunk;
+      float m = -1e30f, s = 0.0f;
+      for (long long j = threadIdx.x; j < chunk; j += (long long)BLOCK * 4) {
+        uint4 u[4];
+        load_vectors<BLOCK, 4>(p, j, chunk, u);
+#pragma unroll
+        for (int q = 0; q < 4; q++) online_add(u[q], m, s);
+      }
+      const float2 st = block_online<BLOCK>(tmp, m, s);
+      if (threadIdx.x == 0) {
+        part[i * C + k] = st;
+        __threadfence();
+        atomicAdd(&ready[i], 1u);
+      }
+      continue;
+    }
+    const int r = i - D, c = k - C;  // write chunk c of row r
+    if (r < 0) continue;
+    if (threadIdx.x < 32) {
+      if (lane == 0) {
+        unsigned n;
+        do {
+          asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(n) : "l"(&ready[r]) : "memory");
+        } while (n < (unsigned)C);
+      }
+      __syncwarp();
+      float m = -1e30f, s = 0.0f;
+      for (int q = lane; q < C; q += 32) {
+        const float2 v = __ldcg(&part[r * C + q]);
+        if (v.x > m) {
+          s *= ex2(m - v.x);
+          m = v.x;
+        }
+        s += v.y * ex2(v.x - m);
+      }
+      for (int off = 16; off > 0; off >>= 1) {
+        const float om = __shfl_xor_sync(0xffffffffu, m, off), os = __shfl_xor_sync(0xffffffffu, s, off);
+        const float nm = fmaxf(m, om);
+        s = s * ex2(m - nm) + os * ex2(om - nm);
+        m = nm;
+      }
+      if (lane == 0) {
+        row_max = m;
+        row_inv = 1.0f / s;
+      }
+    }
+    __syncthreads();
+    const float gm = row_max, inv = row_inv;
+    const uint4 *p = x + r * vectors + c * chunk;
+    float4 *q = y + 2 * (r * vectors + c * chunk);
+    const long long tiles = (chunk + 31) / 32;
+    for (long long tt = warp; tt < tiles; tt += WARPS, used++) {
+      const long long j = tt * 32 + lane, e = min(chunk, tt * 32 + 32);
+      uint4 u;
+      if (j < chunk) u = __ldg(p + j);
+      float4 *slot = ring + (used % RING) * 64;
+      if (used >= RING) {
+        if (lane == 0) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(RING - 1) : "memory");
+        __syncwarp();
+      }
+      if (j < chunk) {
+        const __nv_bfloat16 *h = reinterpret_cast<const __nv_bfloat16 *>(&u);
+        float o[8];
+#pragma unroll
+        for (int b = 0; b < 8; b++) o[b] = ex2(__bfloat162float(h[b]) - gm) * inv;
+        slot[2 * lane] = make_float4(o[0], o[1], o[2], o[3]);
+        slot[2 * lane + 1] = make_float4(o[4], o[5], o[6], o[7]);
+      }
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      __syncwarp();
+      if (lane == 0) {
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(q + 2 * tt * 32),
+                     "r"(smem_addr(slot)), "r"((unsigned)((e - tt * 32) * 32))
+                     : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      }
+    }
+  }
+  if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  if (threadIdx.x == 0 && atomicAdd(&ctr[1], 1u) == gridDim.x - 1) {  // the last block out
+    ctr[0] = 0;
+    ctr[1] = 0;
+    for (int r = 0; r < rows; r++) ready[r] = 0;
+    __threadfence();
+  }
+}
+
+template <int BLOCK, int RING>
+float queue_time(int rows, long long vocab, int c, int D, int per_sm, uint4 *in, float4 *out, int sets,
+                 float2 *part, unsigned *ready, unsigned *ctr) {
+  const long long vectors = vocab / 8, chunk = vectors / c;
+  const size_t smem = (size_t)(BLOCK / 32) * RING * 1024;
+  auto kern = queue_softmax<BLOCK, RING>;
+  check(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int fit = 0, sms = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kern, BLOCK, smem));
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int grid = sms * std::min(fit, per_sm);
+  auto launch = [&](int s) {
+    kern<<<grid, BLOCK, smem>>>(in + (size_t)s * rows * vectors, out + (size_t)s * rows * vectors * 2, rows, c, chunk,
+                                D, part, ready, ctr);
+  };
+  const float t = median_us(launch, sets);
+  check(cudaMemset(out, 0, 4 * vocab * rows));
+  launch(0);
+  float got;
+  check(cudaMemcpy(&got, out + (size_t)(rows - 1) * vectors * 2, 4, cudaMemcpyDeviceToHost));
+  if (fabsf(got - 1.0f / vocab) > 1e-3f / vocab) printf("  (queue check: got %g, want %g)\n", got, 1.0f / vocab);
+  return t;
+}
+
+int queue_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t rotate, double bw) {
+  float2 *part;
+  unsigned *ready, *ctr;
+  check(cudaMalloc(&part, 1 << 20));
+  check(cudaMalloc(&ready, 1 << 16));
+  check(cudaMalloc(&ctr, 64));
+  check(cudaMemset(ready, 0, 1 << 16));
+  check(cudaMemset(ctr, 0, 64));
+  for (long long vocab : {128256LL, 151936LL}) {
+    for (int rows : {128, 512}) {
+      if (vocab != kVocab && rows != 128) continue;
+      const size_t in_bytes = (size_t)rows * vocab * 2, out_bytes = (size_t)rows * vocab * 4;
+      const int sets = std::max(1, std::min({(int)(pool_in / in_bytes), (int)(pool_out / out_bytes),
+                                             (int)(rotate / in_bytes) + 1}));
+      const float floor_us = (in_bytes + out_bytes) / bw * 1e6;
+      printf("V=%lld B=%d floor %.2f us\n", vocab, rows, floor_us);
+      for (int c : {8, 16}) {
+        for (int D : {2, 8, 24}) {
+          const float t[] = {
+              queue_time<256, 2>(rows, vocab, c, D, 8, in, out, sets, part, ready, ctr),
+              queue_time<256, 4>(rows, vocab, c, D, 8, in, out, sets, part, ready, ctr),
+              queue_time<256, 2>(rows, vocab, c, D, 4, in, out, sets, part, ready, ctr),
+              queue_time<512, 2>(rows, vocab, c, D, 4, in, out, sets, part, ready, ctr),
+          };
+          printf("  C=%2d D=%2d | 256 R2 %6.2f R4 %6.2f 256 R2 4/SM %6.2f 512 R2 %6.2f | best %.3fx\n", c, D, t[0],
+                 t[1], t[2], t[3], *std::min_element(t, t + 4) / floor_us);
+        }
+      }
+    }
+  }
+  return 0;
+}
+
 int tma2_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t rotate, double bw) {
   for (long long vocab : {128256LL, 151936LL}) {
     for (int rows : {128, 512}) {
@@ -816,6 +995,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && std::string(argv[1]) == "split") return split_probe(in, out, pool_in, pool_out, rotate, bw);
   if (argc > 1 && std::string(argv[1]) == "tma") return tma_probe(in, out, pool_in, pool_out, rotate, bw);
   if (argc > 1 && std::string(argv[1]) == "tma2") return tma2_probe(in, out, pool_in, pool_out, rotate, bw);
+  if (argc > 1 && std::string(argv[1]) == "queue") return queue_probe(in, out, pool_in, pool_out, rotate, bw);
   printf("empty launch 1x32: %.2f us\n", median_us([](int) { empty_kernel<<<1, 32>>>(nullptr); }, 1));
   printf("empty launch 528x256: %.2f us\n", median_us([](int) { empty_kernel<<<528, 256>>>(nullptr); }, 1));
   check(cudaFuncSetAttribute(read_max_cluster<256, 8>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
