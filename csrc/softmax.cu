@@ -654,12 +654,12 @@ int softmax_cluster(const T *logits, int rows, int vocab, const float *temperatu
   }
 }
 
-// v6's shape: 256-thread blocks, chunks of about 32 KB of logits (bf16
-// V=128256: clusters of 8), measured against 128 and 512 threads, chunks
-// of 16 and 64 KB, tiles of 512 tokens a warp, and stages of 1024 to 4096
-// tokens for the whole block (run 100).
+// v6's shape: 256-thread blocks, chunks of at most 40 KB of logits (bf16
+// V=128256 and V=151936: clusters of 8), measured against 128 and 512
+// threads, chunks of 16 and 64 KB, tiles of 512 tokens a warp, and stages
+// of 1024 to 4096 tokens for the whole block (runs 100 and 107).
 constexpr int kBulkBlock = 256;
-constexpr int kBulkChunkBytes = 32 << 10;
+constexpr int kBulkChunkBytes = 40 << 10;
 
 // softmax_bulk launches v6, or returns -1 (nothing launched) where v5
 // serves: f32 logits and launches of fewer blocks than SMs, where v5
@@ -685,8 +685,13 @@ int softmax_bulk(const T *logits, int rows, int vocab, const float *temperature,
     return true;
   }();
   if (!ok) return -1;
-  const int want = (int)min((long long)kMaxCluster,
-                            max(1LL, ((long long)vocab * sizeof(T) + kBulkChunkBytes - 1) / kBulkChunkBytes));
+  // The fewest blocks, a power of two, whose chunks are at most
+  // kBulkChunkBytes: V=151936 as clusters of 8 (37 KB chunks) took 53.4
+  // us at B=128, as clusters of 10 (30 KB) 58.9 (run 107). Perhaps eight
+  // blocks pack a GPC's SMs with fewer leftovers; not measured further.
+  const long long bytes = (long long)vocab * sizeof(T);
+  int want = 1;
+  while (want < kMaxCluster && bytes > (long long)want * kBulkChunkBytes) want *= 2;
   if ((long long)want * rows < device_sms()) return -1;
   // Clusters of 16 first where wanted, then of at most 8 (portable) with
   // longer chunks.
