@@ -85,13 +85,16 @@
 //       them with one 1 KB bulk store. The stores were what held v5 back:
 //       in the probe (`bwprobe tma`, run 99) the same kernel with the
 //       threads' float4 stores took 61-68 us at B=128 and 199-243 at
-//       B=512, with bulk stores 45.7 and 149.9. Shape (run 100): 256
-//       threads, chunks of about 32 KB (clusters of 8 at V=128256), four
-//       blocks an SM. Measured in the library (run 101, the same call as
-//       v5): B=512 155.5 us (1.16x; v5 182.3), B=128 49.1 (1.47x; v5
-//       54.7), V=151936 59.4 (v5 66.6); but f32 B=128 68.4 (v5 65.6) and
-//       B=1 12.0 (v5 10.8), which v5 keeps. v5's two reads with v6's
-//       stores (`bwprobe tma2`, run 102) measured the same within 2-6%.
+//       B=512, with bulk stores 45.7 and 149.9. Shape (runs 100, 107):
+//       256 threads, clusters of a power of two with chunks of at most
+//       40 KB (8 at V=128256 and 151936), four blocks an SM. Measured in
+//       the library (run 101, the same call as v5): B=512 155.5 us
+//       (1.16x; v5 182.3), B=128 49.1 (1.47x; v5 54.7), V=151936 59.4
+//       (v5 66.6; 53.4 with clusters of 8 in place of 10, run 107); but
+//       f32 B=128 68.4 (v5 65.6) and B=1 12.0 (v5 10.8), which v5 keeps.
+//       v5's two reads with v6's stores (`bwprobe tma2`, run 102)
+//       measured the same within 2-6%; a queue of statistics and write
+//       tasks with no cluster (`bwprobe queue`, run 106) no better.
 //
 // Numerics: softmax is not bit for bit (docs/SEMANTICS.md): the outputs are
 // exp2((x - m) * log2(e)/T) / S with the hardware exp2 (relative error
@@ -469,10 +472,10 @@ constexpr size_t bulk_chunk_bytes(int chunk) {
 // exchanged as v5 does; the outputs leave in tiles of kTile tokens, each
 // staged by one warp in shared memory and written by one bulk store (the
 // same chunks written by the threads' float4 stores measured 16-60%
-// slower: docs/PERF.md, runs 99 and 105). A block never reads or writes outside
-// its chunk, and writes only after the cluster's barrier, by when every
-// block has its chunk in shared memory (in place would be safe, but v6
-// serves 16-bit logits only).
+// slower: docs/PERF.md, runs 99 and 105). A block never reads or writes
+// outside its chunk, and writes only after the cluster's barrier, by
+// when every block has its chunk in shared memory (in place would be
+// safe, but v6 serves 16-bit logits only).
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
     softmax_bulk_kernel(const T *logits, int vocab, int chunk, const float *__restrict__ temperature, float *probs) {

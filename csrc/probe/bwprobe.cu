@@ -484,7 +484,7 @@ __device__ __forceinline__ void bar_wait(unsigned long long *bar) {
 // C chunks). STORE 2 stages STAGE tokens of f32 at a time for the whole
 // block (two stages, a block barrier each); STORE 3 gives each warp two
 // stages of STAGE tokens of its own (a warp barrier each, no block
-// barrier).
+// barrier), STORE 4 one (less shared memory, more blocks an SM).
 template <int BLOCK, int PIECES, int STORE, bool CLUSTER, int STAGE>
 __global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long chunk, float4 *y) {
   using Reduce = cub::BlockReduce<float, BLOCK>;
@@ -579,14 +579,20 @@ __global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long c
   } else {
     constexpr int WARPS = BLOCK / 32, VPL = STAGE / 256;  // vectors a lane per tile
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    float4 *stage = reinterpret_cast<float4 *>(buf + chunk) + warp * 2 * (STAGE / 4);
+    constexpr int SLOTS = STORE == 3 ? 2 : 1;  // STORE 4: one tile a warp, waited for before each reuse
+    float4 *stage = reinterpret_cast<float4 *>(buf + chunk) + warp * SLOTS * (STAGE / 4);
     const long long per = STAGE / 8;  // vectors a tile
     int it = 0;
     for (long long b = warp * per; b < chunk; b += WARPS * per, it++) {
       const long long e = min(chunk, b + per);
-      float4 *sg = stage + (it & 1) * (STAGE / 4);
-      if (it >= 2) {
-        if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+      float4 *sg = stage + (it % SLOTS) * (STAGE / 4);
+      if (it >= SLOTS) {
+        if (lane == 0) {
+          if (SLOTS == 2)
+            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+          else
+            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        }
         __syncwarp();
       }
 #pragma unroll
@@ -731,7 +737,10 @@ float read2_bulk_time(int rows, long long vocab, int c, uint4 *in, float4 *out, 
 template <int BLOCK, int PIECES, int STORE, bool CLUSTER, int STAGE>
 float tma_time(int rows, long long vocab, int c, uint4 *in, float4 *out, int sets) {
   const size_t chunk_bytes = (size_t)(vocab / 8 / c) * 16;
-  const size_t stages = STORE == 2 ? 2 * STAGE * 4 : STORE == 3 ? (BLOCK / 32) * 2 * STAGE * 4 : 0;
+  const size_t stages = STORE == 2   ? 2 * STAGE * 4
+                        : STORE == 3 ? (BLOCK / 32) * 2 * STAGE * 4
+                        : STORE == 4 ? (BLOCK / 32) * STAGE * 4
+                                     : 0;
   return chunked_time<BLOCK>(tma_softmax<BLOCK, PIECES, STORE, CLUSTER, STAGE>, chunk_bytes + stages, CLUSTER, rows,
                              vocab, c, in, out, sets);
 }
@@ -761,12 +770,15 @@ int tma_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t ro
             tma_time<256, 4, 3, false, 512>(rows, vocab, c, in, out, sets),
             tma_time<256, 4, 0, true, 0>(rows, vocab, c, in, out, sets),
             tma_time<256, 4, 1, true, 0>(rows, vocab, c, in, out, sets),
+            tma_time<256, 1, 4, true, 256>(rows, vocab, c, in, out, sets),
+            tma_time<256, 1, 4, true, 512>(rows, vocab, c, in, out, sets),
         };
         printf("  C=%2d | block stages: 256x4 s2048 %6.2f s1024 %6.2f s4096 %6.2f p1 %6.2f p8 %6.2f 512 %6.2f 128 %6.2f"
                " | warp stages: 256 s256 %6.2f s512 %6.2f 128 s512 %6.2f 512 s256 %6.2f | indep 256 s512 %6.2f"
-               " | threads' stores: float4 %6.2f streaming %6.2f | best bulk cluster %.3fx\n",
-               c, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13],
-               *std::min_element(t, t + 11) / floor_us);
+               " | threads' stores: float4 %6.2f streaming %6.2f | one tile a warp: s256 %6.2f s512 %6.2f"
+               " | best bulk cluster %.3fx\n",
+               c, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14],
+               t[15], std::min({*std::min_element(t, t + 11), t[14], t[15]}) / floor_us);
       }
     }
   }
