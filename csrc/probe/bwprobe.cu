@@ -27,6 +27,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <vector>
 
+#include "../bulk.cuh"     // the library's bulk-copy helpers
 #include "../cluster.cuh"  // cluster_config: the library's cluster launch shape
 
 namespace cg = cooperative_groups;
@@ -456,30 +457,6 @@ int split_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t 
 // streaming stores; 2: staged in shared memory and written by bulk stores.
 // CLUSTER false: no exchange (each chunk its own row), the bound.
 
-__device__ __forceinline__ unsigned smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void bar_init(unsigned long long *bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
-}
-
-__device__ __forceinline__ void bulk_load(void *dst, const void *src, unsigned bytes, unsigned long long *bar) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(smem_addr(bar))
-               : "memory");
-}
-
-__device__ __forceinline__ void bar_wait(unsigned long long *bar) {
-  unsigned done = 0;
-  while (!done)
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(smem_addr(bar))
-        : "memory");
-}
-
 // tma_softmax: block b takes vectors [b * chunk, (b + 1) * chunk) (a row is
 // C chunks). STORE 2 stages STAGE tokens of f32 at a time for the whole
 // block (two stages, a block barrier each); STORE 3 gives each warp two
@@ -495,11 +472,10 @@ __global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long c
   extern __shared__ __align__(128) uint4 buf[];  // the chunk, then the stages of f32
   const long long piece = (chunk + PIECES - 1) / PIECES;
   if (threadIdx.x == 0) {
-    for (int k = 0; k < PIECES; k++) bar_init(&bar[k]);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    for (int k = 0; k < PIECES; k++) sv::bulk_barrier_init(&bar[k]);
     for (int k = 0; k < PIECES; k++) {
       const long long b = k * piece, e = min(chunk, b + piece);
-      if (e > b) bulk_load(buf + b, x + blockIdx.x * chunk + b, (unsigned)((e - b) * 16), &bar[k]);
+      if (e > b) sv::bulk_load(buf + b, x + blockIdx.x * chunk + b, (unsigned)((e - b) * 16), &bar[k]);
     }
   }
   __syncthreads();
@@ -507,7 +483,7 @@ __global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long c
   for (int k = 0; k < PIECES; k++) {
     const long long b = k * piece, e = min(chunk, b + piece);
     if (e <= b) break;
-    bar_wait(&bar[k]);
+    sv::bulk_barrier_wait(&bar[k]);
     for (long long j = b + threadIdx.x; j < e; j += BLOCK) online_add(buf[j], m, s);
   }
   const float2 st = block_online<BLOCK>(tmp, m, s);
@@ -562,20 +538,18 @@ __global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long c
       const long long e = min(chunk, b + per);
       float4 *sg = stage + (it & 1) * (STAGE / 4);
       if (it >= 2) {
-        if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        if (threadIdx.x == 0) sv::bulk_wait_read<1>();
         __syncthreads();
       }
       for (long long j = b + threadIdx.x; j < e; j += BLOCK) convert8(buf[j], sg + 2 * (j - b));
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      sv::bulk_fence();
       __syncthreads();
       if (threadIdx.x == 0) {
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(q + 2 * b),
-                     "r"(smem_addr(sg)), "r"((unsigned)((e - b) * 32))
-                     : "memory");
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        sv::bulk_store(q + 2 * b, sg, (unsigned)((e - b) * 32));
+        sv::bulk_commit();
       }
     }
-    if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    if (threadIdx.x == 0) sv::bulk_wait_read<0>();
   } else {
     constexpr int WARPS = BLOCK / 32, VPL = STAGE / 256;  // vectors a lane per tile
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -587,12 +561,7 @@ __global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long c
       const long long e = min(chunk, b + per);
       float4 *sg = stage + (it % SLOTS) * (STAGE / 4);
       if (it >= SLOTS) {
-        if (lane == 0) {
-          if (SLOTS == 2)
-            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-          else
-            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-        }
+        if (lane == 0) sv::bulk_wait_read<SLOTS - 1>();
         __syncwarp();
       }
 #pragma unroll
@@ -600,16 +569,14 @@ __global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long c
         const long long j = b + v * 32 + lane;
         if (j < e) convert8(buf[j], sg + 2 * (j - b));
       }
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      sv::bulk_fence();
       __syncwarp();
       if (lane == 0) {
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(q + 2 * b),
-                     "r"(smem_addr(sg)), "r"((unsigned)((e - b) * 32))
-                     : "memory");
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        sv::bulk_store(q + 2 * b, sg, (unsigned)((e - b) * 32));
+        sv::bulk_commit();
       }
     }
-    if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    if (lane == 0) sv::bulk_wait_read<0>();
   }
 }
 
@@ -676,7 +643,7 @@ __global__ void __launch_bounds__(BLOCK) read2_bulk(const uint4 *x, long long ch
       if (tk >= tiles) break;
       float4 *slot = ring + (used % RING) * 64;
       if (used >= RING) {
-        if (lane == 0) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(RING - 1) : "memory");
+        if (lane == 0) sv::bulk_wait_read<RING - 1>();
         __syncwarp();
       }
       const long long j = tk * 32 + lane, e = min(chunk, tk * 32 + 32);
@@ -688,17 +655,15 @@ __global__ void __launch_bounds__(BLOCK) read2_bulk(const uint4 *x, long long ch
         slot[2 * lane] = make_float4(o[0], o[1], o[2], o[3]);
         slot[2 * lane + 1] = make_float4(o[4], o[5], o[6], o[7]);
       }
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      sv::bulk_fence();
       __syncwarp();
       if (lane == 0) {
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(q + 2 * tk * 32),
-                     "r"(smem_addr(slot)), "r"((unsigned)((e - tk * 32) * 32))
-                     : "memory");
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        sv::bulk_store(q + 2 * tk * 32, slot, (unsigned)((e - tk * 32) * 32));
+        sv::bulk_commit();
       }
     }
   }
-  if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  if (lane == 0) sv::bulk_wait_read<0>();
 }
 
 // chunked_time times kern(x, chunk, y) (tma_softmax or read2_bulk: block
@@ -875,7 +840,7 @@ __global__ void __launch_bounds__(BLOCK) queue_softmax(const uint4 *x, float4 *y
       if (j < chunk) u = __ldg(p + j);
       float4 *slot = ring + (used % RING) * 64;
       if (used >= RING) {
-        if (lane == 0) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(RING - 1) : "memory");
+        if (lane == 0) sv::bulk_wait_read<RING - 1>();
         __syncwarp();
       }
       if (j < chunk) {
@@ -886,17 +851,15 @@ __global__ void __launch_bounds__(BLOCK) queue_softmax(const uint4 *x, float4 *y
         slot[2 * lane] = make_float4(o[0], o[1], o[2], o[3]);
         slot[2 * lane + 1] = make_float4(o[4], o[5], o[6], o[7]);
       }
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      sv::bulk_fence();
       __syncwarp();
       if (lane == 0) {
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(q + 2 * tt * 32),
-                     "r"(smem_addr(slot)), "r"((unsigned)((e - tt * 32) * 32))
-                     : "memory");
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        sv::bulk_store(q + 2 * tt * 32, slot, (unsigned)((e - tt * 32) * 32));
+        sv::bulk_commit();
       }
     }
   }
-  if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  if (lane == 0) sv::bulk_wait_read<0>();
   if (threadIdx.x == 0 && atomicAdd(&ctr[1], 1u) == gridDim.x - 1) {  // the last block out
     ctr[0] = 0;
     ctr[1] = 0;
