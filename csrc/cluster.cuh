@@ -175,6 +175,31 @@ inline bool cluster_binary(const void *kern) {
   return v;
 }
 
+// cluster_ready sets what a cluster kernel needs once (clusters of up to
+// kMaxCluster blocks; with big_smem, dynamic shared memory up to all the
+// device gives a block beside the kernel's static shared memory) and says
+// whether it can be launched: an sm_90 binary whose attributes took. A
+// failed attribute is not sticky; the caller's other path serves.
+inline bool cluster_ready(const void *kern, bool big_smem) {
+  static KernelMemo<bool> memo;
+  bool ok;
+  if (memo.find(kern, ok)) return ok;
+  ok = cluster_binary(kern) &&
+       cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+  if (ok && big_smem) {
+    int dev = 0, optin = 0;
+    cudaFuncAttributes a;
+    ok = cudaGetDevice(&dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
+         cudaFuncGetAttributes(&a, kern) == cudaSuccess &&
+         cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              optin - (int)a.sharedSizeBytes) == cudaSuccess;
+  }
+  if (!ok) cudaGetLastError();
+  memo.put(kern, ok);
+  return ok;
+}
+
 // cluster_config is the launch configuration of blocks blocks of threads
 // threads in clusters of csize, with smem bytes of dynamic shared memory;
 // attr holds its one attribute (the cluster shape) and must outlive it.

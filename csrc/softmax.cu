@@ -356,6 +356,39 @@ __global__ void __launch_bounds__(BLOCK)
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// ClusterChunk is a cluster kernel block's share of its row: one cluster
+// of csize blocks per row (blockIdx.x / csize), block rank owning tokens
+// [begin, end) of logits row x and probs row out, and the row's T and
+// c = log2(e) / T (0 for T = 0).
+template <typename T>
+struct ClusterChunk {
+  const T *x;
+  float *out;
+  int csize, rank, begin, end;
+  float temp, c;
+};
+
+// cluster_chunk is this block's ClusterChunk. It also arrives at the
+// cluster barrier that the kernel waits on before exchange_stats: by then
+// every block of the cluster has started, which DSMEM access requires,
+// at no cost.
+template <typename T>
+__device__ __forceinline__ ClusterChunk<T> cluster_chunk(const T *logits, float *probs, int vocab, int chunk,
+                                                         const float *temperature) {
+  ClusterChunk<T> k;
+  k.csize = cluster_blocks();
+  k.rank = cluster_rank();
+  cluster_arrive();
+  const int row = blockIdx.x / k.csize;
+  k.x = logits + (size_t)row * vocab;
+  k.out = probs + (size_t)row * vocab;
+  k.begin = k.rank * chunk;
+  k.end = min(vocab, k.begin + chunk);
+  k.temp = temperature[row];
+  k.c = k.temp > 0.0f ? kLog2e / k.temp : 0.0f;
+  return k;
+}
+
 // PeerStats holds the statistics of every block of a row's cluster, slot
 // [rank], in each block's shared memory.
 struct PeerStats {
@@ -363,14 +396,17 @@ struct PeerStats {
   __align__(8) float2 sum[kMaxCluster];    // each block's (sum of 2^((x - max) * c), flags)
 };
 
-// exchange_stats sends this block's statistics b into slot rank of every
-// block of the cluster (every block must have started: the caller has
-// waited on a cluster barrier it arrived at first), waits for every
+// exchange_stats sends this block's statistics b into slot k.rank of
+// every block of the cluster (every block must have started: the caller
+// has waited on the barrier cluster_chunk arrived at), waits for every
 // block's, and folds the slots in rank order, so that every block derives
 // the same max, first maximum and S. After it nothing touches another
 // block's shared memory, so blocks may exit without a further barrier.
-__device__ __forceinline__ RowTotals exchange_stats(PeerStats &peers, const BlockStats &b, int rank, int csize,
-                                                    float temp, float c) {
+template <typename T>
+__device__ __forceinline__ RowTotals exchange_stats(PeerStats &peers, const BlockStats &b,
+                                                    const ClusterChunk<T> &k) {
+  const int rank = k.rank, csize = k.csize;
+  const float temp = k.temp, c = k.c;
   if ((int)threadIdx.x < csize) {
     store_peer(&peers.best[rank], threadIdx.x, pack(ArgBest{b.m, b.arg}));
     store_peer(&peers.sum[rank], threadIdx.x,
@@ -395,8 +431,7 @@ __device__ __forceinline__ RowTotals exchange_stats(PeerStats &peers, const Bloc
   return totals(best.v, s, best.i, flags, temp, c);
 }
 
-// neg_inf is -Inf as a T.
-__device__ __forceinline__ float neg_inf(const float *) { return -kInf; }
+// neg_inf is -Inf as a T (16-bit: softmax_bulk_kernel's types).
 __device__ __forceinline__ __half neg_inf(const __half *) { return __float2half(-kInf); }
 __device__ __forceinline__ __nv_bfloat16 neg_inf(const __nv_bfloat16 *) { return __float2bfloat16(-kInf); }
 #endif
@@ -417,31 +452,23 @@ __global__ void __launch_bounds__(BLOCK, MINB)
   constexpr int N = 16 / sizeof(T);
   __shared__ typename Reduce<BLOCK>::Shared sh;
   __shared__ PeerStats peers;
-  const int csize = cluster_blocks();
-  const int rank = cluster_rank();
-  // Arrive now, wait before the first DSMEM store: by then every block of
-  // the cluster has started, which DSMEM access requires, at no cost.
-  cluster_arrive();
-  const int row = blockIdx.x / csize;
-  const T *x = logits + (size_t)row * vocab;
-  float *out = probs + (size_t)row * vocab;
-  const int begin = rank * chunk, end = min(vocab, begin + chunk);
-  const float temp = temperature[row];
-  const float c = temp > 0.0f ? kLog2e / temp : 0.0f;
+  const ClusterChunk<T> ch = cluster_chunk(logits, probs, vocab, chunk, temperature);
   BlockStats b;
-  if (temp == 0.0f) {
+  if (ch.temp == 0.0f) {
     ArgBest best{-kInf, 0x7fffffff};
     int nan = 0;
-    scan_max<T, BLOCK, U>(x, begin, end, best, nan);
+    scan_max<T, BLOCK, U>(ch.x, ch.begin, ch.end, best, nan);
     b = first_max_stats<BLOCK>(sh, best, nan | (best.v == kInf ? 2 : 0));
   } else {
     Online o{-kInf, 0.0f, 0};
-    for_each_vector<T, BLOCK, U>(x, begin, end, [&](int, const float(&v)[N], int n) { add<N>(o, v, n, c); });
-    b = online_stats<BLOCK>(sh, o, c);
+    for_each_vector<T, BLOCK, U>(ch.x, ch.begin, ch.end,
+                                 [&](int, const float(&v)[N], int n) { add<N>(o, v, n, ch.c); });
+    b = online_stats<BLOCK>(sh, o, ch.c);
   }
   cluster_wait();
-  const RowTotals tot = exchange_stats(peers, b, rank, csize, temp, c);
-  for_each_vector<T, BLOCK, U>(x, begin, end, [&](int i0, const float(&v)[N], int n) { write_out<N>(out, tot, i0, v, n); });
+  const RowTotals tot = exchange_stats(peers, b, ch);
+  for_each_vector<T, BLOCK, U>(ch.x, ch.begin, ch.end,
+                               [&](int i0, const float(&v)[N], int n) { write_out<N>(ch.out, tot, i0, v, n); });
 #endif
 }
 
@@ -479,8 +506,9 @@ constexpr size_t bulk_chunk_bytes(int chunk) {
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
     softmax_bulk_kernel(const T *logits, int vocab, int chunk, const float *__restrict__ temperature, float *probs) {
+  static_assert(sizeof(T) == 2, "v6 serves 16-bit logits; v5 serves f32");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr int N = 16 / sizeof(T);
+  constexpr int N = 8;  // tokens a 16-byte vector
   constexpr int WARPS = BLOCK / 32;
   __shared__ typename Reduce<BLOCK>::Shared sh;
   __shared__ PeerStats peers;
@@ -488,15 +516,10 @@ __global__ void __launch_bounds__(BLOCK)
   extern __shared__ __align__(128) unsigned char smem_raw[];
   float *stage = reinterpret_cast<float *>(smem_raw);  // [WARPS][2][kTile]
   T *in = reinterpret_cast<T *>(smem_raw + bulk_stage_bytes<BLOCK>());
-  const int csize = cluster_blocks();
-  const int rank = cluster_rank();
-  cluster_arrive();  // waited on before the exchange, as v5
-  const int row = blockIdx.x / csize;
-  const T *x = logits + (size_t)row * vocab;
-  float *out = probs + (size_t)row * vocab;
-  const int begin = rank * chunk, end = min(vocab, begin + chunk);
-  const float temp = temperature[row];
-  const float c = temp > 0.0f ? kLog2e / temp : 0.0f;
+  const ClusterChunk<T> ch = cluster_chunk(logits, probs, vocab, chunk, temperature);
+  const T *x = ch.x;
+  float *out = ch.out;
+  const int begin = ch.begin, end = ch.end;
 
   // in[k] is token begin - lead + k, so that in and x agree modulo 16
   // bytes: tokens [a0, a1) come by one bulk load, the slots before a0 and
@@ -522,7 +545,7 @@ __global__ void __launch_bounds__(BLOCK)
 
   const uint4 *vin = reinterpret_cast<const uint4 *>(in);
   BlockStats b;
-  if (temp == 0.0f) {
+  if (ch.temp == 0.0f) {
     ArgBest best{-kInf, 0x7fffffff};
     int flags = 0;
     for (int j = threadIdx.x; j < nvec; j += BLOCK) {
@@ -545,12 +568,12 @@ __global__ void __launch_bounds__(BLOCK)
       float v[N];
 #pragma unroll
       for (int q = 0; q < N; q++) v[q] = to_f32(e[q]);
-      add<N>(o, v, N, c);
+      add<N>(o, v, N, ch.c);
     }
-    b = online_stats<BLOCK>(sh, o, c);
+    b = online_stats<BLOCK>(sh, o, ch.c);
   }
   cluster_wait();
-  const RowTotals tot = exchange_stats(peers, b, rank, csize, temp, c);
+  const RowTotals tot = exchange_stats(peers, b, ch);
 
   // The outputs: [o0, o1) (16-byte aligned in out) in tiles by bulk
   // stores, the few tokens before o0 and from o1 by threads.
@@ -579,14 +602,10 @@ __global__ void __launch_bounds__(BLOCK)
       float v[8];
       const int k0 = i0 - begin + lead;
       if (aligned) {  // may read past the chunk (the slack of bulk_chunk_bytes); never stored
-        const uint4 *p = reinterpret_cast<const uint4 *>(in + k0);
+        const uint4 u = *reinterpret_cast<const uint4 *>(in + k0);
+        const T *e = reinterpret_cast<const T *>(&u);
 #pragma unroll
-        for (int h = 0; h < 8 / N; h++) {
-          const uint4 u = p[h];
-          const T *e = reinterpret_cast<const T *>(&u);
-#pragma unroll
-          for (int q = 0; q < N; q++) v[h * N + q] = to_f32(e[q]);
-        }
+        for (int q = 0; q < 8; q++) v[q] = to_f32(e[q]);
       } else {
 #pragma unroll
         for (int q = 0; q < 8; q++) v[q] = i0 + q < t1 ? to_f32(in[k0 + q]) : 0.0f;
@@ -622,29 +641,12 @@ constexpr int kCacheVocab = 16384;  // rows up to this many tokens stay in share
 constexpr int kClusterBlock = 256, kClusterMin = 6, kClusterUnroll = 4;
 constexpr int kClusterChunk = 8192;
 
-// softmax_prepare sets a cluster kernel's attributes once (cluster sizes
-// above 8) and says whether the kernel is usable (an sm_90 binary whose
-// attribute took).
-template <typename T, int BLOCK, int MINB, int U>
-bool softmax_prepare() {
-  static const bool ok = [] {
-    auto kern = softmax_cluster_kernel<T, BLOCK, MINB, U>;
-    if (!cluster_binary((const void *)kern)) return false;
-    if (cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    return true;
-  }();
-  return ok;
-}
-
 // softmax_cluster launches the cluster kernel, or returns -1 (nothing
 // launched) when no cluster shape fits the device.
 template <typename T, int BLOCK, int MINB, int U>
 int softmax_cluster(const T *logits, int rows, int vocab, const float *temperature, float *probs) {
-  if (!softmax_prepare<T, BLOCK, MINB, U>()) return -1;
   auto kern = softmax_cluster_kernel<T, BLOCK, MINB, U>;
+  if (!cluster_ready((const void *)kern, false)) return -1;
   int csize = max(1, min(kMaxCluster, (vocab + kClusterChunk - 1) / kClusterChunk));
   if ((long long)csize * rows > 0x7fffffff) return -1;
   for (;;) {
@@ -664,30 +666,15 @@ int softmax_cluster(const T *logits, int rows, int vocab, const float *temperatu
 constexpr int kBulkBlock = 256;
 constexpr int kBulkChunkBytes = 40 << 10;
 
-// softmax_bulk launches v6, or returns -1 (nothing launched) where v5
-// serves: f32 logits and launches of fewer blocks than SMs, where v5
-// measured faster (f32 B=128 65.6 against 68.4 us, bf16 B=1 10.8 against
-// 12.0: run 101), no sm_90 binary, and rows whose chunk over 16 blocks
-// leaves no room for a block on an SM.
+// softmax_bulk launches v6 (16-bit logits), or returns -1 (nothing
+// launched) where v5 serves: launches of fewer blocks than SMs, where v5
+// measured faster (bf16 B=1 10.8 against 12.0 us: run 101), no sm_90
+// binary, and rows whose chunk over 16 blocks leaves no room for a block
+// on an SM.
 template <typename T>
 int softmax_bulk(const T *logits, int rows, int vocab, const float *temperature, float *probs) {
-  if (sizeof(T) == 4) return -1;
   auto kern = softmax_bulk_kernel<T, kBulkBlock>;
-  static const bool ok = [&] {
-    int dev = 0, optin = 0;
-    cudaFuncAttributes a;
-    if (!cluster_binary((const void *)kern) || cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
-        cudaFuncGetAttributes(&a, kern) != cudaSuccess ||
-        cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess ||
-        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin - (int)a.sharedSizeBytes) !=
-            cudaSuccess) {
-      cudaGetLastError();  // not sticky: v5 serves
-      return false;
-    }
-    return true;
-  }();
-  if (!ok) return -1;
+  if (!cluster_ready((const void *)kern, true)) return -1;
   // The fewest blocks, a power of two, whose chunks are at most
   // kBulkChunkBytes: V=151936 as clusters of 8 (37 KB chunks) took 53.4
   // us at B=128, as clusters of 10 (30 KB) 58.9 (run 107). Perhaps eight
@@ -718,7 +705,9 @@ int launch_softmax(int dtype, const void *logits, int rows, int vocab, const flo
   if (cluster_path()) {
     int st = -1;
     SV_DISPATCH_DTYPE(dtype, T, {
-      st = softmax_bulk<T>(static_cast<const T *>(logits), rows, vocab, temperature, probs);
+      // v6 for 16-bit logits; f32 takes v5 (65.6 against v6's 68.4 us at B=128).
+      if constexpr (sizeof(T) == 2)
+        st = softmax_bulk<T>(static_cast<const T *>(logits), rows, vocab, temperature, probs);
       if (st < 0)
         st = softmax_cluster<T, kClusterBlock, kClusterMin, kClusterUnroll>(static_cast<const T *>(logits), rows,
                                                                             vocab, temperature, probs);

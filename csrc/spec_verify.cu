@@ -565,16 +565,8 @@ int split_launch(int slots, int csize, int chunk, const T *target, int k, int vo
   int leaves = 1;
   while (leaves < (vocab + 255) / 256) leaves <<= 1;
   const size_t smem = sizeof(float) * ((size_t)chunk + 2 * leaves);
-  static const bool ok = [kern] {
-    if (!cluster_binary((const void *)kern)) return false;
-    const bool good =
-        cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess &&
-        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)(sizeof(float) * (kSplitMaxChunk + 2 * kMaxLeaves))) == cudaSuccess;
-    if (!good) cudaGetLastError();
-    return good;
-  }();
-  if (!ok || max_clusters((const void *)kern, csize, kSplitBlock, smem) < 1) return -1;
+  if (!cluster_ready((const void *)kern, true) || max_clusters((const void *)kern, csize, kSplitBlock, smem) < 1)
+    return -1;
   return launch_cluster(kern, csize * slots, kSplitBlock, smem, csize, "spec_verify (split prepare)", target, k,
                         vocab, chunk, rp, drafts, qprobs, qdtype, stats, totals);
 }

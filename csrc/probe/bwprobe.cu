@@ -179,6 +179,21 @@ __device__ __forceinline__ float2 block_online(typename cub::BlockReduce<float, 
   return make_float2(block_max, Reduce(tmp).Sum(s * ex2(m - block_max)));
 }
 
+// chunk_online is this thread's running (max, sum of 2^(x - max)) over
+// its vectors of a chunk of chunk vectors, U loads in flight (past the
+// chunk, -Inf).
+template <int BLOCK, int U>
+__device__ __forceinline__ float2 chunk_online(const uint4 *p, long long chunk) {
+  float m = -1e30f, s = 0.0f;
+  for (long long j = threadIdx.x; j < chunk; j += (long long)BLOCK * U) {
+    uint4 u[U];
+    load_vectors<BLOCK, U>(p, j, chunk, u);
+#pragma unroll
+    for (int k = 0; k < U; k++) online_add(u[k], m, s);
+  }
+  return make_float2(m, s);
+}
+
 // read2: the chunk's online max and sum (first read), then the chunk again
 // (from L2) written as ex2(x - max) / sum: softmax v5 without the cluster.
 template <int BLOCK, int U>
@@ -187,17 +202,32 @@ __global__ void __launch_bounds__(BLOCK) read2(const uint4 *x, long long chunk, 
   __shared__ typename Reduce::TempStorage tmp;
   __shared__ float block_inv;
   const uint4 *p = x + blockIdx.x * chunk;
-  float m = -1e30f, s = 0.0f;
-  for (long long j = threadIdx.x; j < chunk; j += (long long)BLOCK * U) {
-    uint4 u[U];
-    load_vectors<BLOCK, U>(p, j, chunk, u);
-#pragma unroll
-    for (int k = 0; k < U; k++) online_add(u[k], m, s);
-  }
-  const float2 b = block_online<BLOCK>(tmp, m, s);
+  const float2 t = chunk_online<BLOCK, U>(p, chunk);
+  const float2 b = block_online<BLOCK>(tmp, t.x, t.y);
   if (threadIdx.x == 0) block_inv = 1.0f / b.y;
   __syncthreads();
   write_chunk<BLOCK, U>(p, y + 2 * blockIdx.x * chunk, chunk, b.x, block_inv);
+}
+
+// warp_combine folds C chunk statistics part[0..C) (max, sum of 2^(x -
+// max)) in one warp and returns the row's (max, 1 / sum) to every lane.
+__device__ __forceinline__ float2 warp_combine(const float2 *part, int C) {
+  float m = -1e30f, s = 0.0f;
+  for (int k = threadIdx.x % 32; k < C; k += 32) {
+    const float2 q = __ldcg(part + k);
+    if (q.x > m) {
+      s *= ex2(m - q.x);
+      m = q.x;
+    }
+    s += q.y * ex2(q.x - m);
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, m, off), os = __shfl_xor_sync(0xffffffffu, s, off);
+    const float nm = fmaxf(m, om);
+    s = s * ex2(m - nm) + os * ex2(om - nm);
+    m = nm;
+  }
+  return make_float2(m, 1.0f / s);
 }
 
 // --- The split shape (`bwprobe split`): softmax as two kernels per slice
@@ -282,24 +312,10 @@ __global__ void __launch_bounds__(BLOCK) split_write(const uint4 *x, int C, long
   }
   const int row = blockIdx.x / C, c = blockIdx.x % C;
   if (threadIdx.x < 32) {
-    float m = -1e30f, s = 0.0f;
-    for (int k = threadIdx.x; k < C; k += 32) {
-      const float2 q = part[row * C + k];
-      if (q.x > m) {
-        s *= ex2(m - q.x);
-        m = q.x;
-      }
-      s += q.y * ex2(q.x - m);
-    }
-    for (int off = 16; off > 0; off >>= 1) {
-      const float om = __shfl_xor_sync(0xffffffffu, m, off), os = __shfl_xor_sync(0xffffffffu, s, off);
-      const float nm = fmaxf(m, om);
-      s = s * ex2(m - nm) + os * ex2(om - nm);
-      m = nm;
-    }
+    const float2 t = warp_combine(part + row * C, C);
     if (threadIdx.x == 0) {
-      row_max = m;
-      row_inv = 1.0f / s;
+      row_max = t.x;
+      row_inv = t.y;
     }
   }
   __syncthreads();
@@ -457,6 +473,70 @@ int split_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t 
 // streaming stores; 2: staged in shared memory and written by bulk stores.
 // CLUSTER false: no exchange (each chunk its own row), the bound.
 
+// row_scale combines the threads' running (max m, sum s) into the row's
+// (max, 1 / sum), in every thread: with CLUSTER over the cluster's blocks
+// (a DSMEM exchange between two cluster barriers), else the block's alone.
+template <int BLOCK, bool CLUSTER>
+__device__ float2 row_scale(typename cub::BlockReduce<float, BLOCK>::TempStorage &tmp, float m, float s) {
+  __shared__ float2 peer[16];
+  __shared__ float2 row;
+  const float2 st = block_online<BLOCK>(tmp, m, s);
+  if (CLUSTER) {
+    cg::cluster_group cluster = cg::this_cluster();
+    const int n = (int)cluster.num_blocks();
+    cluster.sync();  // every block started
+    if (threadIdx.x < 32) {
+      const float2 mine = make_float2(st.x, __shfl_sync(0xffffffffu, st.y, 0));  // the sum is thread 0's
+      if ((int)threadIdx.x < n) cluster.map_shared_rank(peer, threadIdx.x)[cluster.block_rank()] = mine;
+    }
+    cluster.sync();
+    if (threadIdx.x == 0) {
+      float gm = -1e30f;
+      for (int r = 0; r < n; r++) gm = fmaxf(gm, peer[r].x);
+      float gs = 0.0f;
+      for (int r = 0; r < n; r++) gs += peer[r].y * ex2(peer[r].x - gm);
+      row = make_float2(gm, 1.0f / gs);
+    }
+  } else if (threadIdx.x == 0) {
+    row = make_float2(st.x, 1.0f / st.y);
+  }
+  __syncthreads();
+  return row;
+}
+
+// convert8 writes the 8 bf16 of u as ex2(x - gm) * inv to dst[0..1].
+__device__ __forceinline__ void convert8(const uint4 &u, float gm, float inv, float4 *dst) {
+  const __nv_bfloat16 *h = reinterpret_cast<const __nv_bfloat16 *>(&u);
+  float o[8];
+#pragma unroll
+  for (int r = 0; r < 8; r++) o[r] = ex2(__bfloat162float(h[r]) - gm) * inv;
+  dst[0] = make_float4(o[0], o[1], o[2], o[3]);
+  dst[1] = make_float4(o[4], o[5], o[6], o[7]);
+}
+
+// ring_slot is slot used % RING of a warp's ring of staged tiles (SLOT
+// float4 each: 64 is 256 tokens), once the bulk store that last read it
+// is done reading.
+template <int RING, int SLOT = 64>
+__device__ __forceinline__ float4 *ring_slot(float4 *ring, int used) {
+  if (used >= RING) {
+    if (threadIdx.x % 32 == 0) sv::bulk_wait_read<RING - 1>();
+    __syncwarp();
+  }
+  return ring + (used % RING) * SLOT;
+}
+
+// tile_store writes a warp's staged tile (filled by its lanes) to dst by
+// one bulk store of bytes, in lane 0's bulk group.
+__device__ __forceinline__ void tile_store(float4 *dst, const float4 *tile, long long bytes) {
+  sv::bulk_fence();
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) {
+    sv::bulk_store(dst, tile, (unsigned)bytes);
+    sv::bulk_commit();
+  }
+}
+
 // tma_softmax: block b takes vectors [b * chunk, (b + 1) * chunk) (a row is
 // C chunks). STORE 2 stages STAGE tokens of f32 at a time for the whole
 // block (two stages, a block barrier each); STORE 3 gives each warp two
@@ -467,8 +547,6 @@ __global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long c
   using Reduce = cub::BlockReduce<float, BLOCK>;
   __shared__ typename Reduce::TempStorage tmp;
   __shared__ unsigned long long bar[PIECES];
-  __shared__ float2 peer[16];
-  __shared__ float row_max, row_inv;
   extern __shared__ __align__(128) uint4 buf[];  // the chunk, then the stages of f32
   const long long piece = (chunk + PIECES - 1) / PIECES;
   if (threadIdx.x == 0) {
@@ -486,46 +564,16 @@ __global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long c
     sv::bulk_barrier_wait(&bar[k]);
     for (long long j = b + threadIdx.x; j < e; j += BLOCK) online_add(buf[j], m, s);
   }
-  const float2 st = block_online<BLOCK>(tmp, m, s);
-  if (CLUSTER) {
-    cg::cluster_group cluster = cg::this_cluster();
-    const int n = (int)cluster.num_blocks();
-    cluster.sync();  // every block started
-    if (threadIdx.x < 32) {
-      const float2 mine = make_float2(st.x, __shfl_sync(0xffffffffu, st.y, 0));  // the sum is thread 0's
-      if ((int)threadIdx.x < n) cluster.map_shared_rank(peer, threadIdx.x)[cluster.block_rank()] = mine;
-    }
-    cluster.sync();
-    if (threadIdx.x == 0) {
-      float gm = -1e30f;
-      for (int r = 0; r < n; r++) gm = fmaxf(gm, peer[r].x);
-      float gs = 0.0f;
-      for (int r = 0; r < n; r++) gs += peer[r].y * ex2(peer[r].x - gm);
-      row_max = gm;
-      row_inv = 1.0f / gs;
-    }
-  } else if (threadIdx.x == 0) {
-    row_max = st.x;
-    row_inv = 1.0f / st.y;
-  }
-  __syncthreads();
-  const float gm = row_max, inv = row_inv;
+  const float2 row = row_scale<BLOCK, CLUSTER>(tmp, m, s);
+  const float gm = row.x, inv = row.y;
   float4 *q = y + 2 * blockIdx.x * chunk;
-  auto convert8 = [&](const uint4 &u, float4 *dst) {
-    const __nv_bfloat16 *h = reinterpret_cast<const __nv_bfloat16 *>(&u);
-    float o[8];
-#pragma unroll
-    for (int r = 0; r < 8; r++) o[r] = ex2(__bfloat162float(h[r]) - gm) * inv;
-    dst[0] = make_float4(o[0], o[1], o[2], o[3]);
-    dst[1] = make_float4(o[4], o[5], o[6], o[7]);
-  };
   if (STORE < 2) {
     for (long long j = threadIdx.x; j < chunk; j += BLOCK) {
       if (STORE == 0) {
-        convert8(buf[j], q + 2 * j);
+        convert8(buf[j], gm, inv, q + 2 * j);
       } else {
         float4 t[2];
-        convert8(buf[j], t);
+        convert8(buf[j], gm, inv, t);
         __stcs(q + 2 * j, t[0]);
         __stcs(q + 2 * j + 1, t[1]);
       }
@@ -541,7 +589,7 @@ __global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long c
         if (threadIdx.x == 0) sv::bulk_wait_read<1>();
         __syncthreads();
       }
-      for (long long j = b + threadIdx.x; j < e; j += BLOCK) convert8(buf[j], sg + 2 * (j - b));
+      for (long long j = b + threadIdx.x; j < e; j += BLOCK) convert8(buf[j], gm, inv, sg + 2 * (j - b));
       sv::bulk_fence();
       __syncthreads();
       if (threadIdx.x == 0) {
@@ -554,27 +602,18 @@ __global__ void __launch_bounds__(BLOCK) tma_softmax(const uint4 *x, long long c
     constexpr int WARPS = BLOCK / 32, VPL = STAGE / 256;  // vectors a lane per tile
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     constexpr int SLOTS = STORE == 3 ? 2 : 1;  // STORE 4: one tile a warp, waited for before each reuse
-    float4 *stage = reinterpret_cast<float4 *>(buf + chunk) + warp * SLOTS * (STAGE / 4);
+    float4 *ring = reinterpret_cast<float4 *>(buf + chunk) + warp * SLOTS * (STAGE / 4);
     const long long per = STAGE / 8;  // vectors a tile
-    int it = 0;
-    for (long long b = warp * per; b < chunk; b += WARPS * per, it++) {
+    int used = 0;
+    for (long long b = warp * per; b < chunk; b += WARPS * per, used++) {
       const long long e = min(chunk, b + per);
-      float4 *sg = stage + (it % SLOTS) * (STAGE / 4);
-      if (it >= SLOTS) {
-        if (lane == 0) sv::bulk_wait_read<SLOTS - 1>();
-        __syncwarp();
-      }
+      float4 *sg = ring_slot<SLOTS, STAGE / 4>(ring, used);
 #pragma unroll
       for (int v = 0; v < VPL; v++) {
         const long long j = b + v * 32 + lane;
-        if (j < e) convert8(buf[j], sg + 2 * (j - b));
+        if (j < e) convert8(buf[j], gm, inv, sg + 2 * (j - b));
       }
-      sv::bulk_fence();
-      __syncwarp();
-      if (lane == 0) {
-        sv::bulk_store(q + 2 * b, sg, (unsigned)((e - b) * 32));
-        sv::bulk_commit();
-      }
+      tile_store(q + 2 * b, sg, (e - b) * 32);
     }
     if (lane == 0) sv::bulk_wait_read<0>();
   }
@@ -589,41 +628,11 @@ template <int BLOCK, int U, int RING, bool CLUSTER>
 __global__ void __launch_bounds__(BLOCK) read2_bulk(const uint4 *x, long long chunk, float4 *y) {
   using Reduce = cub::BlockReduce<float, BLOCK>;
   __shared__ typename Reduce::TempStorage tmp;
-  __shared__ float2 peer[16];
-  __shared__ float row_max, row_inv;
   extern __shared__ __align__(128) uint4 ring_raw[];
   const uint4 *p = x + blockIdx.x * chunk;
-  float m = -1e30f, s = 0.0f;
-  for (long long j = threadIdx.x; j < chunk; j += (long long)BLOCK * 4) {
-    uint4 u[4];
-    load_vectors<BLOCK, 4>(p, j, chunk, u);
-#pragma unroll
-    for (int k = 0; k < 4; k++) online_add(u[k], m, s);
-  }
-  const float2 st = block_online<BLOCK>(tmp, m, s);
-  if (CLUSTER) {
-    cg::cluster_group cluster = cg::this_cluster();
-    const int n = (int)cluster.num_blocks();
-    cluster.sync();
-    if (threadIdx.x < 32) {
-      const float2 mine = make_float2(st.x, __shfl_sync(0xffffffffu, st.y, 0));
-      if ((int)threadIdx.x < n) cluster.map_shared_rank(peer, threadIdx.x)[cluster.block_rank()] = mine;
-    }
-    cluster.sync();
-    if (threadIdx.x == 0) {
-      float gm = -1e30f;
-      for (int r = 0; r < n; r++) gm = fmaxf(gm, peer[r].x);
-      float gs = 0.0f;
-      for (int r = 0; r < n; r++) gs += peer[r].y * ex2(peer[r].x - gm);
-      row_max = gm;
-      row_inv = 1.0f / gs;
-    }
-  } else if (threadIdx.x == 0) {
-    row_max = st.x;
-    row_inv = 1.0f / st.y;
-  }
-  __syncthreads();
-  const float gm = row_max, inv = row_inv;
+  const float2 t = chunk_online<BLOCK, 4>(p, chunk);
+  const float2 row = row_scale<BLOCK, CLUSTER>(tmp, t.x, t.y);
+  const float gm = row.x, inv = row.y;
   float4 *q = y + 2 * blockIdx.x * chunk;
   constexpr int WARPS = BLOCK / 32;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -641,26 +650,10 @@ __global__ void __launch_bounds__(BLOCK) read2_bulk(const uint4 *x, long long ch
     for (int k = 0; k < U; k++, used++) {
       const long long tk = t + k * WARPS;
       if (tk >= tiles) break;
-      float4 *slot = ring + (used % RING) * 64;
-      if (used >= RING) {
-        if (lane == 0) sv::bulk_wait_read<RING - 1>();
-        __syncwarp();
-      }
+      float4 *slot = ring_slot<RING>(ring, used);
       const long long j = tk * 32 + lane, e = min(chunk, tk * 32 + 32);
-      if (j < chunk) {
-        const __nv_bfloat16 *h = reinterpret_cast<const __nv_bfloat16 *>(&u[k]);
-        float o[8];
-#pragma unroll
-        for (int r = 0; r < 8; r++) o[r] = ex2(__bfloat162float(h[r]) - gm) * inv;
-        slot[2 * lane] = make_float4(o[0], o[1], o[2], o[3]);
-        slot[2 * lane + 1] = make_float4(o[4], o[5], o[6], o[7]);
-      }
-      sv::bulk_fence();
-      __syncwarp();
-      if (lane == 0) {
-        sv::bulk_store(q + 2 * tk * 32, slot, (unsigned)((e - tk * 32) * 32));
-        sv::bulk_commit();
-      }
+      if (j < chunk) convert8(u[k], gm, inv, slot + 2 * lane);
+      tile_store(q + 2 * tk * 32, slot, (e - tk * 32) * 32);
     }
   }
   if (lane == 0) sv::bulk_wait_read<0>();
@@ -710,7 +703,12 @@ float tma_time(int rows, long long vocab, int c, uint4 *in, float4 *out, int set
                              vocab, c, in, out, sets);
 }
 
-int tma_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t rotate, double bw) {
+// for_each_softmax_shape calls f(rows, vocab, sets, floor_us) for the bench's
+// softmax shapes of the bulk-copy probes (V=128256 at B=128 and 512,
+// V=151936 at B=128), with the input sets the rotation past the L2 needs and
+// the floor (bf16 read, f32 written) at copy bandwidth bw.
+template <typename F>
+void for_each_softmax_shape(size_t pool_in, size_t pool_out, size_t rotate, double bw, F f) {
   for (long long vocab : {128256LL, 151936LL}) {
     for (int rows : {128, 512}) {
       if (vocab != kVocab && rows != 128) continue;
@@ -719,34 +717,40 @@ int tma_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t ro
                                              (int)(rotate / in_bytes) + 1}));
       const float floor_us = (in_bytes + out_bytes) / bw * 1e6;
       printf("V=%lld B=%d floor %.2f us\n", vocab, rows, floor_us);
-      for (int c : {4, 8, 16}) {
-        const float t[] = {
-            tma_time<256, 4, 2, true, 2048>(rows, vocab, c, in, out, sets),
-            tma_time<256, 4, 2, true, 1024>(rows, vocab, c, in, out, sets),
-            tma_time<256, 4, 2, true, 4096>(rows, vocab, c, in, out, sets),
-            tma_time<256, 1, 2, true, 2048>(rows, vocab, c, in, out, sets),
-            tma_time<256, 8, 2, true, 2048>(rows, vocab, c, in, out, sets),
-            tma_time<512, 4, 2, true, 2048>(rows, vocab, c, in, out, sets),
-            tma_time<128, 4, 2, true, 2048>(rows, vocab, c, in, out, sets),
-            tma_time<256, 4, 3, true, 256>(rows, vocab, c, in, out, sets),
-            tma_time<256, 4, 3, true, 512>(rows, vocab, c, in, out, sets),
-            tma_time<128, 4, 3, true, 512>(rows, vocab, c, in, out, sets),
-            tma_time<512, 4, 3, true, 256>(rows, vocab, c, in, out, sets),
-            tma_time<256, 4, 3, false, 512>(rows, vocab, c, in, out, sets),
-            tma_time<256, 4, 0, true, 0>(rows, vocab, c, in, out, sets),
-            tma_time<256, 4, 1, true, 0>(rows, vocab, c, in, out, sets),
-            tma_time<256, 1, 4, true, 256>(rows, vocab, c, in, out, sets),
-            tma_time<256, 1, 4, true, 512>(rows, vocab, c, in, out, sets),
-        };
-        printf("  C=%2d | block stages: 256x4 s2048 %6.2f s1024 %6.2f s4096 %6.2f p1 %6.2f p8 %6.2f 512 %6.2f 128 %6.2f"
-               " | warp stages: 256 s256 %6.2f s512 %6.2f 128 s512 %6.2f 512 s256 %6.2f | indep 256 s512 %6.2f"
-               " | threads' stores: float4 %6.2f streaming %6.2f | one tile a warp: s256 %6.2f s512 %6.2f"
-               " | best bulk cluster %.3fx\n",
-               c, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14],
-               t[15], std::min({*std::min_element(t, t + 11), t[14], t[15]}) / floor_us);
-      }
+      f(rows, vocab, sets, floor_us);
     }
   }
+}
+
+int tma_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t rotate, double bw) {
+  for_each_softmax_shape(pool_in, pool_out, rotate, bw, [&](int rows, long long vocab, int sets, float floor_us) {
+    for (int c : {4, 8, 16}) {
+      const float t[] = {
+          tma_time<256, 4, 2, true, 2048>(rows, vocab, c, in, out, sets),
+          tma_time<256, 4, 2, true, 1024>(rows, vocab, c, in, out, sets),
+          tma_time<256, 4, 2, true, 4096>(rows, vocab, c, in, out, sets),
+          tma_time<256, 1, 2, true, 2048>(rows, vocab, c, in, out, sets),
+          tma_time<256, 8, 2, true, 2048>(rows, vocab, c, in, out, sets),
+          tma_time<512, 4, 2, true, 2048>(rows, vocab, c, in, out, sets),
+          tma_time<128, 4, 2, true, 2048>(rows, vocab, c, in, out, sets),
+          tma_time<256, 4, 3, true, 256>(rows, vocab, c, in, out, sets),
+          tma_time<256, 4, 3, true, 512>(rows, vocab, c, in, out, sets),
+          tma_time<128, 4, 3, true, 512>(rows, vocab, c, in, out, sets),
+          tma_time<512, 4, 3, true, 256>(rows, vocab, c, in, out, sets),
+          tma_time<256, 4, 3, false, 512>(rows, vocab, c, in, out, sets),
+          tma_time<256, 4, 0, true, 0>(rows, vocab, c, in, out, sets),
+          tma_time<256, 4, 1, true, 0>(rows, vocab, c, in, out, sets),
+          tma_time<256, 1, 4, true, 256>(rows, vocab, c, in, out, sets),
+          tma_time<256, 1, 4, true, 512>(rows, vocab, c, in, out, sets),
+      };
+      printf("  C=%2d | block stages: 256x4 s2048 %6.2f s1024 %6.2f s4096 %6.2f p1 %6.2f p8 %6.2f 512 %6.2f 128 %6.2f"
+             " | warp stages: 256 s256 %6.2f s512 %6.2f 128 s512 %6.2f 512 s256 %6.2f | indep 256 s512 %6.2f"
+             " | threads' stores: float4 %6.2f streaming %6.2f | one tile a warp: s256 %6.2f s512 %6.2f"
+             " | best bulk cluster %.3fx\n",
+             c, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14],
+             t[15], std::min({*std::min_element(t, t + 11), t[14], t[15]}) / floor_us);
+    }
+  });
   return 0;
 }
 
@@ -784,14 +788,8 @@ __global__ void __launch_bounds__(BLOCK) queue_softmax(const uint4 *x, float4 *y
     if (k < C) {  // statistics of chunk k of row i
       if (i >= rows) continue;
       const uint4 *p = x + i * vectors + k * chunk;
-      float m = -1e30f, s = 0.0f;
-      for (long long j = threadIdx.x; j < chunk; j += (long long)BLOCK * 4) {
-        uint4 u[4];
-        load_vectors<BLOCK, 4>(p, j, chunk, u);
-#pragma unroll
-        for (int q = 0; q < 4; q++) online_add(u[q], m, s);
-      }
-      const float2 st = block_online<BLOCK>(tmp, m, s);
+      const float2 ts = chunk_online<BLOCK, 4>(p, chunk);
+      const float2 st = block_online<BLOCK>(tmp, ts.x, ts.y);
       if (threadIdx.x == 0) {
         part[i * C + k] = st;
         __threadfence();
@@ -809,24 +807,10 @@ __global__ void __launch_bounds__(BLOCK) queue_softmax(const uint4 *x, float4 *y
         } while (n < (unsigned)C);
       }
       __syncwarp();
-      float m = -1e30f, s = 0.0f;
-      for (int q = lane; q < C; q += 32) {
-        const float2 v = __ldcg(&part[r * C + q]);
-        if (v.x > m) {
-          s *= ex2(m - v.x);
-          m = v.x;
-        }
-        s += v.y * ex2(v.x - m);
-      }
-      for (int off = 16; off > 0; off >>= 1) {
-        const float om = __shfl_xor_sync(0xffffffffu, m, off), os = __shfl_xor_sync(0xffffffffu, s, off);
-        const float nm = fmaxf(m, om);
-        s = s * ex2(m - nm) + os * ex2(om - nm);
-        m = nm;
-      }
+      const float2 t = warp_combine(part + r * C, C);
       if (lane == 0) {
-        row_max = m;
-        row_inv = 1.0f / s;
+        row_max = t.x;
+        row_inv = t.y;
       }
     }
     __syncthreads();
@@ -838,25 +822,9 @@ __global__ void __launch_bounds__(BLOCK) queue_softmax(const uint4 *x, float4 *y
       const long long j = tt * 32 + lane, e = min(chunk, tt * 32 + 32);
       uint4 u;
       if (j < chunk) u = __ldg(p + j);
-      float4 *slot = ring + (used % RING) * 64;
-      if (used >= RING) {
-        if (lane == 0) sv::bulk_wait_read<RING - 1>();
-        __syncwarp();
-      }
-      if (j < chunk) {
-        const __nv_bfloat16 *h = reinterpret_cast<const __nv_bfloat16 *>(&u);
-        float o[8];
-#pragma unroll
-        for (int b = 0; b < 8; b++) o[b] = ex2(__bfloat162float(h[b]) - gm) * inv;
-        slot[2 * lane] = make_float4(o[0], o[1], o[2], o[3]);
-        slot[2 * lane + 1] = make_float4(o[4], o[5], o[6], o[7]);
-      }
-      sv::bulk_fence();
-      __syncwarp();
-      if (lane == 0) {
-        sv::bulk_store(q + 2 * tt * 32, slot, (unsigned)((e - tt * 32) * 32));
-        sv::bulk_commit();
-      }
+      float4 *slot = ring_slot<RING>(ring, used);
+      if (j < chunk) convert8(u, gm, inv, slot + 2 * lane);
+      tile_store(q + 2 * tt * 32, slot, (e - tt * 32) * 32);
     }
   }
   if (lane == 0) sv::bulk_wait_read<0>();
@@ -900,57 +868,41 @@ int queue_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t 
   check(cudaMalloc(&ctr, 64));
   check(cudaMemset(ready, 0, 1 << 16));
   check(cudaMemset(ctr, 0, 64));
-  for (long long vocab : {128256LL, 151936LL}) {
-    for (int rows : {128, 512}) {
-      if (vocab != kVocab && rows != 128) continue;
-      const size_t in_bytes = (size_t)rows * vocab * 2, out_bytes = (size_t)rows * vocab * 4;
-      const int sets = std::max(1, std::min({(int)(pool_in / in_bytes), (int)(pool_out / out_bytes),
-                                             (int)(rotate / in_bytes) + 1}));
-      const float floor_us = (in_bytes + out_bytes) / bw * 1e6;
-      printf("V=%lld B=%d floor %.2f us\n", vocab, rows, floor_us);
-      for (int c : {8, 16}) {
-        for (int D : {2, 8, 24}) {
-          const float t[] = {
-              queue_time<256, 2>(rows, vocab, c, D, 8, in, out, sets, part, ready, ctr),
-              queue_time<256, 4>(rows, vocab, c, D, 8, in, out, sets, part, ready, ctr),
-              queue_time<256, 2>(rows, vocab, c, D, 4, in, out, sets, part, ready, ctr),
-              queue_time<512, 2>(rows, vocab, c, D, 4, in, out, sets, part, ready, ctr),
-          };
-          printf("  C=%2d D=%2d | 256 R2 %6.2f R4 %6.2f 256 R2 4/SM %6.2f 512 R2 %6.2f | best %.3fx\n", c, D, t[0],
-                 t[1], t[2], t[3], *std::min_element(t, t + 4) / floor_us);
-        }
+  for_each_softmax_shape(pool_in, pool_out, rotate, bw, [&](int rows, long long vocab, int sets, float floor_us) {
+    for (int c : {8, 16}) {
+      for (int D : {2, 8, 24}) {
+        const float t[] = {
+            queue_time<256, 2>(rows, vocab, c, D, 8, in, out, sets, part, ready, ctr),
+            queue_time<256, 4>(rows, vocab, c, D, 8, in, out, sets, part, ready, ctr),
+            queue_time<256, 2>(rows, vocab, c, D, 4, in, out, sets, part, ready, ctr),
+            queue_time<512, 2>(rows, vocab, c, D, 4, in, out, sets, part, ready, ctr),
+        };
+        printf("  C=%2d D=%2d | 256 R2 %6.2f R4 %6.2f 256 R2 4/SM %6.2f 512 R2 %6.2f | best %.3fx\n", c, D, t[0],
+               t[1], t[2], t[3], *std::min_element(t, t + 4) / floor_us);
       }
     }
-  }
+  });
   return 0;
 }
 
 int tma2_probe(uint4 *in, float4 *out, size_t pool_in, size_t pool_out, size_t rotate, double bw) {
-  for (long long vocab : {128256LL, 151936LL}) {
-    for (int rows : {128, 512}) {
-      if (vocab != kVocab && rows != 128) continue;
-      const size_t in_bytes = (size_t)rows * vocab * 2, out_bytes = (size_t)rows * vocab * 4;
-      const int sets = std::max(1, std::min({(int)(pool_in / in_bytes), (int)(pool_out / out_bytes),
-                                             (int)(rotate / in_bytes) + 1}));
-      const float floor_us = (in_bytes + out_bytes) / bw * 1e6;
-      printf("V=%lld B=%d floor %.2f us\n", vocab, rows, floor_us);
-      for (int c : {8, 16}) {
-        const float t[] = {
-            tma_time<256, 1, 3, true, 256>(rows, vocab, c, in, out, sets),
-            read2_bulk_time<256, 2, 4, true>(rows, vocab, c, in, out, sets),
-            read2_bulk_time<256, 4, 4, true>(rows, vocab, c, in, out, sets),
-            read2_bulk_time<256, 4, 8, true>(rows, vocab, c, in, out, sets),
-            read2_bulk_time<256, 2, 2, true>(rows, vocab, c, in, out, sets),
-            read2_bulk_time<512, 2, 4, true>(rows, vocab, c, in, out, sets),
-            read2_bulk_time<128, 4, 4, true>(rows, vocab, c, in, out, sets),
-            read2_bulk_time<256, 4, 4, false>(rows, vocab, c, in, out, sets),
-        };
-        printf("  C=%2d | tma 256 s256 %6.2f | read2_bulk: 256 U2 R4 %6.2f U4 R4 %6.2f U4 R8 %6.2f U2 R2 %6.2f"
-               " 512 U2 R4 %6.2f 128 U4 R4 %6.2f | indep 256 U4 R4 %6.2f | best cluster %.3fx\n",
-               c, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], *std::min_element(t, t + 7) / floor_us);
-      }
+  for_each_softmax_shape(pool_in, pool_out, rotate, bw, [&](int rows, long long vocab, int sets, float floor_us) {
+    for (int c : {8, 16}) {
+      const float t[] = {
+          tma_time<256, 1, 3, true, 256>(rows, vocab, c, in, out, sets),
+          read2_bulk_time<256, 2, 4, true>(rows, vocab, c, in, out, sets),
+          read2_bulk_time<256, 4, 4, true>(rows, vocab, c, in, out, sets),
+          read2_bulk_time<256, 4, 8, true>(rows, vocab, c, in, out, sets),
+          read2_bulk_time<256, 2, 2, true>(rows, vocab, c, in, out, sets),
+          read2_bulk_time<512, 2, 4, true>(rows, vocab, c, in, out, sets),
+          read2_bulk_time<128, 4, 4, true>(rows, vocab, c, in, out, sets),
+          read2_bulk_time<256, 4, 4, false>(rows, vocab, c, in, out, sets),
+      };
+      printf("  C=%2d | tma 256 s256 %6.2f | read2_bulk: 256 U2 R4 %6.2f U4 R4 %6.2f U4 R8 %6.2f U2 R2 %6.2f"
+             " 512 U2 R4 %6.2f 128 U4 R4 %6.2f | indep 256 U4 R4 %6.2f | best cluster %.3fx\n",
+             c, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], *std::min_element(t, t + 7) / floor_us);
     }
-  }
+  });
   return 0;
 }
 
