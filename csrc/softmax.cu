@@ -583,8 +583,8 @@ __global__ void __launch_bounds__(BLOCK)
   auto value = [&](int i) { return out_value(tot, i, to_f32(in[i - begin + lead])); };
   if ((int)threadIdx.x < o0 - begin) out[begin + threadIdx.x] = value(begin + threadIdx.x);
   if (o1 + (int)threadIdx.x < end) out[o1 + threadIdx.x] = value(o1 + threadIdx.x);
-  // A lane's 8 tokens start 16-byte aligned in `in` (one or two vector
-  // reads) when the tiles' first token does: the same in every lane.
+  // A lane's 8 tokens are one 16-byte vector of `in` when the tiles'
+  // first token starts one: the same in every lane.
   const bool aligned = (o0 - begin + lead) * sizeof(T) % 16 == 0;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float *mine = stage + warp * 2 * kTile;
