@@ -56,10 +56,10 @@ constexpr uint64_t kWeightScale = 1ull << 40;
 
 // weight converts a probability or weight to fixed point: p * 2^40
 // truncated; NaN and p <= 0 give 0, p >= 1 gives 2^40.
+// Written without branches: fmaxf takes 0 over NaN and over p <= 0, fminf
+// caps at 1, and 1 * 2^40 converts to 2^40 exactly.
 __device__ __forceinline__ uint64_t weight(float p) {
-  if (!(p > 0.0f)) return 0;
-  if (p >= 1.0f) return kWeightScale;
-  return __float2ull_rz(__fmul_rn(p, 1099511627776.0f));
+  return __float2ull_rz(__fmul_rn(fminf(fmaxf(p, 0.0f), 1.0f), 1099511627776.0f));
 }
 
 // pick maps a 64-bit uniform onto [0, total).

@@ -62,12 +62,22 @@
 //       spec_prepare_kernel, which follows either way. The pushed merge
 //       (renorm.cu v9) left B=1 at 23.5 us.
 //
-// What is left (docs/PERF.md): unfiltered positions at B=128 still compute
-// the exact exp for every token of B*(K+1) rows (~147M here), ~1.5-2x the
-// bandwidth floor by itself; the chain's residual pass runs one block per
-// row.
+//   v9  (this file) unfiltered bf16 rows take their exact weights from a
+//       table (ptable.cuh): one exact exp per pattern of a 4096-pattern
+//       window instead of one per token, in the prepare's Sum and in the
+//       chain's residual pass, which also reads 16 bytes at a time and
+//       sums both totals in one pass (draw_bits); weight() without
+//       branches (philox.cuh). Unfiltered B=128 452 -> 329 us, with bf16
+//       draft distributions 554 -> 386 us (runs 112-120).
+//
+// What is left (docs/PERF.md): the unfiltered prepare at B=128 reads each
+// row twice, and the second read misses the L2 (264 rows of 256 KB in
+// flight); the chain's residual pass runs one block per row. A cluster
+// prepare that reads the row once into shared memory was slower (runs
+// 115-119).
 #include "cluster.cuh"
 #include "fastrow.cuh"
+#include "ptable.cuh"
 
 namespace sv {
 namespace {
@@ -116,6 +126,19 @@ __device__ __forceinline__ float target_prob(const PosStat &ps, const T *x, cons
   return __fdiv_rn(w, ps.s);
 }
 
+// unfiltered_sum is the exact normaliser of a row without filters: for
+// bf16 rows from a table of the weights (ptable.cuh), else from the logits.
+template <typename T, int BLOCK>
+__device__ float unfiltered_sum(const T *x, int n, float m, float t, RowShared<BLOCK> &sh) {
+  if constexpr (tabled<T>()) {
+    const PatternTable tab{table_room(sh), table_window(m, t)};
+    fill_table<BLOCK>(tab, [&](float v) { return weight_of(v, m, t); });
+    return tree_sum<BLOCK>(TableSource{x, m, t, tab}, n, nullptr, sh);
+  } else {
+    return tree_sum<BLOCK>(XSource<T>{x, m, t}, n, nullptr, sh);
+  }
+}
+
 // FILTERS = false is the lean variant for launches where no row has a
 // filter on: without the filter machinery it needs far fewer registers, so
 // more blocks share an SM (the exact exp makes this kernel ALU-bound).
@@ -156,7 +179,7 @@ __device__ void prepare_slot(const T *__restrict__ target, int k, int vocab, con
       ps.filtered = 1;
       ps.s = tree_sum<BLOCK>(xs, vocab, &ps.f, sh);
     } else {
-      ps.s = tree_sum<BLOCK>(xs, vocab, (const Filter *)nullptr, sh);
+      ps.s = unfiltered_sum<T, BLOCK>(x, vocab, st.m, ps.temp, sh);
     }
     if (pos < k) ps.px = target_prob<T, FILTERS>(ps, x, wrow, xd);
   }
@@ -512,6 +535,16 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
       auto target_weight = [&](int r) -> unsigned long long { return weight(lp[r]); };
       const int r = draw_stop<BLOCK>(ps.list, j < k, u, residual, target_weight, sh);
       token = r >= 0 ? li[r] : -1;
+    } else if (tabled<T>() && !a.split.tot && !ps.onehot && !(FILTERS && ps.filtered)) {
+      // A whole unfiltered bf16 row: p = w / S from a table (ptable.cuh).
+      const PatternTable tab{table_room(sh), table_window(ps.m, ps.temp)};
+      fill_table<BLOCK>(tab, [&](float v) { return __fdiv_rn(weight_of(v, ps.m, ps.temp), ps.s); });
+      auto both = [&](int v, unsigned b) -> DrawWeights {
+        unsigned t;
+        const float p = tab.find(b, t) ? tab.v[t] : __fdiv_rn(weight_of(bf16_value(b), ps.m, ps.temp), ps.s);
+        return DrawWeights{j < k ? weight(__fsub_rn(p, q_of(v))) : 0ull, weight(p)};
+      };
+      token = draw_bits<BLOCK>(reinterpret_cast<const __nv_bfloat16 *>(x), n, j < k, u, both, sh);
     } else {
       auto residual = [&](int v) -> unsigned long long {
         return weight(__fsub_rn(target_prob<T, FILTERS>(ps, x, wrow, v), q_of(v)));

@@ -1,0 +1,201 @@
+// ptable.cuh: per-row memo tables of the exact weights of bf16 logits.
+//
+// Every exact weight is w = f32math.Exp((x - m) / T) (SEMANTICS.md): ~40
+// separately rounded float operations a token, which bounded the
+// unfiltered spec_verify kernels (docs/PERF.md, "the exact weights"). For
+// bf16 logits w is a function of the token's 16-bit pattern once the row's
+// m and T are known, and a row of 128k tokens holds a few thousand
+// distinct patterns. A PatternTable holds a value computed from w (w
+// itself, or w / S) for a window of 4096 patterns, filled once per row by
+// the block, so a token inside the window costs one shared-memory load.
+// Tokens outside it (magnitudes far below or above the row's range, -Inf)
+// compute their value exactly. The table is a memo: every window gives the
+// same bits; the window decides only how many tokens find their value in
+// it.
+//
+// bf16 only: its 7-bit mantissa puts 16 binades of either sign in 4096
+// entries (16 KB). A window that size holds 2 binades of f16 patterns, too
+// few for logits, so f16 and f32 rows keep computing every weight. The
+// table is never a filter, a sort or a histogram: the patterns' counts are
+// patterns.cuh's business.
+#pragma once
+
+#include <type_traits>
+
+#include "rowops.cuh"
+
+namespace sv {
+
+// kTableSpan is the window's width in magnitude patterns, per sign.
+constexpr unsigned kTableSpan = 2048;
+
+// tabled says whether rows of T take tables: bf16 only (above).
+template <typename T>
+__host__ __device__ constexpr bool tabled() {
+  return std::is_same<T, __nv_bfloat16>::value;
+}
+
+// PatternTable is a window of magnitude patterns (b & 0x7fff in [lo, lo +
+// kTableSpan), both signs) and its values in shared memory, sign-major.
+struct PatternTable {
+  float *v;  // [2 * kTableSpan]
+  unsigned lo;
+
+  // find sets j to pattern b's index in v and says whether b is in the
+  // window: the magnitude's offset from lo, the sign's half above it.
+  __device__ __forceinline__ bool find(unsigned b, unsigned &j) const {
+    const unsigned d = (b - lo) & 0x7fffu;
+    j = d | ((b >> 4) & kTableSpan);
+    return d < kTableSpan;
+  }
+};
+static_assert(kTableSpan == 0x8000u >> 4, "the sign bit, shifted, selects the table's upper half");
+
+// bf16_value widens bf16 pattern b to float (exactly: bf16 is a float's top
+// half).
+__device__ __forceinline__ float bf16_value(unsigned b) { return __uint_as_float(b << 16); }
+
+// table_room is the shared memory a row kernel's table lives in: the radix
+// histogram's mass counters, which only the filters' descents use. A kernel
+// that fills a table never descends while the table is live.
+template <int BLOCK>
+__device__ __forceinline__ float *table_room(RowShared<BLOCK> &sh) {
+  static_assert(sizeof(sh.hist_mass) >= 2 * kTableSpan * sizeof(float), "the table fits the mass counters");
+  return reinterpret_cast<float *>(sh.hist_mass);
+}
+
+// table_window places the window for a row of maximum m at temperature t:
+// its top binade holds the larger of |m| and |m - 104 t|, the widest
+// magnitude a token of nonzero weight can have (f32math.Exp is 0 below
+// -103.97), and it reaches down 15 binades from there (bf16 exponents share
+// float's field and bias).
+__device__ __forceinline__ unsigned table_window(float m, float t) {
+  const float r = fmaxf(fabsf(m), fabsf(m - 104.0f * t));
+  const unsigned e = min((__float_as_uint(r) >> 23) & 0xffu, 254u);
+  const unsigned top = (e << 7) | 0x7fu;  // the binade's last pattern
+  return top + 1 > kTableSpan ? top + 1 - kTableSpan : 0;
+}
+
+// fill_table sets tab.v to f(x) for every pattern x of the window, one
+// entry per thread at a time, and waits for the block. f may see patterns
+// above the row's maximum; their entries are never read.
+template <int BLOCK, typename F>
+__device__ void fill_table(const PatternTable &tab, F f) {
+  for (unsigned j = threadIdx.x; j < 2 * kTableSpan; j += BLOCK) {
+    const unsigned b = ((j / kTableSpan) << 15) | (tab.lo + j % kTableSpan);
+    tab.v[j] = f(bf16_value(b));
+  }
+  __syncthreads();
+}
+
+// TableSource is XSource for bf16 rows with a table of the weights: the
+// same w_i, bit for bit, from the table inside its window and from the
+// logit outside it.
+struct TableSource {
+  const __nv_bfloat16 *x;
+  float m, t;
+  PatternTable tab;
+
+  __device__ __forceinline__ float of_bits(unsigned b) const {
+    unsigned j;
+    return tab.find(b, j) ? tab.v[j] : weight_of(bf16_value(b), m, t);
+  }
+  __device__ __forceinline__ float operator()(int i) const {
+    return of_bits(__ldg(reinterpret_cast<const unsigned short *>(x) + i));
+  }
+
+  // chunk_sum8 is XSource::chunk_sum8 with the table's weights.
+  __device__ __forceinline__ void chunk_sum8(int base, int len, const Filter *f, float (&a)[8]) const {
+    if (len == 256 && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
+      const uint4 *v = reinterpret_cast<const uint4 *>(x + base);
+#pragma unroll 4
+      for (int j = 0; j < 32; j++) {
+        const uint4 u = __ldg(v + j);
+        const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int h = 0; h < 4; h++) {
+          const int i = base + 8 * j + 2 * h;
+          a[2 * h] = __fadd_rn(a[2 * h], masked(f, i, of_bits(w[h] & 0xffffu)));
+          a[2 * h + 1] = __fadd_rn(a[2 * h + 1], masked(f, i + 1, of_bits(w[h] >> 16)));
+        }
+      }
+      return;
+    }
+    for (int e0 = 0; e0 < len; e0 += 8) {
+#pragma unroll
+      for (int l = 0; l < 8; l++)
+        if (e0 + l < len) a[l] = __fadd_rn(a[l], masked(f, base + e0 + l, (*this)(base + e0 + l)));
+    }
+  }
+};
+
+// bits_each calls f(i, b) for the tokens i in [lo, hi) of bf16 row x in
+// order, b the token's pattern: 16-byte loads where x + lo is aligned,
+// 2-byte loads elsewhere.
+template <typename F>
+__device__ __forceinline__ void bits_each(const __nv_bfloat16 *x, int lo, int hi, F &&f) {
+  const unsigned short *xs = reinterpret_cast<const unsigned short *>(x);
+  int i = lo;
+  if ((reinterpret_cast<uintptr_t>(xs + lo) & 15) == 0) {
+    const uint4 *v = reinterpret_cast<const uint4 *>(xs + lo);
+    const int nv = (hi - lo) / 8;
+#pragma unroll 4
+    for (int j = 0; j < nv; j++) {
+      const uint4 q = __ldg(v + j);
+      const unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int h = 0; h < 4; h++) {
+        f(lo + 8 * j + 2 * h, w[h] & 0xffffu);
+        f(lo + 8 * j + 2 * h + 1, w[h] >> 16);
+      }
+    }
+    i = lo + 8 * nv;
+  }
+  for (; i < hi; i++) f(i, (unsigned)__ldg(xs + i));
+}
+
+// DrawWeights is a token's two fixed-point weights in a chain's draw: the
+// residual's and the target's.
+struct DrawWeights {
+  unsigned long long residual, target;
+};
+
+// draw_bits draws from a bf16 row by the fixed-point inverse CDF, as
+// rowops.cuh's seg_total and seg_find do, with w(i, b) the weights of
+// token i of pattern b: from the residual weights when residual_first is
+// set and they are not all 0, else from the target weights, the first token
+// whose inclusive prefix sum exceeds pick(u, total). Both totals come from
+// one pass, in segments of whole 256-token chunks read 16 bytes at a time.
+// It returns the token, or -1 when every weight is 0.
+template <int BLOCK, typename W>
+__device__ int draw_bits(const __nv_bfloat16 *x, int n, bool residual_first, uint64_t u, W &&w,
+                         RowShared<BLOCK> &sh) {
+  const int chunks = (n + 255) / 256;
+  const int S = 256 * ((chunks + BLOCK - 1) / BLOCK);
+  const int lo = min(n, (int)threadIdx.x * S), hi = min(n, lo + S);
+  unsigned long long rmine = 0, tmine = 0;
+  bits_each(x, lo, hi, [&](int i, unsigned b) {
+    const DrawWeights d = w(i, b);
+    rmine += d.residual;
+    tmine += d.target;
+  });
+  const unsigned long long rtotal = residual_first ? Reduce<BLOCK>::sum(sh.red, rmine) : 0;
+  const bool use_residual = rtotal > 0;
+  const unsigned long long mine = use_residual ? rmine : tmine;
+  const unsigned long long total = use_residual ? rtotal : Reduce<BLOCK>::sum(sh.red, tmine);
+  if (total == 0) return -1;
+  unsigned long long rem;
+  const int seg = find_segment<BLOCK>(pick(u, total), mine, rem, sh);
+  if (seg < 0) return -1;
+  const unsigned short *xs = reinterpret_cast<const unsigned short *>(x);
+  const int slo = seg * S, shi = min(n, slo + S);
+  return scan_find<BLOCK, 4>(
+      slo, shi, rem,
+      [&](int i) {
+        const DrawWeights d = w(i, (unsigned)__ldg(xs + i));
+        return use_residual ? d.residual : d.target;
+      },
+      sh);
+}
+
+}  // namespace sv
