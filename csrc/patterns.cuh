@@ -78,14 +78,6 @@ __device__ __forceinline__ unsigned neg_inf_bits() {
   return std::is_same<T, __half>::value ? 0xfc00u : 0xff80u;
 }
 
-// bits_f32 widens the 16-bit pattern b of T to float.
-__device__ __forceinline__ float bits_f32(unsigned b, const __half *) {
-  return __half2float(__ushort_as_half((unsigned short)b));
-}
-__device__ __forceinline__ float bits_f32(unsigned b, const __nv_bfloat16 *) {
-  return __bfloat162float(__ushort_as_bfloat16((unsigned short)b));
-}
-
 // for_each_bits calls f(i, b) with the 16-bit pattern b of every element i
 // of row[0..n), in no particular order (common.cuh for_each_uint4).
 template <int BLOCK, int UNROLL, typename F>

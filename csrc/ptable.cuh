@@ -48,12 +48,14 @@ struct PatternTable {
     j = d | ((b >> 4) & kTableSpan);
     return d < kTableSpan;
   }
+  // value is pattern b's entry, or exact(its value) outside the window.
+  template <typename F>
+  __device__ __forceinline__ float value(unsigned b, F &&exact) const {
+    unsigned j;
+    return find(b, j) ? v[j] : exact(bits_f32(b, (const __nv_bfloat16 *)nullptr));
+  }
 };
 static_assert(kTableSpan == 0x8000u >> 4, "the sign bit, shifted, selects the table's upper half");
-
-// bf16_value widens bf16 pattern b to float (exactly: bf16 is a float's top
-// half).
-__device__ __forceinline__ float bf16_value(unsigned b) { return __uint_as_float(b << 16); }
 
 // table_room is the shared memory a row kernel's table lives in: the radix
 // histogram's mass counters, which only the filters' descents use. A kernel
@@ -83,49 +85,18 @@ template <int BLOCK, typename F>
 __device__ void fill_table(const PatternTable &tab, F f) {
   for (unsigned j = threadIdx.x; j < 2 * kTableSpan; j += BLOCK) {
     const unsigned b = ((j / kTableSpan) << 15) | (tab.lo + j % kTableSpan);
-    tab.v[j] = f(bf16_value(b));
+    tab.v[j] = f(bits_f32(b, (const __nv_bfloat16 *)nullptr));
   }
   __syncthreads();
 }
 
-// TableSource is XSource for bf16 rows with a table of the weights: the
-// same w_i, bit for bit, from the table inside its window and from the
-// logit outside it.
-struct TableSource {
-  const __nv_bfloat16 *x;
-  float m, t;
+// TableWeight is XSource's weight of a bf16 token from a table of the
+// weights (fill_table with weight_of): the same w, bit for bit. v is a
+// widened bf16, so its top half is the token's pattern.
+struct TableWeight {
   PatternTable tab;
-
-  __device__ __forceinline__ float of_bits(unsigned b) const {
-    unsigned j;
-    return tab.find(b, j) ? tab.v[j] : weight_of(bf16_value(b), m, t);
-  }
-  __device__ __forceinline__ float operator()(int i) const {
-    return of_bits(__ldg(reinterpret_cast<const unsigned short *>(x) + i));
-  }
-
-  // chunk_sum8 is XSource::chunk_sum8 with the table's weights.
-  __device__ __forceinline__ void chunk_sum8(int base, int len, const Filter *f, float (&a)[8]) const {
-    if (len == 256 && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
-      const uint4 *v = reinterpret_cast<const uint4 *>(x + base);
-#pragma unroll 4
-      for (int j = 0; j < 32; j++) {
-        const uint4 u = __ldg(v + j);
-        const unsigned w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int h = 0; h < 4; h++) {
-          const int i = base + 8 * j + 2 * h;
-          a[2 * h] = __fadd_rn(a[2 * h], masked(f, i, of_bits(w[h] & 0xffffu)));
-          a[2 * h + 1] = __fadd_rn(a[2 * h + 1], masked(f, i + 1, of_bits(w[h] >> 16)));
-        }
-      }
-      return;
-    }
-    for (int e0 = 0; e0 < len; e0 += 8) {
-#pragma unroll
-      for (int l = 0; l < 8; l++)
-        if (e0 + l < len) a[l] = __fadd_rn(a[l], masked(f, base + e0 + l, (*this)(base + e0 + l)));
-    }
+  __device__ __forceinline__ float operator()(float v, float m, float t) const {
+    return tab.value(__float_as_uint(v) >> 16, [&](float x) { return weight_of(x, m, t); });
   }
 };
 

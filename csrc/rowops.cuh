@@ -94,6 +94,14 @@ __device__ RowStat row_stat(const T *x, int n, RowShared<BLOCK> &sh) {
   return st;
 }
 
+// bits_f32 widens the 16-bit pattern b of T to float.
+__device__ __forceinline__ float bits_f32(unsigned b, const __half *) {
+  return __half2float(__ushort_as_half((unsigned short)b));
+}
+__device__ __forceinline__ float bits_f32(unsigned b, const __nv_bfloat16 *) {
+  return __bfloat162float(__ushort_as_bfloat16((unsigned short)b));
+}
+
 // key16 maps a 16-bit float pattern (f16 or bf16, not NaN) to an unsigned
 // that orders as the value does (-0 just below +0); unkey16 inverts it.
 __device__ __forceinline__ unsigned short key16(unsigned short b) {
@@ -127,17 +135,25 @@ __device__ __forceinline__ float masked(const Filter *f, int i, float w) {
   return f && !f->kept(i, w) ? 0.0f : w;
 }
 
-// XSource recomputes w_i = Exp((x_i - m) / t) from the logits.
-template <typename T>
+// ExactWeight is XSource's weight of a token of logit v: its exp.
+struct ExactWeight {
+  __device__ __forceinline__ float operator()(float v, float m, float t) const { return weight_of(v, m, t); }
+};
+
+// XSource recomputes w_i = Exp((x_i - m) / t) from the logits, each weight
+// by Weight: ExactWeight, or ptable.cuh's TableWeight (the same bits from a
+// table, for bf16 rows).
+template <typename T, typename Weight = ExactWeight>
 struct XSource {
   const T *x;
   float m, t;
-  __device__ __forceinline__ float operator()(int i) const { return weight_of(load_f32(x, i), m, t); }
+  Weight weigh;
+  __device__ __forceinline__ float operator()(int i) const { return weigh(load_f32(x, i), m, t); }
 
   template <int BLOCK, typename F>
   __device__ __forceinline__ void each(int n, F &&f) const {
     const float m_ = m, t_ = t;
-    for_each_vec<T, BLOCK, 4>(x, 0, n, [&](int i, float v) { f(i, weight_of(v, m_, t_)); });
+    for_each_vec<T, BLOCK, 4>(x, 0, n, [&](int i, float v) { f(i, weigh(v, m_, t_)); });
   }
 
   // chunk_sum8 adds the (filtered) weights of chunk [base, base + len) to
@@ -157,7 +173,7 @@ struct XSource {
 #pragma unroll
           for (int q = 0; q < N; q++) {
             const int l = h * N + q;
-            a[l] = __fadd_rn(a[l], masked(f, base + (j + h) * N + q, weight_of(to_f32(e[q]), m, t)));
+            a[l] = __fadd_rn(a[l], masked(f, base + (j + h) * N + q, weigh(to_f32(e[q]), m, t)));
           }
         }
       }

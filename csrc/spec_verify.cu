@@ -133,7 +133,7 @@ __device__ float unfiltered_sum(const T *x, int n, float m, float t, RowShared<B
   if constexpr (tabled<T>()) {
     const PatternTable tab{table_room(sh), table_window(m, t)};
     fill_table<BLOCK>(tab, [&](float v) { return weight_of(v, m, t); });
-    return tree_sum<BLOCK>(TableSource{x, m, t, tab}, n, nullptr, sh);
+    return tree_sum<BLOCK>(XSource<T, TableWeight>{x, m, t, TableWeight{tab}}, n, nullptr, sh);
   } else {
     return tree_sum<BLOCK>(XSource<T>{x, m, t}, n, nullptr, sh);
   }
@@ -537,11 +537,11 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
       token = r >= 0 ? li[r] : -1;
     } else if (tabled<T>() && !a.split.tot && !ps.onehot && !(FILTERS && ps.filtered)) {
       // A whole unfiltered bf16 row: p = w / S from a table (ptable.cuh).
+      auto p_of = [&](float v) { return __fdiv_rn(weight_of(v, ps.m, ps.temp), ps.s); };
       const PatternTable tab{table_room(sh), table_window(ps.m, ps.temp)};
-      fill_table<BLOCK>(tab, [&](float v) { return __fdiv_rn(weight_of(v, ps.m, ps.temp), ps.s); });
+      fill_table<BLOCK>(tab, p_of);
       auto both = [&](int v, unsigned b) -> DrawWeights {
-        unsigned t;
-        const float p = tab.find(b, t) ? tab.v[t] : __fdiv_rn(weight_of(bf16_value(b), ps.m, ps.temp), ps.s);
+        const float p = tab.value(b, p_of);
         return DrawWeights{j < k ? weight(__fsub_rn(p, q_of(v))) : 0ull, weight(p)};
       };
       token = draw_bits<BLOCK>(reinterpret_cast<const __nv_bfloat16 *>(x), n, j < k, u, both, sh);
