@@ -6,8 +6,9 @@
 // bf16 logits w is a function of the token's 16-bit pattern once the row's
 // m and T are known, and a row of 128k tokens holds a few thousand
 // distinct patterns. A PatternTable holds a value computed from w (w
-// itself, or w / S) for a window of 4096 patterns, filled once per row by
-// the block, so a token inside the window costs one shared-memory load.
+// itself, p = w / S, or p's fixed-point weight) for a window of 4096
+// patterns, filled once per row by the block, so a token inside the window
+// costs one shared-memory load.
 // Tokens outside it (magnitudes far below or above the row's range, -Inf)
 // compute their value exactly. The table is a memo: every window gives the
 // same bits; the window decides only how many tokens find their value in
@@ -28,6 +29,8 @@ namespace sv {
 
 // kTableSpan is the window's width in magnitude patterns, per sign.
 constexpr unsigned kTableSpan = 2048;
+// kTableEntries is a table's length (both signs).
+constexpr unsigned kTableEntries = 2 * kTableSpan;
 
 // tabled says whether rows of T take tables: bf16 only (above).
 template <typename T>
@@ -36,9 +39,11 @@ __host__ __device__ constexpr bool tabled() {
 }
 
 // PatternTable is a window of magnitude patterns (b & 0x7fff in [lo, lo +
-// kTableSpan), both signs) and its values in shared memory, sign-major.
+// kTableSpan), both signs) and their values of type V in shared memory,
+// sign-major.
+template <typename V = float>
 struct PatternTable {
-  float *v;  // [2 * kTableSpan]
+  V *v;  // [kTableEntries]
   unsigned lo;
 
   // find sets j to pattern b's index in v and says whether b is in the
@@ -50,10 +55,31 @@ struct PatternTable {
   }
   // value is pattern b's entry, or exact(its value) outside the window.
   template <typename F>
-  __device__ __forceinline__ float value(unsigned b, F &&exact) const {
+  __device__ __forceinline__ V value(unsigned b, F &&exact) const {
     unsigned j;
     return find(b, j) ? v[j] : exact(bits_f32(b, (const __nv_bfloat16 *)nullptr));
   }
+
+  // pair_offset is pair's koff for this window: 0x8000 - lo in both halves.
+  __device__ __forceinline__ unsigned pair_offset() const { return (0x8000u - lo) * 0x10001u; }
+
+  // pair sets a and b to the entries of the low and the high pattern of the
+  // 32-bit word w, both at once and without a branch: value()'s branch a
+  // token, with its convergence barrier, cost more than the lookup itself
+  // (docs/PERF.md, run 125). Outside the window the index wraps to another
+  // entry; pair ORs into miss what missed(miss) then reads, and the caller
+  // takes value() for the tokens of a word that missed.
+  __device__ __forceinline__ void pair(unsigned w, unsigned koff, V &a, V &b, unsigned &miss) const {
+    // Per half: bit 15 is set iff the magnitude is >= lo, and the low 15
+    // bits are then the magnitude's offset from lo (no carry between halves).
+    const unsigned d = (w & 0x7fff7fffu) + koff;
+    miss |= d ^ 0x80008000u;  // bits 11-15 of a half clear iff it is in the window
+    const unsigned j = ((d & 0x07ff07ffu) | ((w & 0x80008000u) >> 4)) * (unsigned)sizeof(V);  // < 2^16 a half
+    const char *base = reinterpret_cast<const char *>(v);
+    a = *reinterpret_cast<const V *>(base + (j & 0xffffu));
+    b = *reinterpret_cast<const V *>(base + (j >> 16));
+  }
+  __device__ __forceinline__ static bool missed(unsigned miss) { return (miss & 0xf800f800u) != 0; }
 };
 static_assert(kTableSpan == 0x8000u >> 4, "the sign bit, shifted, selects the table's upper half");
 
@@ -62,7 +88,7 @@ static_assert(kTableSpan == 0x8000u >> 4, "the sign bit, shifted, selects the ta
 // that fills a table never descends while the table is live.
 template <int BLOCK>
 __device__ __forceinline__ float *table_room(RowShared<BLOCK> &sh) {
-  static_assert(sizeof(sh.hist_mass) >= 2 * kTableSpan * sizeof(float), "the table fits the mass counters");
+  static_assert(sizeof(sh.hist_mass) >= kTableEntries * sizeof(float), "the table fits the mass counters");
   return reinterpret_cast<float *>(sh.hist_mass);
 }
 
@@ -81,9 +107,9 @@ __device__ __forceinline__ unsigned table_window(float m, float t) {
 // fill_table sets tab.v to f(x) for every pattern x of the window, one
 // entry per thread at a time, and waits for the block. f may see patterns
 // above the row's maximum; their entries are never read.
-template <int BLOCK, typename F>
-__device__ void fill_table(const PatternTable &tab, F f) {
-  for (unsigned j = threadIdx.x; j < 2 * kTableSpan; j += BLOCK) {
+template <int BLOCK, typename V, typename F>
+__device__ void fill_table(const PatternTable<V> &tab, F f) {
+  for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK) {
     const unsigned b = ((j / kTableSpan) << 15) | (tab.lo + j % kTableSpan);
     tab.v[j] = f(bits_f32(b, (const __nv_bfloat16 *)nullptr));
   }
@@ -94,7 +120,7 @@ __device__ void fill_table(const PatternTable &tab, F f) {
 // weights (fill_table with weight_of): the same w, bit for bit. v is a
 // widened bf16, so its top half is the token's pattern.
 struct TableWeight {
-  PatternTable tab;
+  PatternTable<float> tab;
   __device__ __forceinline__ float operator()(float v, float m, float t) const {
     return tab.value(__float_as_uint(v) >> 16, [&](float x) { return weight_of(x, m, t); });
   }
@@ -131,29 +157,64 @@ struct DrawWeights {
   unsigned long long residual, target;
 };
 
+// table_sum returns the sum of tab's values of the tokens [lo, hi) of bf16
+// row x: 16-byte loads where x + lo is aligned, two patterns a lookup
+// (PatternTable::pair), exact(v) for the tokens of a missed word, and
+// 2-byte loads elsewhere. V is an integer type: the order of the adds is
+// free.
+template <typename V, typename F>
+__device__ __forceinline__ V table_sum(const PatternTable<V> &tab, const __nv_bfloat16 *x, int lo, int hi,
+                                       F &&exact) {
+  const unsigned short *xs = reinterpret_cast<const unsigned short *>(x);
+  V s = 0;
+  int i = lo;
+  if ((reinterpret_cast<uintptr_t>(xs + lo) & 15) == 0) {
+    const uint4 *v = reinterpret_cast<const uint4 *>(xs + lo);
+    const int nv = (hi - lo) / 8;
+    const unsigned koff = tab.pair_offset();
+#pragma unroll 4
+    for (int j = 0; j < nv; j++) {
+      const uint4 q = __ldg(v + j);
+      const unsigned w[4] = {q.x, q.y, q.z, q.w};
+      V e[8];
+      unsigned miss = 0;
+#pragma unroll
+      for (int h = 0; h < 4; h++) tab.pair(w[h], koff, e[2 * h], e[2 * h + 1], miss);
+      if (PatternTable<V>::missed(miss)) {  // rare: tiny or huge magnitudes, -Inf
+#pragma unroll
+        for (int h = 0; h < 4; h++) {
+          e[2 * h] = tab.value(w[h] & 0xffffu, exact);
+          e[2 * h + 1] = tab.value(w[h] >> 16, exact);
+        }
+      }
+#pragma unroll
+      for (int l = 0; l < 8; l++) s += e[l];
+    }
+    i = lo + 8 * nv;
+  }
+  for (; i < hi; i++) s += tab.value((unsigned)__ldg(xs + i), exact);
+  return s;
+}
+
 // draw_bits draws from a bf16 row by the fixed-point inverse CDF, as
 // rowops.cuh's seg_total and seg_find do, with w(i, b) the weights of
 // token i of pattern b: from the residual weights when residual_first is
 // set and they are not all 0, else from the target weights, the first token
-// whose inclusive prefix sum exceeds pick(u, total). Both totals come from
-// one pass, in segments of whole 256-token chunks read 16 bytes at a time.
-// It returns the token, or -1 when every weight is 0.
-template <int BLOCK, typename W>
-__device__ int draw_bits(const __nv_bfloat16 *x, int n, bool residual_first, uint64_t u, W &&w,
+// whose inclusive prefix sum exceeds pick(u, total). Both totals of a
+// thread's segment come from one pass, sums(lo, hi), in segments of whole
+// 256-token chunks; the segment that holds the target is searched token by
+// token with w. It returns the token, or -1 when every weight is 0.
+template <int BLOCK, typename Sums, typename W>
+__device__ int draw_bits(const __nv_bfloat16 *x, int n, bool residual_first, uint64_t u, Sums &&sums, W &&w,
                          RowShared<BLOCK> &sh) {
   const int chunks = (n + 255) / 256;
   const int S = 256 * ((chunks + BLOCK - 1) / BLOCK);
   const int lo = min(n, (int)threadIdx.x * S), hi = min(n, lo + S);
-  unsigned long long rmine = 0, tmine = 0;
-  bits_each(x, lo, hi, [&](int i, unsigned b) {
-    const DrawWeights d = w(i, b);
-    rmine += d.residual;
-    tmine += d.target;
-  });
-  const unsigned long long rtotal = residual_first ? Reduce<BLOCK>::sum(sh.red, rmine) : 0;
+  const DrawWeights own = sums(lo, hi);
+  const unsigned long long rtotal = residual_first ? Reduce<BLOCK>::sum(sh.red, own.residual) : 0;
   const bool use_residual = rtotal > 0;
-  const unsigned long long mine = use_residual ? rmine : tmine;
-  const unsigned long long total = use_residual ? rtotal : Reduce<BLOCK>::sum(sh.red, tmine);
+  const unsigned long long mine = use_residual ? own.residual : own.target;
+  const unsigned long long total = use_residual ? rtotal : Reduce<BLOCK>::sum(sh.red, own.target);
   if (total == 0) return -1;
   unsigned long long rem;
   const int seg = find_segment<BLOCK>(pick(u, total), mine, rem, sh);
@@ -167,6 +228,23 @@ __device__ int draw_bits(const __nv_bfloat16 *x, int n, bool residual_first, uin
         return use_residual ? d.residual : d.target;
       },
       sh);
+}
+
+// draw_bits with the segment totals summed token by token from w, 16 bytes
+// at a time (bits_each).
+template <int BLOCK, typename W>
+__device__ int draw_bits(const __nv_bfloat16 *x, int n, bool residual_first, uint64_t u, W &&w,
+                         RowShared<BLOCK> &sh) {
+  auto sums = [&](int lo, int hi) {
+    DrawWeights s{0, 0};
+    bits_each(x, lo, hi, [&](int i, unsigned b) {
+      const DrawWeights d = w(i, b);
+      s.residual += d.residual;
+      s.target += d.target;
+    });
+    return s;
+  };
+  return draw_bits<BLOCK>(x, n, residual_first, u, sums, w, sh);
 }
 
 }  // namespace sv

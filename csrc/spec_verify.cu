@@ -70,11 +70,18 @@
 //       branches (philox.cuh). Unfiltered B=128 452 -> 329 us, with bf16
 //       draft distributions 554 -> 386 us (runs 112-120).
 //
-// What is left (docs/PERF.md): the unfiltered prepare at B=128 reads each
-// row twice, and the second read misses the L2 (264 rows of 256 KB in
-// flight); the chain's residual pass runs one block per row. A cluster
-// prepare that reads the row once into shared memory was slower (runs
-// 115-119).
+//   v10 (this file) under one-hot drafts the lean chain draws from a table
+//       of fixed-point weights (dynamic shared memory): the residual's are
+//       the target's but at the draft token, so a segment's totals come
+//       from one sum, two patterns a lookup without a branch
+//       (ptable.cuh table_sum): chain 64 -> 40 us, unfiltered B=128 328.5
+//       -> 306.1 us (runs 125-128).
+//
+// What is left (docs/PERF.md): the unfiltered prepare at B=128 (~270 us)
+// reads each row twice, and the second read misses the L2 (264 rows of
+// 256 KB in flight). A cluster prepare that reads the row once into
+// shared memory (runs 115-119), and clusters that read a part of it twice
+// (runs 123-124), were slower.
 #include "cluster.cuh"
 #include "fastrow.cuh"
 #include "ptable.cuh"
@@ -131,7 +138,7 @@ __device__ __forceinline__ float target_prob(const PosStat &ps, const T *x, cons
 template <typename T, int BLOCK>
 __device__ float unfiltered_sum(const T *x, int n, float m, float t, RowShared<BLOCK> &sh) {
   if constexpr (tabled<T>()) {
-    const PatternTable tab{table_room(sh), table_window(m, t)};
+    const PatternTable<float> tab{table_room(sh), table_window(m, t)};
     fill_table<BLOCK>(tab, [&](float v) { return weight_of(v, m, t); });
     return tree_sum<BLOCK>(XSource<T, TableWeight>{x, m, t, TableWeight{tab}}, n, nullptr, sh);
   } else {
@@ -403,6 +410,7 @@ struct ChainArgs {
   const float *wbuf;
   SpecLists lists;
   SplitTotals split;  // tot null: no split totals
+  bool wide_table;    // the chain has kWideTableBytes of dynamic shared memory
   int *tokens;    // [trials, rows, k+1]
   int *emitted;   // [trials, rows]
   int *accepted;  // [trials, rows]
@@ -461,6 +469,7 @@ __device__ int draw_split(const SplitTotals &sp, int slot, int n, bool residual_
 template <typename T, int BLOCK, bool FILTERS>
 __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restrict__ target, ChainArgs a) {
   __shared__ RowShared<BLOCK> sh;
+  extern __shared__ __align__(16) unsigned long long wtab[];  // a.wide_table: kWideTableBytes
   __shared__ int stop_sh;
   __shared__ uint64_t u_sh;  // the draw's uniform at the stop
   pdl_wait();  // launched behind the prepare kernel: its statistics first
@@ -537,14 +546,36 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
       token = r >= 0 ? li[r] : -1;
     } else if (tabled<T>() && !a.split.tot && !ps.onehot && !(FILTERS && ps.filtered)) {
       // A whole unfiltered bf16 row: p = w / S from a table (ptable.cuh).
+      const __nv_bfloat16 *xb = reinterpret_cast<const __nv_bfloat16 *>(x);
       auto p_of = [&](float v) { return __fdiv_rn(weight_of(v, ps.m, ps.temp), ps.s); };
-      const PatternTable tab{table_room(sh), table_window(ps.m, ps.temp)};
-      fill_table<BLOCK>(tab, p_of);
-      auto both = [&](int v, unsigned b) -> DrawWeights {
-        const float p = tab.value(b, p_of);
-        return DrawWeights{j < k ? weight(__fsub_rn(p, q_of(v))) : 0ull, weight(p)};
-      };
-      token = draw_bits<BLOCK>(reinterpret_cast<const __nv_bfloat16 *>(x), n, j < k, u, both, sh);
+      if (!FILTERS && !a.qprobs && a.wide_table) {
+        // One-hot drafts: the residual weight(p - q) is weight(p) off the
+        // draft token and 0 at it (p <= 1), so one table of fixed-point
+        // weights gives both, and a segment's residual total is its target
+        // total less the draft token's weight.
+        auto w_of = [&](float v) { return weight(p_of(v)); };
+        const PatternTable<unsigned long long> tab{wtab, table_window(ps.m, ps.temp)};
+        fill_table<BLOCK>(tab, w_of);
+        auto sums = [&](int lo, int hi) -> DrawWeights {
+          const unsigned long long t = table_sum(tab, xb, lo, hi, w_of);
+          if (j >= k) return DrawWeights{0ull, t};
+          const bool own = xd >= lo && xd < hi;
+          return DrawWeights{t - (own ? tab.value(__bfloat16_as_ushort(xb[xd]), w_of) : 0ull), t};
+        };
+        auto both = [&](int v, unsigned b) -> DrawWeights {
+          const unsigned long long w = tab.value(b, w_of);
+          return DrawWeights{j < k && v != xd ? w : 0ull, w};
+        };
+        token = draw_bits<BLOCK>(xb, n, j < k, u, sums, both, sh);
+      } else {
+        const PatternTable<float> tab{table_room(sh), table_window(ps.m, ps.temp)};
+        fill_table<BLOCK>(tab, p_of);
+        auto both = [&](int v, unsigned b) -> DrawWeights {
+          const float p = tab.value(b, p_of);
+          return DrawWeights{j < k ? weight(__fsub_rn(p, q_of(v))) : 0ull, weight(p)};
+        };
+        token = draw_bits<BLOCK>(xb, n, j < k, u, both, sh);
+      }
     } else {
       auto residual = [&](int v) -> unsigned long long {
         return weight(__fsub_rn(target_prob<T, FILTERS>(ps, x, wrow, v), q_of(v)));
@@ -569,6 +600,23 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
 }
 
 size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+// kWideTableBytes is the lean chain's dynamic shared memory for bf16 rows
+// under one-hot drafts: its table of fixed-point weights.
+constexpr size_t kWideTableBytes = sizeof(unsigned long long) * kTableEntries;
+
+// wide_table_ready gives kern its kWideTableBytes beside its static shared
+// memory, once per kernel; false where the device cannot (the chain then
+// draws from its table of p).
+inline bool wide_table_ready(const void *kern) {
+  static KernelMemo<bool> memo;
+  bool ok;
+  if (memo.find(kern, ok)) return ok;
+  ok = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kWideTableBytes) == cudaSuccess;
+  if (!ok) cudaGetLastError();  // not sticky
+  memo.put(kern, ok);
+  return ok;
+}
 
 // kSplitBlock is spec_split_kernel's block; kSplitMaxChunk bounds its chunk
 // (the chunk's weights live in shared memory).
@@ -661,6 +709,7 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
   a.wbuf = wbuf;
   a.lists = lists;
   a.split = SplitTotals{nullptr, split_c * (kSplitBlock / 32), split_chunk / (kSplitBlock / 32)};
+  a.wide_table = false;
   a.tokens = tokens;
   a.emitted = emitted;
   a.accepted = accepted;
@@ -700,8 +749,10 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
         st = check_launch("spec_verify prepare");
         if (st != SV_OK) return st;
       }
-      return launch_after(true, spec_chain_kernel<T, kLeanBlock, false>, dim3((unsigned)((size_t)rows * trials)),
-                          kLeanBlock, 0, "spec_verify chain", static_cast<const T *>(target), a);
+      auto chain = spec_chain_kernel<T, kLeanBlock, false>;
+      a.wide_table = tabled<T>() && !split && !qprobs && wide_table_ready((const void *)chain);
+      return launch_after(true, chain, dim3((unsigned)((size_t)rows * trials)), kLeanBlock,
+                          a.wide_table ? kWideTableBytes : 0, "spec_verify chain", static_cast<const T *>(target), a);
     }
   });
   return check_launch("spec_verify chain");

@@ -251,11 +251,13 @@ func sameSpec(t *testing.T, run *engine.Run, invalid map[int]bool) {
 // TestGPUSpecUnfiltered runs spec_verify launches in which no row has a
 // filter on, which the random parameters of TestGPUSpecVerify almost never
 // give a whole launch: the lean prepare and chain kernels with the bf16
-// rows' tables of exact weights (csrc/ptable.cuh; rows 16-byte aligned and
-// not), the exact path of f16 and f32 rows, and the split prepare of small
-// launches; with temperatures from 1e-4 to 100, rows shifted far from
-// zero, masks, ties and NaN rows. One case mixes filtered and unfiltered
-// rows, so the filtered chain draws unfiltered rows from a table too.
+// rows' tables (csrc/ptable.cuh; rows 16-byte aligned and not, short rows
+// with a partial last chunk; the chain's table of fixed-point weights under
+// one-hot drafts, of p under draft distributions), the exact path of f16
+// and f32 rows, and the split prepare of small launches; with temperatures
+// from 1e-4 to 100, rows shifted far from zero, masks, ties and NaN rows.
+// One case mixes filtered and unfiltered rows, so the filtered chain draws
+// unfiltered rows from a table too.
 func TestGPUSpecUnfiltered(t *testing.T) {
 	gpuBackend(t)
 	rng := newRand(t)
@@ -270,9 +272,13 @@ func TestGPUSpecUnfiltered(t *testing.T) {
 		{shape{engine.BF16, 128, 32000}, 3, 2, engine.F16, false},
 		{shape{engine.BF16, 3, 151936}, 2, 8, engine.DTypeInvalid, false},
 		{shape{engine.F16, 2, 128256}, 4, 16, engine.DTypeInvalid, false},
+		{shape{engine.BF16, 64, 32003}, 3, 1, engine.DTypeInvalid, false},
+		{shape{engine.BF16, 40, 4100}, 3, 1, engine.BF16, false},
+		{shape{engine.BF16, 300, 4100}, 1, 1, engine.DTypeInvalid, false},
+		{shape{engine.BF16, 50, 1000}, 2, 1, engine.DTypeInvalid, false},
 	}
 	if quick() {
-		cases = []specCase{cases[0], cases[4]}
+		cases = []specCase{cases[0], cases[1], cases[4]}
 	}
 	for _, c := range cases {
 		name := c.shape.String() + "/K" + itoa(c.k) + "/q" + c.q.String()
