@@ -158,6 +158,20 @@ struct KernelMemo {
   }
 };
 
+// smem_ready gives kern bytes of dynamic shared memory (beyond the default
+// 48 KB with its static shared memory), once per kernel: each kernel asks
+// with one size. False where the device cannot; the failure is not sticky,
+// and the caller's other path serves.
+inline bool smem_ready(const void *kern, size_t bytes) {
+  static KernelMemo<bool> memo;
+  bool ok;
+  if (memo.find(kern, ok)) return ok;
+  ok = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) == cudaSuccess;
+  if (!ok) cudaGetLastError();
+  memo.put(kern, ok);
+  return ok;
+}
+
 // cluster_binary says whether the device runs kern from an sm_90 (or newer)
 // binary: a build without sm_90 code (say sm_80 PTX, JIT-compiled) would
 // run the cluster kernels' empty sm_80 bodies.

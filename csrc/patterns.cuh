@@ -713,20 +713,6 @@ __device__ void pattern_write(const PSource<T> &ps, int n, float *out, float4 *z
   if (issued) bulk_wait();  // before the block moves on (its shared memory is the source)
 }
 
-// pattern_attributes gives kernel (a pattern variant of BLOCK threads) its
-// dynamic shared memory, once per kernel; false where the device cannot.
-template <int BLOCK, typename... Params>
-inline bool pattern_attributes(void (*kernel)(Params...)) {
-  static KernelMemo<bool> memo;
-  bool ok;
-  if (memo.find((const void *)kernel, ok)) return ok;
-  ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            (int)sizeof(PatternSmem<BLOCK>)) == cudaSuccess;
-  if (!ok) cudaGetLastError();  // not sticky: the per-token variant runs
-  memo.put((const void *)kernel, ok);
-  return ok;
-}
-
 // FullRowLaunch is the full-row kernel a launcher runs and its dynamic
 // shared memory.
 template <typename K>
@@ -740,7 +726,8 @@ struct FullRowLaunch {
 // shared memory, else the per-token one.
 template <int BLOCK, typename K>
 inline FullRowLaunch<K> full_row_variant(K pattern, K tokens, bool want) {
-  if (want && pattern_attributes<BLOCK>(pattern)) return {pattern, sizeof(PatternSmem<BLOCK>)};
+  constexpr size_t smem = sizeof(PatternSmem<BLOCK>);
+  if (want && smem_ready((const void *)pattern, smem)) return {pattern, smem};
   return {tokens, 0};
 }
 

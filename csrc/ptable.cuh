@@ -41,7 +41,7 @@ __host__ __device__ constexpr bool tabled() {
 // PatternTable is a window of magnitude patterns (b & 0x7fff in [lo, lo +
 // kTableSpan), both signs) and their values of type V in shared memory,
 // sign-major.
-template <typename V = float>
+template <typename V>
 struct PatternTable {
   V *v;  // [kTableEntries]
   unsigned lo;

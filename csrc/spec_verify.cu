@@ -602,21 +602,9 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
 size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 
 // kWideTableBytes is the lean chain's dynamic shared memory for bf16 rows
-// under one-hot drafts: its table of fixed-point weights.
+// under one-hot drafts: its table of fixed-point weights (without it, where
+// the device refuses, the chain draws from its table of p).
 constexpr size_t kWideTableBytes = sizeof(unsigned long long) * kTableEntries;
-
-// wide_table_ready gives kern its kWideTableBytes beside its static shared
-// memory, once per kernel; false where the device cannot (the chain then
-// draws from its table of p).
-inline bool wide_table_ready(const void *kern) {
-  static KernelMemo<bool> memo;
-  bool ok;
-  if (memo.find(kern, ok)) return ok;
-  ok = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kWideTableBytes) == cudaSuccess;
-  if (!ok) cudaGetLastError();  // not sticky
-  memo.put(kern, ok);
-  return ok;
-}
 
 // kSplitBlock is spec_split_kernel's block; kSplitMaxChunk bounds its chunk
 // (the chunk's weights live in shared memory).
@@ -750,7 +738,7 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
         if (st != SV_OK) return st;
       }
       auto chain = spec_chain_kernel<T, kLeanBlock, false>;
-      a.wide_table = tabled<T>() && !split && !qprobs && wide_table_ready((const void *)chain);
+      a.wide_table = tabled<T>() && !split && !qprobs && smem_ready((const void *)chain, kWideTableBytes);
       return launch_after(true, chain, dim3((unsigned)((size_t)rows * trials)), kLeanBlock,
                           a.wide_table ? kWideTableBytes : 0, "spec_verify chain", static_cast<const T *>(target), a);
     }
