@@ -45,10 +45,12 @@ fuzz:
 
 # --- CUDA kernels and the GPU suite (csrc/, engine/cuda) ----------------------
 # `make kernels` builds build/libsampviz_kernels.so with nvcc (sm_90 and sm_80).
-# `make gpu-bundle` (here, with Go) builds the Go test binary of engine/cuda and
-# sampviz into gpu-bundle/; `make gpu-test` (on the GPU machine, no Go needed)
-# builds the kernels, runs the GPU suite, compute-sanitizer on its quick mode,
-# and `sampviz bench`, with logs under $(GPU_OUT).
+# `make gpu-bundle` (here, with Go) builds the Go test binaries of engine/cuda
+# and cmd/sampviz and sampviz into gpu-bundle/, gzipped so that they travel
+# light (gpu_test.sh unpacks them); `make gpu-test` (on the GPU machine, no Go
+# needed) builds the kernels, runs the GPU suite, compute-sanitizer on its
+# quick mode, `sampviz check` and `sampviz serve` on the cuda backend over the
+# scenario catalogue, and `sampviz bench`, with logs under $(GPU_OUT).
 NVCC        ?= nvcc
 KERNEL_LIB  := build/libsampviz_kernels.so
 KERNEL_SRC  := $(wildcard csrc/*.cu)
@@ -74,7 +76,9 @@ $(KERNEL_LIB): $(KERNEL_OBJ)
 gpu-bundle:
 	rm -rf gpu-bundle && mkdir -p gpu-bundle
 	CGO_ENABLED=0 $(GO) test -c -o gpu-bundle/cuda.test ./engine/cuda
+	CGO_ENABLED=0 $(GO) test -c -o gpu-bundle/sampviz.test ./cmd/sampviz
 	CGO_ENABLED=0 $(GO) build -o gpu-bundle/sampviz ./cmd/sampviz
+	gzip -f gpu-bundle/cuda.test gpu-bundle/sampviz.test gpu-bundle/sampviz
 
 gpu-test:
 	GPU_OUT=$(GPU_OUT) GPU_TIMEOUT=$(GPU_TIMEOUT) bash csrc/gpu_test.sh

@@ -3,11 +3,13 @@
 # and no Go): build the kernels, run the GPU suite from gpu-bundle/ (built
 # elsewhere by `make gpu-bundle`), compute-sanitizer memcheck on the suite's
 # quick mode, `sampviz check --backend cuda` against the cpu backend on the
-# scenario catalogue, and `sampviz bench`. Logs go to $GPU_OUT (default
-# gpu-out). STAGES picks the steps (default "build suite memcheck check bench").
+# scenario catalogue, `sampviz serve --backend cuda` opening every scenario
+# over HTTP (cmd/sampviz's TestServeScenarios), and `sampviz bench`. Logs go
+# to $GPU_OUT (default gpu-out). STAGES picks the steps (default "build suite
+# memcheck check serve bench").
 set -uo pipefail
 out=${GPU_OUT:-gpu-out}
-stages=${STAGES:-build suite memcheck check bench}
+stages=${STAGES:-build suite memcheck check serve bench}
 timeout=${GPU_TIMEOUT:-15m}
 mkdir -p "$out"
 lib=$(pwd)/build/libsampviz_kernels.so
@@ -19,7 +21,11 @@ if has build; then
   make -j"$(nproc)" kernels >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
 fi
 [ -f "$lib" ] || { echo "no $lib"; exit 1; }
-[ -x gpu-bundle/cuda.test ] || { echo "no gpu-bundle/cuda.test: run make gpu-bundle where Go is"; exit 1; }
+# make gpu-bundle gzips the binaries; unpack them once.
+for f in gpu-bundle/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
+for f in cuda.test sampviz.test sampviz; do
+  [ -x "gpu-bundle/$f" ] || { echo "no gpu-bundle/$f: run make gpu-bundle where Go is"; exit 1; }
+done
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv >"$out/device.txt" 2>&1
 cat "$out/device.txt"
 
@@ -74,6 +80,18 @@ if has check; then
     same=same; [ $cpu -eq $gpu ] || { same=DIFFERENT; status=1; }
     printf '%-26s cpu exit %d, cuda exit %d: %s; %s\n' "$name" $cpu $gpu $same "$(tail -1 "$dir/$name.cuda.txt")"
   done
+fi
+
+if has serve; then
+  # The server as a user meets it: `sampviz serve --backend cuda` (the
+  # cmd/sampviz test binary started as sampviz), every scenario opened over
+  # HTTP and followed to its verdict on the GPU.
+  echo "== sampviz serve --backend cuda on the scenario catalogue"
+  SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 ./gpu-bundle/sampviz.test -test.v -test.count=1 \
+    -test.run 'TestServeScenarios' -test.timeout="$timeout" >"$out/serve.log" 2>&1
+  rc=$?
+  grep -E -- '--- (PASS|FAIL|SKIP)|^(ok|PASS|FAIL)|serve_e2e_test.go' "$out/serve.log" | tail -30
+  echo "serve exit $rc"; [ $rc -eq 0 ] || status=1
 fi
 
 if has bench; then

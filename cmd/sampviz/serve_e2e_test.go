@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/scenarios"
+)
+
+// mainEnv makes this test binary, started again, run sampviz's own main:
+// as `sampviz serve` for the end-to-end tests below, and as the `sampviz
+// worker` that the server's cuda backend starts beside it.
+const mainEnv = "SAMPVIZ_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		os.Exit(dispatch(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// TestServeScenarios is the server as a user meets it: `sampviz serve` in a
+// process of its own on a free loopback port, built-in scenarios opened as
+// the home page's buttons open them (POST /scenarios/{name}), and each run
+// followed over the JSON API until it ends. Each run must end on the
+// server's backend, on the device the server named at start, with the
+// verdict its scenario expects for every output (scenario.json; `make
+// gpu-test` also checks that `sampviz check` exits the same on both
+// backends).
+//
+// On the cpu backend it opens two scenarios, to keep this harness honest
+// on every machine. On the cuda backend (the kernel library from
+// $SAMPVIZ_KERNELS, next to the binary or in ./build) it opens every
+// scenario, each run's kernel time must be measured, and it skips where
+// no GPU answers, saying so, unless SAMPVIZ_REQUIRE_GPU=1 makes that a
+// failure.
+func TestServeScenarios(t *testing.T) {
+	cat := scenarios.Catalogue()
+	t.Run("cpu", func(t *testing.T) {
+		s := startServe(t, "cpu")
+		for _, sc := range cat[:2] {
+			t.Run(sc.Name, func(t *testing.T) { s.checkScenario(t, sc) })
+		}
+	})
+	t.Run("cuda", func(t *testing.T) {
+		s := startServe(t, "cuda")
+		if !strings.HasPrefix(s.device, "cuda backend on ") {
+			t.Fatalf("the server says %q, want the CUDA backend on a GPU", s.device)
+		}
+		for _, sc := range cat {
+			t.Run(sc.Name, func(t *testing.T) { s.checkScenario(t, sc) })
+		}
+	})
+}
+
+// served is a `sampviz serve` process started by startServe.
+type served struct {
+	backend string
+	base    string // "http://127.0.0.1:port"
+	device  string // what the server printed of its kernels: "cuda backend on NVIDIA H100 ..."
+	client  *http.Client
+}
+
+var openLine = regexp.MustCompile(`^sampviz: open (http://127\.0\.0\.1:\d+)/$`)
+
+// startServe starts this binary as `sampviz serve --backend backend` on a
+// free port with a fresh data directory, waits until it prints its
+// address, and stops it (interrupt, as Ctrl-C does) when the test ends.
+// Where the cuda backend does not open, it skips the test, or fails it
+// under SAMPVIZ_REQUIRE_GPU=1.
+func startServe(t *testing.T, backend string) *served {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve", "--backend", backend, "--listen", "127.0.0.1:0", "--data", t.TempDir())
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sampviz serve: %v", err)
+	}
+	exited := make(chan error, 1)
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("sampviz serve did not stop within 30 s of an interrupt")
+		}
+		if t.Failed() {
+			t.Logf("sampviz serve's log:\n%s", stderr.String())
+		}
+	})
+	s := &served{backend: backend, client: &http.Client{
+		Timeout:       time.Minute,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+	deadline := time.After(3 * time.Minute) // the cuda backend measures the copy bandwidth at start
+	for s.device == "" {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				err := <-exited
+				exited <- err
+				msg := fmt.Sprintf("sampviz serve --backend %s exited before serving (%v): %s", backend, err, strings.TrimSpace(stderr.String()))
+				if backend == "cuda" && os.Getenv("SAMPVIZ_REQUIRE_GPU") != "1" {
+					t.Skipf("no GPU here (set SAMPVIZ_REQUIRE_GPU=1 to make this a failure): %s", msg)
+				}
+				t.Fatal(msg)
+			}
+			if m := openLine.FindStringSubmatch(line); m != nil {
+				s.base = m[1]
+			} else if d, ok := strings.CutPrefix(strings.TrimSpace(line), "kernels: "); ok {
+				s.device = d
+			}
+		case <-deadline:
+			t.Fatalf("sampviz serve --backend %s printed no address within 3 minutes: %s", backend, stderr.String())
+		}
+	}
+	if s.base == "" {
+		t.Fatalf("sampviz serve printed its kernels (%q) before any address", s.device)
+	}
+	go func() { // the rest of its output: keep the pipe drained
+		for range lines {
+		}
+	}()
+	return s
+}
+
+// checkScenario opens sc on the server, waits for its run to end, and
+// checks where it ran and what it concluded.
+func (s *served) checkScenario(t *testing.T, sc scenarios.Scenario) {
+	t.Helper()
+	res, err := s.client.Post(s.base+"/scenarios/"+sc.Name, "application/x-www-form-urlencoded", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loc := res.Header.Get("Location")
+	m := regexp.MustCompile(`^/runs/([a-z2-7]{10})`).FindStringSubmatch(loc)
+	if res.StatusCode != http.StatusSeeOther || m == nil {
+		t.Fatalf("POST /scenarios/%s: %s, Location %q; want 303 to the new run", sc.Name, res.Status, loc)
+	}
+	id := m[1]
+
+	var run struct {
+		Backend string `json:"backend"`
+		State   string `json:"state"`
+		Message string `json:"message"`
+		Summary *struct {
+			Pass    bool           `json:"pass"`
+			Device  *engine.Device `json:"device"`
+			Timing  *engine.Timing `json:"timing"`
+			Outputs []struct {
+				Name string `json:"name"`
+				Pass bool   `json:"pass"`
+			} `json:"outputs"`
+		} `json:"summary"`
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if err := s.getJSON("/api/runs/"+id, &run); err != nil {
+			t.Fatal(err)
+		}
+		if run.State == "done" || run.State == "failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s is still %s after 3 minutes", id, run.State)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if run.State != "done" || run.Summary == nil {
+		t.Fatalf("run %s %s: %s", id, run.State, run.Message)
+	}
+	sum := run.Summary
+	if run.Backend != s.backend || sum.Device == nil || sum.Device.Backend != s.backend {
+		t.Errorf("run %s ran on %q (device %+v), want the %s backend", id, run.Backend, sum.Device, s.backend)
+	} else if !strings.Contains(s.device, sum.Device.Name) {
+		t.Errorf("run %s ran on %q, but the server said its kernels are the %s", id, sum.Device.Name, s.device)
+	}
+	if s.backend == "cuda" && (sum.Timing == nil || sum.Timing.Kernel <= 0) {
+		t.Errorf("run %s on the GPU has no kernel time: %+v", id, sum.Timing)
+	}
+	if sum.Pass != sc.Expect.Pass {
+		t.Errorf("run %s passes: %v, want %v", id, sum.Pass, sc.Expect.Pass)
+	}
+	if len(sum.Outputs) != len(sc.Expect.Outputs) {
+		t.Fatalf("run %s judged %d outputs, want %d", id, len(sum.Outputs), len(sc.Expect.Outputs))
+	}
+	for i, want := range sc.Expect.Outputs {
+		got := sum.Outputs[i]
+		name := want.Name
+		if name == "cpu" { // scenario.json names our backend's output by the CPU's
+			name = s.backend
+		}
+		if got.Name != name || got.Pass != want.Pass {
+			t.Errorf("run %s output %d: %s passes %v, want %s passes %v", id, i, got.Name, got.Pass, name, want.Pass)
+		}
+	}
+}
+
+// getJSON decodes the JSON answer of GET path.
+func (s *served) getJSON(path string, v any) error {
+	res, err := s.client.Get(s.base + path)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", path, res.Status, bytes.TrimSpace(body))
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	return nil
+}
+
+// lockedBuffer is a bytes.Buffer that a process's output and the test may
+// use at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
