@@ -73,7 +73,10 @@ type served struct {
 	client  *http.Client
 }
 
-var openLine = regexp.MustCompile(`^sampviz: open (http://127\.0\.0\.1:\d+)/$`)
+var (
+	openLine = regexp.MustCompile(`^sampviz: open (http://127\.0\.0\.1:\d+)/$`)
+	runPage  = regexp.MustCompile(`^/runs/([a-z2-7]{10})`)
+)
 
 // startServe starts this binary as `sampviz serve --backend backend` on a
 // free port with a fresh data directory, waits until it prints its
@@ -161,7 +164,7 @@ func (s *served) checkScenario(t *testing.T, sc scenarios.Scenario) {
 	}
 	res.Body.Close()
 	loc := res.Header.Get("Location")
-	m := regexp.MustCompile(`^/runs/([a-z2-7]{10})`).FindStringSubmatch(loc)
+	m := runPage.FindStringSubmatch(loc)
 	if res.StatusCode != http.StatusSeeOther || m == nil {
 		t.Fatalf("POST /scenarios/%s: %s, Location %q; want 303 to the new run", sc.Name, res.Status, loc)
 	}
