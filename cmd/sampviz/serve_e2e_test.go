@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -85,10 +85,20 @@ var (
 // under SAMPVIZ_REQUIRE_GPU=1.
 func startServe(t *testing.T, backend string) *served {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "--backend", backend, "--listen", "127.0.0.1:0", "--data", t.TempDir())
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "serve", "--backend", backend, "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
+	logPath := filepath.Join(dir, "serve.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close() // the process holds its own copy
+	cmd.Stderr = logFile
+	log := func() string {
+		b, _ := os.ReadFile(logPath)
+		return strings.TrimSpace(string(b))
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -96,15 +106,19 @@ func startServe(t *testing.T, backend string) *served {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start sampviz serve: %v", err)
 	}
-	exited := make(chan error, 1)
+	// lines carries its output until it closes it; then exited closes,
+	// with waitErr set.
 	lines := make(chan string, 16)
+	exited := make(chan struct{})
+	var waitErr error
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			lines <- sc.Text()
 		}
 		close(lines)
-		exited <- cmd.Wait()
+		waitErr = cmd.Wait()
+		close(exited)
 	}()
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
@@ -115,7 +129,7 @@ func startServe(t *testing.T, backend string) *served {
 			t.Errorf("sampviz serve did not stop within 30 s of an interrupt")
 		}
 		if t.Failed() {
-			t.Logf("sampviz serve's log:\n%s", stderr.String())
+			t.Logf("sampviz serve's log:\n%s", log())
 		}
 	})
 	s := &served{backend: backend, client: &http.Client{
@@ -127,9 +141,8 @@ func startServe(t *testing.T, backend string) *served {
 		select {
 		case line, ok := <-lines:
 			if !ok {
-				err := <-exited
-				exited <- err
-				msg := fmt.Sprintf("sampviz serve --backend %s exited before serving (%v): %s", backend, err, strings.TrimSpace(stderr.String()))
+				<-exited
+				msg := fmt.Sprintf("sampviz serve --backend %s exited before serving (%v): %s", backend, waitErr, log())
 				if backend == "cuda" && os.Getenv("SAMPVIZ_REQUIRE_GPU") != "1" {
 					t.Skipf("no GPU here (set SAMPVIZ_REQUIRE_GPU=1 to make this a failure): %s", msg)
 				}
@@ -141,7 +154,7 @@ func startServe(t *testing.T, backend string) *served {
 				s.device = d
 			}
 		case <-deadline:
-			t.Fatalf("sampviz serve --backend %s printed no address within 3 minutes: %s", backend, stderr.String())
+			t.Fatalf("sampviz serve --backend %s printed no address within 3 minutes: %s", backend, log())
 		}
 	}
 	if s.base == "" {
@@ -245,23 +258,4 @@ func (s *served) getJSON(path string, v any) error {
 		return fmt.Errorf("GET %s: %w", path, err)
 	}
 	return nil
-}
-
-// lockedBuffer is a bytes.Buffer that a process's output and the test may
-// use at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
