@@ -107,3 +107,44 @@ type SpecTrace struct {
 
 // At returns the step of trial t, row r, position i.
 func (s *SpecTrace) At(t, r, i int) *SpecStep { return &s.Step[(t*s.Rows+r)*s.Steps+i] }
+
+// Kind is what a judge judges of the output, in its order of priority:
+// "probs", "spec", "samples", "tokens" or "draft" ("" when it holds none of
+// them).
+func (o *Output) Kind() string {
+	switch {
+	case o.Probs != nil:
+		return "probs"
+	case o.SpecTokens != nil || o.SpecTrials != nil:
+		return "spec"
+	case o.Samples != nil:
+		return "samples"
+	case o.Tokens != nil:
+		return "tokens"
+	case o.DraftOut != nil:
+		return "draft"
+	}
+	return ""
+}
+
+// OutputInfo names one judged output, for the pages and the stream.
+type OutputInfo struct {
+	// Name is "cpu" or "cuda" for ours, the DUMPS.md tensor name for external.
+	Name     string `json:"name"`
+	External bool   `json:"external"`
+	// Kind is what is judged: "probs", "tokens", "samples", "spec", "draft".
+	Kind string `json:"kind"`
+	// Tolerances are what this output is judged with (they depend on its
+	// dtype), when the judge says so before judging; the charts draw the
+	// p-value threshold and the atol line from them.
+	Tolerances *Tolerances `json:"tolerances,omitempty"`
+}
+
+// Label says which output this is, in words: "cpu kernel (ours)" or
+// "probs (from the dump)".
+func (o OutputInfo) Label() string {
+	if o.External {
+		return o.Name + " (from the dump)"
+	}
+	return o.Name + " kernel (ours)"
+}

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // ParamGroup names the per-row parameters an op's kernels read.
 type ParamGroup uint8
@@ -49,11 +46,22 @@ type KernelParams struct {
 	Ties         TopKTies
 }
 
+// ForOp checks and converts the parameters op's kernels read
+// (OpSpec.Kernel) for a batch of rows: ForKernels with the op table's
+// groups.
+func (p *Params) ForOp(op Op, rows int) (*KernelParams, error) {
+	s := op.Spec()
+	if s == nil {
+		return nil, fmt.Errorf("op %q: %w", op, ErrUnsupported)
+	}
+	return p.ForKernels(rows, s.Kernel)
+}
+
 // ForKernels checks the groups in need for a batch of rows and converts
-// them. Both backends call it, so both refuse the same parameters in the same
-// words: a slice whose length is not rows, a temperature that is not finite
-// and >= 0 in float32, top_k < 0, top_p outside (0, 1], min_p outside
-// [0, 1]; an unknown filter order or tie rule wraps ErrUnsupported.
+// them. Both backends call it, so both refuse the same parameters, in the
+// parameter table's words (Param.CheckFloat, CheckInt, CheckChoice): a
+// slice whose length is not rows, or a value out of its range; an unknown
+// filter order or tie rule wraps ErrUnsupported.
 func (p *Params) ForKernels(rows int, need ParamGroup) (*KernelParams, error) {
 	k := &KernelParams{
 		Temperature: make([]float32, rows),
@@ -74,53 +82,52 @@ func (p *Params) ForKernels(rows int, need ParamGroup) (*KernelParams, error) {
 		}
 		return nil
 	}
-	if need&NeedTemperature != 0 {
-		if err := count("temperature", len(p.Temperature)); err != nil {
-			return nil, err
+	rowFloat := func(name string, vals []float64, dst []float32) error {
+		if err := count(name, len(vals)); err != nil {
+			return err
 		}
-		for r, v := range p.Temperature {
-			t := float32(v)
-			if !(t >= 0 && t <= math.MaxFloat32) {
-				return nil, fmt.Errorf("row %d: temperature %g is not a finite number >= 0", r, v)
+		p := ParamByName(name)
+		for r, v := range vals {
+			if err := p.CheckFloat(v); err != nil {
+				return fmt.Errorf("row %d: %w", r, err)
 			}
-			k.Temperature[r] = t
+			dst[r] = float32(v)
+		}
+		return nil
+	}
+	if need&NeedTemperature != 0 {
+		if err := rowFloat("temperature", p.Temperature, k.Temperature); err != nil {
+			return nil, err
 		}
 	}
 	if need&NeedFilters != 0 {
-		for _, c := range []struct {
-			name string
-			n    int
-		}{{"top_k", len(p.TopK)}, {"top_p", len(p.TopP)}, {"min_p", len(p.MinP)}} {
-			if err := count(c.name, c.n); err != nil {
-				return nil, err
-			}
+		if err := rowFloat("top_p", p.TopP, k.TopP); err != nil {
+			return nil, err
 		}
-		for r := range rows {
-			if p.TopK[r] < 0 {
-				return nil, fmt.Errorf("row %d: top_k %d is negative", r, p.TopK[r])
-			}
-			tp, mp := float32(p.TopP[r]), float32(p.MinP[r])
-			if !(tp > 0 && tp <= 1) {
-				return nil, fmt.Errorf("row %d: top_p %g outside (0, 1]", r, p.TopP[r])
-			}
-			if !(mp >= 0 && mp <= 1) {
-				return nil, fmt.Errorf("row %d: min_p %g outside [0, 1]", r, p.MinP[r])
-			}
-			k.TopK[r], k.TopP[r], k.MinP[r] = p.TopK[r], tp, mp
+		if err := rowFloat("min_p", p.MinP, k.MinP); err != nil {
+			return nil, err
 		}
-		switch p.FilterOrder {
-		case "", TopKFirst:
-		case Joint:
-			k.Order = Joint
-		default:
-			return nil, fmt.Errorf("filter order %q (want top_k_first or joint): %w", p.FilterOrder, ErrUnsupported)
+		if err := count("top_k", len(p.TopK)); err != nil {
+			return nil, err
 		}
-		switch p.TopKTies {
-		case "", TiesKeep:
-		case TiesLowestIndex:
-			k.Ties = TiesLowestIndex
-		default:
-			return nil, fmt.Errorf("top_k ties %q (want keep or lowest_index): %w", p.TopKTies, ErrUnsupported)
+		topK := ParamByName("top_k")
+		for r, v := range p.TopK {
+			if err := topK.CheckInt(int64(v)); err != nil {
+				return nil, fmt.Errorf("row %d: %w", r, err)
+			}
+			k.TopK[r] = v
+		}
+		if p.FilterOrder != "" {
+			if err := ParamByName("filter_order").CheckChoice(string(p.FilterOrder)); err != nil {
+				return nil, fmt.Errorf("%w: %w", err, ErrUnsupported)
+			}
+			k.Order = p.FilterOrder
+		}
+		if p.TopKTies != "" {
+			if err := ParamByName("top_k_ties").CheckChoice(string(p.TopKTies)); err != nil {
+				return nil, fmt.Errorf("%w: %w", err, ErrUnsupported)
+			}
+			k.Ties = p.TopKTies
 		}
 	}
 	if need&NeedSeeds != 0 {

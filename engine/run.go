@@ -1,34 +1,5 @@
 package engine
 
-import "fmt"
-
-// Op names one sampling operation; the values are the ones DUMPS.md uses in
-// the `op` metadata key.
-type Op string
-
-// The operations of DESIGN.md.
-const (
-	OpArgmax     Op = "argmax"
-	OpSoftmax    Op = "softmax"
-	OpRenorm     Op = "renorm"
-	OpSample     Op = "sample"
-	OpSpecVerify Op = "spec_verify"
-	OpNgramMatch Op = "ngram_match"
-)
-
-// Ops lists every op in the order the documentation presents them.
-var Ops = []Op{OpArgmax, OpSoftmax, OpRenorm, OpSample, OpSpecVerify, OpNgramMatch}
-
-// ParseOp maps an op name to an Op.
-func ParseOp(s string) (Op, error) {
-	for _, op := range Ops {
-		if string(op) == s {
-			return op, nil
-		}
-	}
-	return "", fmt.Errorf("unknown op %q (want one of argmax, softmax, renorm, sample, spec_verify, ngram_match)", s)
-}
-
 // FilterOrder says how top-k and top-p combine (DUMPS.md metadata `filter_order`).
 type FilterOrder string
 
@@ -134,6 +105,32 @@ type Run struct {
 	Notices []string
 }
 
+// SetTensor files t as the input called name (an engine.TensorSpec name of
+// the op table). It panics on a name that is no input: the op table and
+// Run must agree.
+func (r *Run) SetTensor(name string, t *Tensor) {
+	switch name {
+	case "logits":
+		r.Logits = t
+	case "target_logits":
+		r.TargetLogits = t
+	case "draft_tokens":
+		r.DraftTokens = t
+	case "draft_probs":
+		r.DraftProbs = t
+	case "input_ids":
+		r.InputIDs = t
+	case "input_ids_len":
+		r.InputIDsLen = t
+	case "pre_ids":
+		r.PreIDs = t
+	case "step_idx":
+		r.StepIdx = t
+	default:
+		panic("engine: Run has no input " + name)
+	}
+}
+
 // Rows returns the batch size B.
 func (r *Run) Rows() int {
 	switch {
@@ -176,26 +173,6 @@ func (r *Run) InputDType() DType {
 		return r.TargetLogits.DType
 	}
 	return DTypeInvalid
-}
-
-// Overrides are the parameters a person sets on the command line or in the
-// web form; each non-nil field replaces what the dump says, for every row.
-type Overrides struct {
-	Op             *Op
-	Temperature    *float64
-	TopK           *int
-	TopP           *float64
-	MinP           *float64
-	Seed           *uint64
-	Offset         *uint64
-	FilterOrder    *FilterOrder
-	TopKTies       *TopKTies
-	Method         *SampleMethod
-	Draws          *int
-	Trials         *int
-	MaxNgramSize   *int
-	MaxDraftTokens *int
-	Threshold      *int
 }
 
 // How much statistical work our backend does when the person names none: the

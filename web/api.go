@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 )
 
@@ -26,9 +28,9 @@ type runJSON struct {
 	DumpSHA256 string             `json:"dump_sha256"`
 	DumpSize   int64              `json:"dump_size"`
 	Created    time.Time          `json:"created"`
-	Info       DumpInfo           `json:"info"`
+	Info       session.DumpInfo   `json:"info"`
 	Backend    string             `json:"backend"`
-	Params     Params             `json:"params"`
+	Params     engine.Overrides   `json:"params"`
 	Parent     string             `json:"parent,omitempty"`
 	State      store.State        `json:"state"`
 	Message    string             `json:"message,omitempty"`
@@ -93,15 +95,15 @@ func (s *Server) handleListAPI(w http.ResponseWriter, r *http.Request) error {
 		return internal(err)
 	}
 	type item struct {
-		ID       string         `json:"id"`
-		URL      string         `json:"url"`
-		FileName string         `json:"file_name"`
-		Created  time.Time      `json:"created"`
-		Info     DumpInfo       `json:"info"`
-		Backend  string         `json:"backend"`
-		State    store.State    `json:"state"`
-		Message  string         `json:"message,omitempty"`
-		Verdict  *store.Verdict `json:"verdict,omitempty"`
+		ID       string           `json:"id"`
+		URL      string           `json:"url"`
+		FileName string           `json:"file_name"`
+		Created  time.Time        `json:"created"`
+		Info     session.DumpInfo `json:"info"`
+		Backend  string           `json:"backend"`
+		State    store.State      `json:"state"`
+		Message  string           `json:"message,omitempty"`
+		Verdict  *store.Verdict   `json:"verdict,omitempty"`
 	}
 	out := []item{}
 	for _, l := range list {
@@ -125,16 +127,16 @@ func (s *Server) handleRunAPI(w http.ResponseWriter, r *http.Request) error {
 
 // rowJSON is one row as GET /api/runs/{id}/rows/{r} describes it.
 type rowJSON struct {
-	Run     string      `json:"run"`
-	Row     int         `json:"row"`
-	URL     string      `json:"url"`
-	Outputs []rowOutput `json:"outputs"`
-	Detail  *RowDetail  `json:"detail,omitempty"`
-	Why     string      `json:"why_no_detail,omitempty"`
+	Run     string             `json:"run"`
+	Row     int                `json:"row"`
+	URL     string             `json:"url"`
+	Outputs []rowOutput        `json:"outputs"`
+	Detail  *explain.RowDetail `json:"detail,omitempty"`
+	Why     string             `json:"why_no_detail,omitempty"`
 }
 
 type rowOutput struct {
-	OutputInfo
+	engine.OutputInfo
 	// Report is nil while the output has not reached the row.
 	Report *engine.RowReport `json:"report"`
 }
@@ -229,7 +231,7 @@ func writeReportCSV(w io.Writer, rep *engine.Report) error {
 
 // rerunRequest is the JSON body of POST /api/runs/{id}/rerun.
 type rerunRequest struct {
-	Params
+	engine.Overrides
 	Backend string `json:"backend,omitempty"`
 }
 
@@ -243,27 +245,7 @@ func (s *Server) handleRerunAPI(w http.ResponseWriter, r *http.Request) error {
 		if err := dec.Decode(&req); err != nil {
 			return badRequest("The rerun request is not the JSON this API takes: " + err.Error() + ".")
 		}
-		set := func(k string, ok bool, v string) {
-			if ok {
-				form.Set(k, v)
-			}
-		}
-		p := req.Params
-		set("temperature", p.Temperature != nil, fmtPtr(p.Temperature))
-		set("top_p", p.TopP != nil, fmtPtr(p.TopP))
-		set("min_p", p.MinP != nil, fmtPtr(p.MinP))
-		if p.TopK != nil {
-			form.Set("top_k", strconv.Itoa(*p.TopK))
-		}
-		if p.Seed != nil {
-			form.Set("seed", strconv.FormatUint(*p.Seed, 10))
-		}
-		if p.Draws != nil {
-			form.Set("draws", strconv.Itoa(*p.Draws))
-		}
-		if p.Trials != nil {
-			form.Set("trials", strconv.Itoa(*p.Trials))
-		}
+		req.Overrides.Each(func(p *engine.Param, text string) { form.Set(p.Name, text) })
 		form.Set("backend", req.Backend)
 	} else {
 		if err := r.ParseForm(); err != nil {
@@ -276,11 +258,4 @@ func (s *Server) handleRerunAPI(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.answerRun(w, r, run.ID, http.StatusCreated)
-}
-
-func fmtPtr(p *float64) string {
-	if p == nil {
-		return ""
-	}
-	return formatFloat(*p)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/session"
 )
 
 // Chart options are built here with go-echarts and reach the page as JSON
@@ -46,7 +48,7 @@ const (
 // judged so far, or taken from pooled (by output; nil entries and a nil
 // slice mean none) once the judgement is final. Outputs without elementwise
 // errors or p-values get a pass/fail strip. tol is the judgement's
-// tolerances when known; an output's own (OutputInfo.Tolerances) come first.
+// tolerances when known; an output's own (engine.OutputInfo.Tolerances) come first.
 
 // frame is the options every chart shares: no animation, the title centred,
 // the legend at the bottom (or none), a tooltip on trigger ("axis" or
@@ -65,7 +67,7 @@ func frame(title opts.Title, legend bool, trigger string, grid opts.Grid) []char
 		charts.WithGridOpts(grid),
 	}
 }
-func runCharts(c *chartData, outs []OutputInfo, tol *engine.Tolerances, vocab int, pooled []*engine.SpecStats) []map[string]any {
+func runCharts(c *chartData, outs []engine.OutputInfo, tol *engine.Tolerances, vocab int, pooled []*engine.SpecStats) []map[string]any {
 	res := make([]map[string]any, len(c.Outputs))
 	for i := range c.Outputs {
 		o := &c.Outputs[i]
@@ -219,20 +221,20 @@ func worstChart(rows int, o *outputChartAcc, name string) map[string]any {
 
 // histLabels names the error histogram's bins.
 var histLabels = func() []string {
-	l := make([]string, HistBins)
+	l := make([]string, session.HistBins)
 	l[0] = "exact"
-	for i := 1; i < HistBins; i++ {
-		l[i] = fmt.Sprintf("%.0e", HistEdge(i))
+	for i := 1; i < session.HistBins; i++ {
+		l[i] = fmt.Sprintf("%.0e", session.HistEdge(i))
 	}
-	l[1] = "<" + fmt.Sprintf("%.0e", HistEdge(2))
-	l[HistBins-1] = "≥1, NaN"
+	l[1] = "<" + fmt.Sprintf("%.0e", session.HistEdge(2))
+	l[session.HistBins-1] = "≥1, NaN"
 	return l
 }()
 
 // histChart draws how many tokens have each size of error, on log-spaced
 // bins and a log count axis, with the strict atol marked.
 func histChart(o *outputChartAcc, name string, tol *engine.Tolerances) map[string]any {
-	data := make([]opts.BarData, HistBins)
+	data := make([]opts.BarData, session.HistBins)
 	for i, n := range o.Hist {
 		if n == 0 {
 			data[i] = opts.BarData{Value: "-"} // log axes cannot draw 0
@@ -250,10 +252,10 @@ func histChart(o *outputChartAcc, name string, tol *engine.Tolerances) map[strin
 	marks = append(marks, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorNote}), charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "10%"}))
 	if tol != nil && tol.Strict.Atol > 0 {
 		marks = append(marks,
-			charts.WithMarkLineNameXAxisItemOpts(opts.MarkLineNameXAxisItem{Name: "atol", XAxis: HistBin(tol.Strict.Atol)}),
+			charts.WithMarkLineNameXAxisItemOpts(opts.MarkLineNameXAxisItem{Name: "atol", XAxis: session.HistBin(tol.Strict.Atol)}),
 			charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Symbol: []string{"none", "none"},
 				LineStyle: &opts.LineStyle{Color: colorAllowed, Type: "dashed", Width: 2},
-				Label:     &opts.Label{Show: opts.Bool(true), Formatter: "atol " + formatFloat(tol.Strict.Atol)}}))
+				Label:     &opts.Label{Show: opts.Bool(true), Formatter: "atol " + engine.FormatFloat(tol.Strict.Atol)}}))
 	}
 	c.AddSeries("tokens", data, marks...)
 	plainData(c.MultiSeries)
@@ -266,8 +268,8 @@ func histChart(o *outputChartAcc, name string, tol *engine.Tolerances) map[strin
 // 0 breaks the tolerance.
 func heatChart(c *chartData, o *outputChartAcc, name string, vocab int) map[string]any {
 	lines := len(o.Heat)
-	xs := make([]string, HeatBuckets)
-	span := float64(vocab) / HeatBuckets
+	xs := make([]string, session.HeatBuckets)
+	span := float64(vocab) / session.HeatBuckets
 	for b := range xs {
 		xs[b] = fmt.Sprintf("tokens %d–%d", int(float64(b)*span), maxInt(int(float64(b+1)*span)-1, int(float64(b)*span)))
 	}
@@ -291,7 +293,7 @@ func heatChart(c *chartData, o *outputChartAcc, name string, vocab int) map[stri
 		if !judged[l] {
 			continue
 		}
-		for b := 0; b < HeatBuckets; b++ {
+		for b := 0; b < session.HeatBuckets; b++ {
 			v := line[b]
 			var x float64
 			switch {
@@ -353,7 +355,7 @@ func minInt(a, b int) int {
 // Sample rows add "samples" (the draws per token against the expected
 // counts); rows with speculative statistics (spec, nil for none) add
 // "accept" and "emitted" for the row's own trials.
-func rowCharts(d *RowDetail, spec *engine.SpecStats, logScale bool) map[string]any {
+func rowCharts(d *explain.RowDetail, spec *engine.SpecStats, logScale bool) map[string]any {
 	m := map[string]any{}
 	if d == nil || d.Invalid != "" {
 		return m
@@ -376,7 +378,7 @@ func rowCharts(d *RowDetail, spec *engine.SpecStats, logScale bool) map[string]a
 	return m
 }
 
-func tokenLabels(d *RowDetail) []string {
+func tokenLabels(d *explain.RowDetail) []string {
 	xs := make([]string, len(d.Tokens))
 	for i, t := range d.Tokens {
 		xs[i] = fmt.Sprintf("#%d", t.Token)
@@ -393,7 +395,7 @@ func finiteOr(v float64, logAxis bool) any {
 	return v
 }
 
-func probsChart(d *RowDetail, logScale bool) map[string]any {
+func probsChart(d *explain.RowDetail, logScale bool) map[string]any {
 	c := charts.NewBar()
 	c.SetXAxis(tokenLabels(d))
 	yt, yname := "value", "probability"
@@ -444,7 +446,7 @@ func probsChart(d *RowDetail, logScale bool) map[string]any {
 	return c.JSON()
 }
 
-func cdfChart(d *RowDetail) map[string]any {
+func cdfChart(d *explain.RowDetail) map[string]any {
 	pts := make([]opts.LineData, 0, len(d.CDF))
 	for _, p := range d.CDF {
 		pts = append(pts, opts.LineData{Value: [2]any{p.Rank, finiteOr(float64(p.Mass), false)}})
@@ -490,7 +492,7 @@ func cdfChart(d *RowDetail) map[string]any {
 	return c.JSON()
 }
 
-func errorChart(d *RowDetail) map[string]any {
+func errorChart(d *explain.RowDetail) map[string]any {
 	c := charts.NewBar()
 	c.SetXAxis(tokenLabels(d))
 	c.SetGlobalOptions(append(frame(opts.Title{Title: "Error per token: output − reference"}, true, "axis", opts.Grid{Left: "80", Right: "20", Top: "50", Bottom: "80"}),

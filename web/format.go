@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 )
 
@@ -18,7 +20,7 @@ import (
 
 func shapeString(shape []int) string { return engine.FormatShape(shape) }
 
-func rowsTokens(info DumpInfo) string {
+func rowsTokens(info session.DumpInfo) string {
 	if info.Vocab == 0 {
 		return fmt.Sprintf("%d rows", info.Rows)
 	}
@@ -85,7 +87,7 @@ func statsHeader(d runPageData) string {
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }
 
-func maxRow(info DumpInfo) string { return strconv.Itoa(maxInt(info.Rows-1, 0)) }
+func maxRow(info session.DumpInfo) string { return strconv.Itoa(maxInt(info.Rows-1, 0)) }
 
 // sci writes a probability or an error short: 3 significant digits.
 func sci(f engine.Float) string {
@@ -154,7 +156,7 @@ func ptrText(p *float64) string {
 	if p == nil {
 		return ""
 	}
-	return formatFloat(*p)
+	return engine.FormatFloat(*p)
 }
 
 func intPtrText(p *int) string {
@@ -172,22 +174,22 @@ func uintPtrText(p *uint64) string {
 }
 
 // paramsLine says which parameters a run overrides.
-func paramsLine(p Params) string {
+func paramsLine(p engine.Overrides) string {
 	if p.Empty() {
 		return "as the dump says"
 	}
 	var parts []string
 	if p.Temperature != nil {
-		parts = append(parts, "temperature "+formatFloat(*p.Temperature))
+		parts = append(parts, "temperature "+engine.FormatFloat(*p.Temperature))
 	}
 	if p.TopK != nil {
 		parts = append(parts, "top-k "+strconv.Itoa(*p.TopK))
 	}
 	if p.TopP != nil {
-		parts = append(parts, "top-p "+formatFloat(*p.TopP))
+		parts = append(parts, "top-p "+engine.FormatFloat(*p.TopP))
 	}
 	if p.MinP != nil {
-		parts = append(parts, "min-p "+formatFloat(*p.MinP))
+		parts = append(parts, "min-p "+engine.FormatFloat(*p.MinP))
 	}
 	if p.Seed != nil {
 		parts = append(parts, "seed "+strconv.FormatUint(*p.Seed, 10))
@@ -203,7 +205,7 @@ func paramsLine(p Params) string {
 
 func toleranceText(t engine.Tolerances) string {
 	return fmt.Sprintf("strict atol %s, rtol %s; native atol %s, rtol %s; p-value %s",
-		formatFloat(t.Strict.Atol), formatFloat(t.Strict.Rtol), formatFloat(t.Native.Atol), formatFloat(t.Native.Rtol), formatFloat(t.PValue))
+		engine.FormatFloat(t.Strict.Atol), engine.FormatFloat(t.Strict.Rtol), engine.FormatFloat(t.Native.Atol), engine.FormatFloat(t.Native.Rtol), engine.FormatFloat(t.PValue))
 }
 
 func tolerancesLine(sum *Summary, tol *engine.Tolerances) string {
@@ -330,14 +332,14 @@ func matchedText(rep *engine.RowReport) string {
 func driftLine(d *engine.Drift) string {
 	return fmt.Sprintf("Against the %s reference: worst |error| %s at token %d, mean %s; %d of %d values outside atol %s + rtol %s·|ref|; KL %s nats; least atol that passes %s.",
 		d.Reference, sci(d.Abs.Max), d.Abs.Index, sci(d.Abs.Mean), d.Mismatched, d.Elements,
-		formatFloat(d.Tolerance.Atol), formatFloat(d.Tolerance.Rtol), sci(d.KL), sci(d.MinAtol))
+		engine.FormatFloat(d.Tolerance.Atol), engine.FormatFloat(d.Tolerance.Rtol), sci(d.KL), sci(d.MinAtol))
 }
 
 // shortFloat writes a parameter read from a dump (often a float32 widened
 // to float64) with 4 significant digits: 0.77, not 0.7704528570175171.
 func shortFloat(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
-func rowParamsLine(d *RowDetail) string {
+func rowParamsLine(d *explain.RowDetail) string {
 	parts := []string{"temperature " + shortFloat(d.Temperature)}
 	if d.TopK > 0 && d.TopK < d.Vocab {
 		parts = append(parts, "top-k "+strconv.Itoa(d.TopK))
@@ -358,7 +360,7 @@ func rowParamsLine(d *RowDetail) string {
 }
 
 // cutsLine says in words where the filters cut the row, beside the CDF.
-func cutsLine(d *RowDetail) string {
+func cutsLine(d *explain.RowDetail) string {
 	c := d.Cuts
 	var parts []string
 	if c.TopKRank > 0 {
@@ -412,14 +414,14 @@ func nextFailing(failing []int, r int) int {
 	return -1
 }
 
-func valueAt(t TokenDetail, i int) string {
+func valueAt(t explain.TokenDetail, i int) string {
 	if i < len(t.Values) {
 		return sci(t.Values[i])
 	}
 	return ""
 }
 
-func errAt(t TokenDetail, i int) string {
+func errAt(t explain.TokenDetail, i int) string {
 	if i < len(t.Values) {
 		return sci(t.Values[i] - t.Ref)
 	}
@@ -427,7 +429,7 @@ func errAt(t TokenDetail, i int) string {
 }
 
 // errClass marks an error the strict tolerance does not allow.
-func errClass(t TokenDetail, i int) string {
+func errClass(t explain.TokenDetail, i int) string {
 	if i >= len(t.Values) {
 		return ""
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 )
 
@@ -24,24 +25,24 @@ func TestHistBin(t *testing.T) {
 		{"first edge", 1e-12, 1},
 		{"half a decade up", 3.2e-12, 2},
 		{"1e-5", 1e-5, 15},
-		{"just under 1", 0.99, HistBins - 2},
-		{"1 and above", 3, HistBins - 1},
-		{"NaN", math.NaN(), HistBins - 1},
-		{"Inf", math.Inf(1), HistBins - 1},
+		{"just under 1", 0.99, session.HistBins - 2},
+		{"1 and above", 3, session.HistBins - 1},
+		{"NaN", math.NaN(), session.HistBins - 1},
+		{"Inf", math.Inf(1), session.HistBins - 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := HistBin(tt.err); got != tt.want {
-				t.Errorf("HistBin(%g) = %d, want %d", tt.err, got, tt.want)
+			if got := session.HistBin(tt.err); got != tt.want {
+				t.Errorf("session.HistBin(%g) = %d, want %d", tt.err, got, tt.want)
 			}
 		})
 	}
 	// Every error lands in the bin whose edges hold it.
 	for i := 0; i < 1000; i++ {
 		e := math.Pow(10, -12+12*rand.Float64())
-		b := HistBin(e)
-		if e < HistEdge(b)*(1-1e-12) || b < HistBins-1 && e >= HistEdge(b+1)*(1+1e-12) {
-			t.Fatalf("HistBin(%g) = %d with edges [%g, %g)", e, b, HistEdge(b), HistEdge(b+1))
+		b := session.HistBin(e)
+		if e < session.HistEdge(b)*(1-1e-12) || b < session.HistBins-1 && e >= session.HistEdge(b+1)*(1+1e-12) {
+			t.Fatalf("session.HistBin(%g) = %d with edges [%g, %g)", e, b, session.HistEdge(b), session.HistEdge(b+1))
 		}
 	}
 }
@@ -137,7 +138,7 @@ func TestSentence(t *testing.T) {
 
 // randomUpdate is a judged row with fresh random errors, some of them
 // non-finite.
-func randomUpdate(out, row, vocab int) RowUpdate {
+func randomUpdate(out, row, vocab int) session.RowUpdate {
 	worst := math.Pow(10, -9+8*rand.Float64())
 	switch rand.IntN(20) {
 	case 0:
@@ -151,25 +152,25 @@ func randomUpdate(out, row, vocab int) RowUpdate {
 		rep.AddFinding(engine.Finding{Rule: engine.RuleTolerance, Severity: engine.Violation, Message: "row: off", Token: 3})
 	}
 	rep.Strict = &engine.Drift{Reference: "strict", Abs: engine.ErrorStats{Max: engine.Float(worst)}}
-	e := &RowErrors{Token: rand.IntN(vocab), Worst: engine.Float(worst), Allowed: engine.Float(allowed), Buckets: make([]engine.Float, HeatBuckets)}
+	e := &session.RowErrors{Token: rand.IntN(vocab), Worst: engine.Float(worst), Allowed: engine.Float(allowed), Buckets: make([]engine.Float, session.HeatBuckets)}
 	for b := range e.Buckets {
 		e.Buckets[b] = engine.Float(rand.Float64() * 2)
 	}
-	e.Buckets[rand.IntN(HeatBuckets)] = engine.Float(worst / allowed)
-	e.Hist[HistBin(worst)]++
+	e.Buckets[rand.IntN(session.HeatBuckets)] = engine.Float(worst / allowed)
+	e.Hist[session.HistBin(worst)]++
 	e.Hist[0] += vocab - 1
-	return RowUpdate{Output: out, Report: rep, Errors: e}
+	return session.RowUpdate{Output: out, Report: rep, Errors: e}
 }
 
 func TestChartsAreValidJSON(t *testing.T) {
 	rows, vocab := 40+rand.IntN(200), 1000+rand.IntN(50000)
-	outs := []OutputInfo{{Name: "cpu", Kind: "probs"}, {Name: "probs", External: true, Kind: "probs"}, {Name: "tokens", External: true, Kind: "tokens"}}
+	outs := []engine.OutputInfo{{Name: "cpu", Kind: "probs"}, {Name: "probs", External: true, Kind: "probs"}, {Name: "tokens", External: true, Kind: "tokens"}}
 	tp := newTopic("r", "", rows, vocab, Status{State: store.Running})
 	tp.Outputs(outs)
 	for r := 0; r < rows; r++ {
 		tp.Row(randomUpdate(0, r, vocab))
 		tp.Row(randomUpdate(1, r, vocab))
-		tp.Row(RowUpdate{Output: 2, Report: engine.RowReport{Row: r, Pass: rand.IntN(3) > 0}})
+		tp.Row(session.RowUpdate{Output: 2, Report: engine.RowReport{Row: r, Pass: rand.IntN(3) > 0}})
 	}
 	tol := &engine.Tolerances{Strict: engine.Tolerance{Atol: 1e-5, Rtol: 1.6e-2}}
 	b, err := json.Marshal(runCharts(tp.charts, outs, tol, vocab, nil))
@@ -272,7 +273,7 @@ func TestSlowReaderGetsCoalescedUpdates(t *testing.T) {
 	rows := 300 + rand.IntN(300)
 	tp := newTopic("r", "", rows, 100, Status{State: store.Queued})
 	sub := tp.subscribe()
-	outs := []OutputInfo{{Name: "cpu", Kind: "probs"}}
+	outs := []engine.OutputInfo{{Name: "cpu", Kind: "probs"}}
 	tp.Outputs(outs)
 	tp.setRunning()
 	// The publisher never blocks, however many changes the reader misses.
@@ -295,7 +296,7 @@ func TestSlowReaderGetsCoalescedUpdates(t *testing.T) {
 
 func TestChartsBuiltOncePerInterval(t *testing.T) {
 	tp := newTopic("r", "", 50, 100, Status{State: store.Running})
-	tp.Outputs([]OutputInfo{{Name: "cpu", Kind: "probs"}})
+	tp.Outputs([]engine.OutputInfo{{Name: "cpu", Kind: "probs"}})
 	var readers [20]cursor
 	for r := 0; r < 50; r++ {
 		tp.Row(randomUpdate(0, r, 100))

@@ -9,14 +9,15 @@ import (
 	"strconv"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 )
 
 // judged is a run with the judgement a URL asks for.
 type judged struct {
 	run    store.Run
-	info   DumpInfo
-	params Params
+	info   session.DumpInfo
+	params engine.Overrides
 	// own is the run's own judgement; j is the one asked for (own when the
 	// URL names no tolerances, or the run's own tolerances).
 	own store.Judgement
@@ -30,24 +31,24 @@ type judged struct {
 func (v *judged) query() url.Values { return toleranceValues(v.tol) }
 
 // lookupRun reads run id and decodes its metadata.
-func (s *Server) lookupRun(id string) (store.Run, *DumpInfo, Params, error) {
+func (s *Server) lookupRun(id string) (store.Run, *session.DumpInfo, engine.Overrides, error) {
 	if !store.ValidID(id) {
-		return store.Run{}, nil, Params{}, notFound(fmt.Sprintf("There is no run %q: run ids are 10 letters and digits.", id))
+		return store.Run{}, nil, engine.Overrides{}, notFound(fmt.Sprintf("There is no run %q: run ids are 10 letters and digits.", id))
 	}
 	run, err := s.store.Run(id)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Run{}, nil, Params{}, notFound(fmt.Sprintf("There is no run %s on this server.", id))
+		return store.Run{}, nil, engine.Overrides{}, notFound(fmt.Sprintf("There is no run %s on this server.", id))
 	}
 	if err != nil {
-		return store.Run{}, nil, Params{}, internal(err)
+		return store.Run{}, nil, engine.Overrides{}, internal(err)
 	}
-	var info DumpInfo
-	var p Params
+	var info session.DumpInfo
+	var p engine.Overrides
 	if err := json.Unmarshal(run.Info, &info); err != nil {
-		return store.Run{}, nil, Params{}, internal(fmt.Errorf("decode info of run %s: %w", id, err))
+		return store.Run{}, nil, engine.Overrides{}, internal(fmt.Errorf("decode info of run %s: %w", id, err))
 	}
 	if err := json.Unmarshal(run.Params, &p); err != nil {
-		return store.Run{}, nil, Params{}, internal(fmt.Errorf("decode params of run %s: %w", id, err))
+		return store.Run{}, nil, engine.Overrides{}, internal(fmt.Errorf("decode params of run %s: %w", id, err))
 	}
 	return run, &info, p, nil
 }
@@ -99,7 +100,7 @@ func (s *Server) lookupJudged(r *http.Request, create bool) (*judged, error) {
 }
 
 // queueRejudge records and queues a re-judgement of run with tol.
-func (s *Server) queueRejudge(run store.Run, info *DumpInfo, p Params, own store.Judgement, key string, tol *engine.Tolerances) error {
+func (s *Server) queueRejudge(run store.Run, info *session.DumpInfo, p engine.Overrides, own store.Judgement, key string, tol *engine.Tolerances) error {
 	if own.State != store.Done {
 		return &httpError{Status: http.StatusConflict, Msg: fmt.Sprintf("Run %s has not finished; it can be re-judged with other tolerances once it has.", run.ID)}
 	}
@@ -119,21 +120,21 @@ func (s *Server) queueRejudge(run store.Run, info *DumpInfo, p Params, own store
 		}
 		return nil
 	}
-	job := Job{
-		RunID: run.ID, DumpPath: s.store.DumpPath(run.DumpSHA, run.DumpExt), FileName: run.FileName,
-		OutputsPath: s.store.OutputsPath(run.ID), Backend: run.Backend, Params: p, Tolerances: tol,
+	job := session.Job{
+		DumpPath: s.store.DumpPath(run.DumpSHA, run.DumpExt), FileName: run.FileName,
+		OutputsPath: s.store.OutputsPath(run.ID), Backend: run.Backend, Overrides: p, Tolerances: tol,
 	}
-	t := &task{job: job, key: key, rejudge: true, topic: newTopic(run.ID, key, info.Rows, info.Vocab, Status{State: store.Queued})}
+	t := &task{job: job, runID: run.ID, key: key, rejudge: true, topic: newTopic(run.ID, key, info.Rows, info.Vocab, Status{State: store.Queued})}
 	s.enqueue(t)
 	s.log.Info("re-judgement queued", "run", run.ID, "judgement", key)
 	return nil
 }
 
 // job returns the runner's job for a judged view.
-func (s *Server) job(v *judged) Job {
-	return Job{
-		RunID: v.run.ID, DumpPath: s.store.DumpPath(v.run.DumpSHA, v.run.DumpExt), FileName: v.run.FileName,
-		OutputsPath: s.store.OutputsPath(v.run.ID), Backend: v.run.Backend, Params: v.params, Tolerances: v.tol,
+func (s *Server) job(v *judged) session.Job {
+	return session.Job{
+		DumpPath: s.store.DumpPath(v.run.DumpSHA, v.run.DumpExt), FileName: v.run.FileName,
+		OutputsPath: s.store.OutputsPath(v.run.ID), Backend: v.run.Backend, Overrides: v.params, Tolerances: v.tol,
 	}
 }
 
@@ -155,16 +156,16 @@ func (s *Server) report(v *judged) (*engine.Report, error) {
 // rowReports returns row r of every output: from the report when the
 // judgement is done, else from what has streamed in so far (nil entries for
 // outputs that have not reached the row).
-func (s *Server) rowReports(v *judged, r int) ([]OutputInfo, []*engine.RowReport, error) {
+func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.RowReport, error) {
 	if v.j.State == store.Done {
 		rep, err := s.report(v)
 		if err != nil {
 			return nil, nil, err
 		}
-		outs := make([]OutputInfo, len(rep.Outputs))
+		outs := make([]engine.OutputInfo, len(rep.Outputs))
 		rows := make([]*engine.RowReport, len(rep.Outputs))
 		for i, o := range rep.Outputs {
-			outs[i] = OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind}
+			outs[i] = engine.OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind}
 			for k := range o.Rows {
 				if o.Rows[k].Row == r {
 					rows[i] = &o.Rows[k]

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/sampviz/sampviz/engine/explain"
 )
 
 // tokenSpan is one piece of a token sequence as the n-gram view draws it: a
@@ -63,7 +65,7 @@ func tokenSpans(seq []int64, marks ...markedRange) []tokenSpan {
 
 // ngramMarks returns the marks of the match and the draft after it, when the
 // match lies in source.
-func ngramMarks(n *NgramDetail, source string) []markedRange {
+func ngramMarks(n *explain.NgramDetail, source string) []markedRange {
 	if n.N == 0 || n.Source != source {
 		return nil
 	}
@@ -75,7 +77,7 @@ func ngramMarks(n *NgramDetail, source string) []markedRange {
 
 // ngramGenerated lays out the generated tokens: the pattern (their last N),
 // and the match and draft when the match lies among them.
-func ngramGenerated(n *NgramDetail) []tokenSpan {
+func ngramGenerated(n *explain.NgramDetail) []tokenSpan {
 	marks := ngramMarks(n, "generated")
 	if n.N > 0 {
 		marks = append(marks, markedRange{len(n.Generated) - n.N, len(n.Generated), "pattern"})
@@ -85,12 +87,12 @@ func ngramGenerated(n *NgramDetail) []tokenSpan {
 
 // ngramPrompt lays out the prompt, with the match and draft when the match
 // lies there.
-func ngramPrompt(n *NgramDetail) []tokenSpan {
+func ngramPrompt(n *explain.NgramDetail) []tokenSpan {
 	return tokenSpans(n.Prompt, ngramMarks(n, "prompt")...)
 }
 
 // ngramSentence says how the row was drafted.
-func ngramSentence(n *NgramDetail) string {
+func ngramSentence(n *explain.NgramDetail) string {
 	budget := fmt.Sprintf("Rows draft in order from one shared budget; when this row's turn came %d draft tokens were left, so it could propose min(max_draft_tokens %d, %d) = %d.",
 		n.Budget, n.MaxDraftTokens, n.Budget, n.Limit)
 	switch {

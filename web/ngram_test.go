@@ -5,6 +5,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
 )
 
 func TestTokenSpans(t *testing.T) {
@@ -42,17 +45,17 @@ func TestTokenSpans(t *testing.T) {
 func TestNgramSentence(t *testing.T) {
 	tests := []struct {
 		name string
-		n    NgramDetail
+		n    explain.NgramDetail
 		want []string
 	}{
-		{"match in the prompt", NgramDetail{Prompt: []int64{1, 2, 3, 9}, Generated: []int64{5, 2, 3}, MaxNgram: 3, N: 2, Source: "prompt", Start: 1,
+		{"match in the prompt", explain.NgramDetail{Prompt: []int64{1, 2, 3, 9}, Generated: []int64{5, 2, 3}, MaxNgram: 3, N: 2, Source: "prompt", Start: 1,
 			Budget: 10, Limit: 4, MaxDraftTokens: 4, Reference: []int64{9}},
 			[]string{"The last 2 generated tokens [2 3] (no longer n-gram, up to 3, occurs earlier) first occur in the prompt at position 1; the draft is the 1 token after them.", "min(max_draft_tokens 4, 10) = 4"}},
-		{"budget spent", NgramDetail{Generated: []int64{1}, MaxNgram: 3, Budget: 0, Limit: 0, MaxDraftTokens: 8},
+		{"budget spent", explain.NgramDetail{Generated: []int64{1}, MaxNgram: 3, Budget: 0, Limit: 0, MaxDraftTokens: 8},
 			[]string{"came 0 draft tokens were left", "proposes nothing"}},
-		{"no match", NgramDetail{Prompt: []int64{1}, Generated: []int64{4, 5}, MaxNgram: 3, Budget: 5, Limit: 5, MaxDraftTokens: 8},
+		{"no match", explain.NgramDetail{Prompt: []int64{1}, Generated: []int64{4, 5}, MaxNgram: 3, Budget: 5, Limit: 5, MaxDraftTokens: 8},
 			[]string{"No n-gram of the last 2 down to 1 generated tokens occurs earlier"}},
-		{"nothing generated", NgramDetail{Prompt: []int64{1}, MaxNgram: 3, Budget: 5, Limit: 5, MaxDraftTokens: 8},
+		{"nothing generated", explain.NgramDetail{Prompt: []int64{1}, MaxNgram: 3, Budget: 5, Limit: 5, MaxDraftTokens: 8},
 			[]string{"Nothing has been generated yet"}},
 	}
 	for _, tt := range tests {
@@ -97,10 +100,10 @@ func TestDraftCells(t *testing.T) {
 }
 
 func TestRowNgramRenders(t *testing.T) {
-	n := &NgramDetail{
+	n := &explain.NgramDetail{
 		Prompt: []int64{1, 2, 3, 9, 8}, Generated: []int64{7, 2, 3}, MaxNgram: 2, N: 2, Source: "prompt", Start: 1,
 		Budget: 100, Limit: 2, MaxDraftTokens: 2, Reference: []int64{9, 8},
-		Drafts: []NamedDraft{{OutputInfo: OutputInfo{Name: "draft_out", External: true}, Tokens: []int64{9, 7}}},
+		Drafts: []explain.NamedDraft{{OutputInfo: engine.OutputInfo{Name: "draft_out", External: true}, Tokens: []int64{9, 7}}},
 	}
 	var b bytes.Buffer
 	if err := rowNgram(n).Render(context.Background(), &b); err != nil {

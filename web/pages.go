@@ -3,7 +3,6 @@ package web
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 )
 
@@ -44,7 +45,7 @@ func backendLine(d engine.Device) string {
 // listedRun is one line of the recent runs.
 type listedRun struct {
 	store.Listed
-	Info DumpInfo
+	Info session.DumpInfo
 }
 
 // homeData is what the home page shows.
@@ -119,8 +120,8 @@ func (s *Server) handleScenario(w http.ResponseWriter, r *http.Request) error {
 // runPageData is what the run page shows.
 type runPageData struct {
 	Run     store.Run
-	Info    DumpInfo
-	Params  Params
+	Info    session.DumpInfo
+	Params  engine.Overrides
 	Own     store.Judgement
 	J       store.Judgement
 	Tol     *engine.Tolerances
@@ -204,14 +205,14 @@ func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request) error {
 // rowPageData is what the row page shows.
 type rowPageData struct {
 	Run     store.Run
-	Info    DumpInfo
+	Info    session.DumpInfo
 	J       store.Judgement
 	Tol     *engine.Tolerances
 	Query   url.Values
 	Row     int
-	Outputs []OutputInfo
+	Outputs []engine.OutputInfo
 	Reports []*engine.RowReport
-	Detail  *RowDetail
+	Detail  *explain.RowDetail
 	// Why says why there is no detail ("" when there is).
 	Why     string
 	Log     bool
@@ -363,59 +364,20 @@ func (s *Server) rerun(id string, form url.Values) (store.Run, error) {
 	return run, nil
 }
 
-// parseRerun reads the rerun form: temperature, top_k, top_p, min_p, seed,
-// draws, trials and backend.
-func (s *Server) parseRerun(form url.Values) (Params, string, error) {
-	var p Params
-	float := func(name string) (*float64, error) {
-		v := strings.TrimSpace(form.Get(name))
+// parseRerun reads the rerun form: a field for each parameter of the
+// parameter table (engine.Param, by name; empty fields keep the dump's
+// values) and the backend. Values are checked against the table, in its
+// words.
+func (s *Server) parseRerun(form url.Values) (engine.Overrides, string, error) {
+	var p engine.Overrides
+	for _, param := range engine.ParamTable() {
+		v := strings.TrimSpace(form.Get(param.Name))
 		if v == "" {
-			return nil, nil
+			continue
 		}
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("%s must be a number, not %q", strings.ReplaceAll(name, "_", "-"), v)
+		if err := p.Set(param.Name, v); err != nil {
+			return p, "", err
 		}
-		return &x, nil
-	}
-	var err error
-	if p.Temperature, err = float("temperature"); err != nil {
-		return p, "", err
-	}
-	if p.TopP, err = float("top_p"); err != nil {
-		return p, "", err
-	}
-	if p.MinP, err = float("min_p"); err != nil {
-		return p, "", err
-	}
-	if v := strings.TrimSpace(form.Get("top_k")); v != "" {
-		k, err := strconv.Atoi(v)
-		if err != nil {
-			return p, "", fmt.Errorf("top-k must be a whole number, not %q", v)
-		}
-		p.TopK = &k
-	}
-	if v := strings.TrimSpace(form.Get("seed")); v != "" {
-		seed, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return p, "", fmt.Errorf("seed must be a whole number >= 0, not %q", v)
-		}
-		p.Seed = &seed
-	}
-	for _, c := range []struct {
-		name string
-		dst  **int
-	}{{"draws", &p.Draws}, {"trials", &p.Trials}} {
-		if v := strings.TrimSpace(form.Get(c.name)); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return p, "", fmt.Errorf("%s must be a whole number, not %q", c.name, v)
-			}
-			*c.dst = &n
-		}
-	}
-	if err := p.Validate(); err != nil {
-		return p, "", err
 	}
 	backend := strings.TrimSpace(form.Get("backend"))
 	if backend != "" {

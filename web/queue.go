@@ -10,12 +10,14 @@ import (
 	"sync"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 )
 
 // task is one judgement waiting for, or held by, the executor.
 type task struct {
-	job     Job
+	job     session.Job
+	runID   string
 	key     string // judgement key, "" for the run's own
 	rejudge bool   // judge stored outputs without running kernels
 	topic   *topic
@@ -149,7 +151,7 @@ func (s *Server) execute(t *task) {
 			s.failTask(t, fmt.Errorf("panic: %v", p), "sampviz hit an internal error on this run; the server log has the details.")
 		}
 	}()
-	if err := s.store.SetRunning(t.job.RunID, t.key); err != nil {
+	if err := s.store.SetRunning(t.runID, t.key); err != nil {
 		s.failTask(t, err, "sampviz could not record this run; the server log has the details.")
 		return
 	}
@@ -183,16 +185,16 @@ func (s *Server) execute(t *task) {
 	// The topic first, then the index: whoever sees the run finished in the
 	// index finds its final state in the topic too.
 	t.topic.finish(sum)
-	if err := s.store.Finish(t.job.RunID, t.key, sum.Verdict); err != nil {
+	if err := s.store.Finish(t.runID, t.key, sum.Verdict); err != nil {
 		s.failTask(t, err, "sampviz could not record the results of this run; the server log has the details.")
 		return
 	}
-	s.log.Info("run finished", "run", t.job.RunID, "judgement", t.key, "pass", sum.Pass, "failed_rows", sum.FailedRows, "rows", sum.Rows)
+	s.log.Info("run finished", "run", t.runID, "judgement", t.key, "pass", sum.Pass, "failed_rows", sum.FailedRows, "rows", sum.Rows)
 }
 
 // saveJudgement writes report.json and stream.json of a finished task.
 func (s *Server) saveJudgement(t *task, rep *engine.Report) error {
-	if err := store.WriteFile(s.store.JudgementPath(t.job.RunID, t.key, "report.json"), func(w io.Writer) error {
+	if err := store.WriteFile(s.store.JudgementPath(t.runID, t.key, "report.json"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", " ")
 		return enc.Encode(rep)
@@ -201,17 +203,17 @@ func (s *Server) saveJudgement(t *task, rep *engine.Report) error {
 	}
 	st := t.topic.toStored()
 	st.Status.State = store.Done
-	return store.WriteFile(s.store.JudgementPath(t.job.RunID, t.key, "stream.json"), func(w io.Writer) error {
+	return store.WriteFile(s.store.JudgementPath(t.runID, t.key, "stream.json"), func(w io.Writer) error {
 		return json.NewEncoder(w).Encode(st)
 	})
 }
 
 // failTask records a failed task: msg for the page, err for the log.
 func (s *Server) failTask(t *task, err error, msg string) {
-	s.log.Error("run failed", "run", t.job.RunID, "judgement", t.key, "err", err)
+	s.log.Error("run failed", "run", t.runID, "judgement", t.key, "err", err)
 	t.topic.fail(msg)
-	if ferr := s.store.Fail(t.job.RunID, t.key, msg); ferr != nil {
-		s.log.Error("record failed run", "run", t.job.RunID, "err", ferr)
+	if ferr := s.store.Fail(t.runID, t.key, msg); ferr != nil {
+		s.log.Error("record failed run", "run", t.runID, "err", ferr)
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 )
 
@@ -64,7 +66,7 @@ type Scenario struct {
 	View string
 	// Params are the parameters the scenario's run overrides (draws or
 	// trials for the statistical views); the zero value keeps the dump's.
-	Params Params
+	Params engine.Overrides
 }
 
 // Server is sampviz's web server. Create it with New, serve Handler, and
@@ -209,7 +211,7 @@ const maxCachedTopics = 64
 // liveTopic returns the topic of a judgement, loading a finished one from
 // its stream file. It returns nil when the judgement has no stream (it
 // failed before judging, or the file is gone).
-func (s *Server) liveTopic(run store.Run, j store.Judgement, info *DumpInfo) *topic {
+func (s *Server) liveTopic(run store.Run, j store.Judgement, info *session.DumpInfo) *topic {
 	k := topicKey(run.ID, j.Key)
 	s.mu.Lock()
 	t := s.topics[k]

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
 	"github.com/sampviz/sampviz/web"
 	"github.com/sampviz/sampviz/web/webtest"
 )
@@ -801,7 +802,7 @@ func TestRowPageExplainsFailure(t *testing.T) {
 			Name   string            `json:"name"`
 			Report *engine.RowReport `json:"report"`
 		} `json:"outputs"`
-		Detail *web.RowDetail `json:"detail"`
+		Detail *explain.RowDetail `json:"detail"`
 	}
 	got := decode[rowAPI](t, e.do("GET", fmt.Sprintf("/api/runs/%s/rows/%d", r.ID, bad), nil))
 	if got.Row != bad || len(got.Outputs) != 2 || got.Outputs[1].Report == nil || got.Outputs[1].Report.Pass || got.Detail == nil || len(got.Detail.Tokens) == 0 {
@@ -822,7 +823,7 @@ func TestRerun(t *testing.T) {
 	}{
 		{"new temperature", url.Values{"temperature": {fmt.Sprint(temp)}, "backend": {"cpu"}}, 303, ""},
 		{"negative temperature", url.Values{"temperature": {"-1"}}, 400, "Temperature must be a finite number >= 0"},
-		{"top-p out of range", url.Values{"top_p": {"1.5"}}, 400, "Top-p must be in (0, 1]"},
+		{"top-p out of range", url.Values{"top_p": {"1.5"}}, 400, "top_p must be in (0, 1]"},
 		{"unknown backend", url.Values{"backend": {"tpu"}}, 400, `no "tpu" backend`},
 	}
 	for _, tt := range tests {

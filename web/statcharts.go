@@ -8,6 +8,8 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/lesson"
 )
 
 // The statistical and speculative charts: p-values per row, acceptance by
@@ -71,7 +73,7 @@ func pvalueChart(rows int, o *outputChartAcc, name string, threshold float64) ma
 		// ECharts' large mode, which has no mark lines.
 		y := math.Max(threshold, floor)
 		l := charts.NewLine()
-		l.AddSeries("fails below p = "+formatFloat(threshold), []opts.LineData{{Value: [2]float64{0, y}}, {Value: [2]float64{float64(maxInt(rows-1, 1)), y}}},
+		l.AddSeries("fails below p = "+engine.FormatFloat(threshold), []opts.LineData{{Value: [2]float64{0, y}}, {Value: [2]float64{float64(maxInt(rows-1, 1)), y}}},
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
 			charts.WithItemStyleOpts(opts.ItemStyle{Color: colorAllowed}),
 			charts.WithLineStyleOpts(opts.LineStyle{Color: colorAllowed, Width: 2, Type: "dashed"}))
@@ -180,8 +182,8 @@ func specSubtitle(s *engine.SpecStats, name string) string {
 // against what its number of draws expects under the reference, for the top
 // tokens, every token drawn that the reference gives no mass (red; amber at
 // a filter boundary, where drawing it is allowed) and the rest pooled.
-func sampleChart(d *SampleDetail, logScale bool) map[string]any {
-	bins := append(append([]SampleToken(nil), d.Tokens...), d.Other)
+func sampleChart(d *explain.SampleDetail, logScale bool) map[string]any {
+	bins := append(append([]explain.SampleToken(nil), d.Tokens...), d.Other)
 	xs := make([]string, len(bins))
 	for i, b := range bins {
 		if b.Token < 0 {
@@ -253,7 +255,7 @@ const (
 
 // positionChart draws p, q and the normalised residual max(p - q, 0) at one
 // position of a spec_verify row, on the tokens the detail lists.
-func positionChart(sd *SpecDetail, pos SpecPosition, logScale bool) map[string]any {
+func positionChart(sd *explain.SpecDetail, pos explain.SpecPosition, logScale bool) map[string]any {
 	xs := make([]string, len(pos.Tokens))
 	p := make([]opts.BarData, len(pos.Tokens))
 	q := make([]opts.BarData, len(pos.Tokens))
@@ -297,8 +299,8 @@ func positionChart(sd *SpecDetail, pos SpecPosition, logScale bool) map[string]a
 // teachHistChart draws a lesson's emitted tokens as shares of the steps so
 // far, split into accepted drafts and draws from the residual, against the
 // target p (and the draft q the steps proposed from).
-func teachHistChart(st *LessonState) map[string]any {
-	bins := append(append([]LessonToken(nil), st.Tokens...), st.Other)
+func teachHistChart(st *lesson.State) map[string]any {
+	bins := append(append([]lesson.Token(nil), st.Tokens...), st.Other)
 	xs := make([]string, len(bins))
 	acc := make([]opts.BarData, len(bins))
 	res := make([]opts.BarData, len(bins))
@@ -342,7 +344,7 @@ func teachHistChart(st *LessonState) map[string]any {
 // teachTVChart draws the running total variation from p of the emitted
 // tokens and of the drafts, on log axes, with the line TV(p, q) the drafts
 // settle on.
-func teachTVChart(st *LessonState) map[string]any {
+func teachTVChart(st *lesson.State) map[string]any {
 	em := make([]opts.LineData, 0, len(st.Running))
 	dr := make([]opts.LineData, 0, len(st.Running))
 	for _, pt := range st.Running {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
 )
 
 // This file puts the statistical findings of a row into words for the row
@@ -58,7 +59,7 @@ type lawRow struct {
 // lawRows lists, per draft position, the draft, p and q of the draft, the
 // acceptance probability, and the probability that the chain emits exactly
 // that many drafts; the last line is the bonus position.
-func lawRows(sd *SpecDetail) []lawRow {
+func lawRows(sd *explain.SpecDetail) []lawRow {
 	var rows []lawRow
 	for j := 0; j <= sd.K; j++ {
 		r := lawRow{Position: strconv.Itoa(j)}
@@ -92,7 +93,7 @@ func lawRows(sd *SpecDetail) []lawRow {
 }
 
 // lawsLine says what the table of laws shows.
-func lawsLine(sd *SpecDetail) string {
+func lawsLine(sd *explain.SpecDetail) string {
 	q := "the dump's draft probabilities q_i"
 	if sd.OneHot {
 		q = "one-hot drafts (the dump has no draft_probs, so q_i(x_i) = 1)"
@@ -103,7 +104,7 @@ func lawsLine(sd *SpecDetail) string {
 
 // samplesLine says how many draws each sampling output made of the row and
 // how many fall outside the vocabulary.
-func samplesLine(d *SampleDetail) string {
+func samplesLine(d *explain.SampleDetail) string {
 	var parts []string
 	for i, o := range d.Outputs {
 		p := fmt.Sprintf("%s drew this row %d times", o.Label(), d.Draws[i])

@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/lesson"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 )
 
@@ -17,23 +20,23 @@ func TestParseLesson(t *testing.T) {
 	tests := []struct {
 		name  string
 		query string
-		want  Lesson
+		want  lesson.Lesson
 		err   string
 	}{
-		{"defaults", "", Lesson{Distance: 1}, ""},
+		{"defaults", "", lesson.Lesson{Distance: 1}, ""},
 		{"everything", "pos=1&temperature=0.5&top_k=40&top_p=0.9&distance=0.25&seed=7&step=100",
-			Lesson{Position: 1, Temperature: ptr(0.5), TopK: ptr(40), TopP: ptr(0.9), Distance: 0.25, Seed: ptr(uint64(7)), Steps: 100}, ""},
-		{"greedy target", "temperature=0", Lesson{Temperature: ptr(0.0), Distance: 1}, ""},
-		{"last position", "pos=" + itoa(k-1), Lesson{Position: k - 1, Distance: 1}, ""},
-		{"position past K", "pos=" + itoa(k), Lesson{}, "not a draft position"},
-		{"negative temperature", "temperature=-1", Lesson{}, "temperature must be >= 0"},
-		{"NaN temperature", "temperature=NaN", Lesson{}, "temperature must be a number"},
-		{"top_p 0", "top_p=0", Lesson{}, "top-p must be in (0, 1]"},
-		{"negative top_k", "top_k=-3", Lesson{}, "top-k must be >= 0"},
-		{"distance past 1", "distance=1.01", Lesson{}, "distance must be in [0, 1]"},
-		{"negative seed", "seed=-1", Lesson{}, "seed must be a whole number"},
-		{"too many steps", "step=" + itoa(MaxLessonSteps+1), Lesson{}, "step must be in"},
-		{"steps not a number", "step=ten", Lesson{}, "step must be a whole number"},
+			lesson.Lesson{Position: 1, Temperature: ptr(0.5), TopK: ptr(40), TopP: ptr(0.9), Distance: 0.25, Seed: ptr(uint64(7)), Steps: 100}, ""},
+		{"greedy target", "temperature=0", lesson.Lesson{Temperature: ptr(0.0), Distance: 1}, ""},
+		{"last position", "pos=" + itoa(k-1), lesson.Lesson{Position: k - 1, Distance: 1}, ""},
+		{"position past K", "pos=" + itoa(k), lesson.Lesson{}, "not a draft position"},
+		{"negative temperature", "temperature=-1", lesson.Lesson{}, "temperature must be >= 0"},
+		{"NaN temperature", "temperature=NaN", lesson.Lesson{}, "temperature must be a number"},
+		{"top_p 0", "top_p=0", lesson.Lesson{}, "top-p must be in (0, 1]"},
+		{"negative top_k", "top_k=-3", lesson.Lesson{}, "top-k must be >= 0"},
+		{"distance past 1", "distance=1.01", lesson.Lesson{}, "distance must be in [0, 1]"},
+		{"negative seed", "seed=-1", lesson.Lesson{}, "seed must be a whole number"},
+		{"too many steps", "step=" + itoa(lesson.MaxSteps+1), lesson.Lesson{}, "step must be in"},
+		{"steps not a number", "step=ten", lesson.Lesson{}, "step must be a whole number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,7 +62,7 @@ func ptr[T any](v T) *T { return &v }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-func lessonsEqual(a, b Lesson) bool {
+func lessonsEqual(a, b lesson.Lesson) bool {
 	eq := func(x, y any) bool {
 		bx, _ := json.Marshal(x)
 		by, _ := json.Marshal(y)
@@ -72,11 +75,11 @@ func lessonsEqual(a, b Lesson) bool {
 // A lesson's own URL names the same lesson.
 func TestLessonQueryRoundTrip(t *testing.T) {
 	for range 20 {
-		st := &LessonState{
+		st := &lesson.State{
 			Position: rand.IntN(4), Temperature: math.Round(rand.Float64()*200) / 100, TopK: rand.IntN(100),
 			TopP: 0.01 + math.Round(rand.Float64()*99)/100, Distance: math.Round(rand.Float64()*20) / 20, Seed: rand.Uint64(),
 		}
-		steps := rand.IntN(MaxLessonSteps)
+		steps := rand.IntN(lesson.MaxSteps)
 		l, err := parseLesson(lessonQuery(st, steps), 4)
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +121,7 @@ func randomSpecStats(k, trials int) *engine.SpecStats {
 func TestStatisticalChartsAreValidJSON(t *testing.T) {
 	rows, k, trials := 20+rand.IntN(100), 1+rand.IntN(6), 50+rand.IntN(500)
 	tol := engine.Tolerances{PValue: 1e-6}
-	outs := []OutputInfo{{Name: "cpu", Kind: "spec", Tolerances: &tol}, {Name: "samples", External: true, Kind: "samples"}}
+	outs := []engine.OutputInfo{{Name: "cpu", Kind: "spec", Tolerances: &tol}, {Name: "samples", External: true, Kind: "samples"}}
 	tp := newTopic("r", "", rows, 100, Status{State: store.Running})
 	tp.Outputs(outs)
 	reached0 := 0
@@ -129,9 +132,9 @@ func TestStatisticalChartsAreValidJSON(t *testing.T) {
 		}
 		spec := randomSpecStats(k, trials)
 		reached0 += spec.Positions[0].Reached
-		tp.Row(RowUpdate{Output: 0, Report: engine.RowReport{Row: r, Pass: pv > tol.PValue, PValue: &pv, Spec: spec}})
+		tp.Row(session.RowUpdate{Output: 0, Report: engine.RowReport{Row: r, Pass: pv > tol.PValue, PValue: &pv, Spec: spec}})
 		pv2 := rand.Float64()
-		tp.Row(RowUpdate{Output: 1, Report: engine.RowReport{Row: r, Pass: true, PValue: &pv2}})
+		tp.Row(session.RowUpdate{Output: 1, Report: engine.RowReport{Row: r, Pass: true, PValue: &pv2}})
 	}
 	check := func(t *testing.T, charts []map[string]any) {
 		t.Helper()
@@ -214,7 +217,7 @@ func TestStatisticalChartsAreValidJSON(t *testing.T) {
 }
 
 func TestDescribeStep(t *testing.T) {
-	sd := &SpecDetail{K: 3}
+	sd := &explain.SpecDetail{K: 3}
 	tests := []struct {
 		name    string
 		step    engine.SpecStep
@@ -245,14 +248,14 @@ func TestDescribeStep(t *testing.T) {
 func TestTeachTexts(t *testing.T) {
 	p := []float64{0.5, 0.3, 0.2}
 	q := []float64{0.2, 0.7, 0.1}
-	st := &LessonState{Steps: 3, Distance: 1, Position: 0, K: 2}
+	st := &lesson.State{Steps: 3, Distance: 1, Position: 0, K: 2}
 	for i := range p {
-		st.Tokens = append(st.Tokens, LessonToken{Token: 10 + i, P: engine.Float(p[i]), Q: engine.Float(q[i])})
+		st.Tokens = append(st.Tokens, lesson.Token{Token: 10 + i, P: engine.Float(p[i]), Q: engine.Float(q[i])})
 		st.Beta += engine.Float(math.Min(p[i], q[i]))
 		st.TV += engine.Float(math.Abs(p[i]-q[i]) / 2)
 	}
-	st.Last = []LessonStep{{Step: 3, Draft: 11, U: 0.9, P: 0.3, Q: 0.7, Accepted: false, Token: 10}}
-	st.Running = []TVPoint{{Steps: 3, Emitted: 0.2, Drafts: 0.4}}
+	st.Last = []lesson.Step{{Step: 3, Draft: 11, U: 0.9, P: 0.3, Q: 0.7, Accepted: false, Token: 10}}
+	st.Running = []lesson.TVPoint{{Steps: 3, Emitted: 0.2, Drafts: 0.4}}
 	st.TVBars = st.TV
 	v := newTeachView(st, 2)
 	for _, want := range []string{"Step 3: the draft proposes token 11", "u·q(x) = 0.63 ≥ p(x): rejected", "token 10"} {

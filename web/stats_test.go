@@ -18,8 +18,10 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/cpu"
+	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/lesson"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web"
-	"github.com/sampviz/sampviz/web/pipeline"
 	"github.com/sampviz/sampviz/web/webtest"
 )
 
@@ -205,7 +207,7 @@ func TestStatisticalViewsWithFakes(t *testing.T) {
 			{"after steps", base + "?pos=1&distance=0.5&seed=3&step=40", 200, map[string]string{"teach-counter": "40 steps", "teach-what": "Step 40:", "teach-why": "Why min(1, p/q)"}},
 			{"bad position", base + fmt.Sprintf("?pos=%d", k), 400, map[string]string{"error": "not a draft position"}},
 			{"bad distance", base + "?distance=2", 400, map[string]string{"error": "Distance must be in [0, 1]"}},
-			{"too many steps", base + fmt.Sprintf("?step=%d", web.MaxLessonSteps+1), 400, map[string]string{"error": "Step must be in"}},
+			{"too many steps", base + fmt.Sprintf("?step=%d", lesson.MaxSteps+1), 400, map[string]string{"error": "Step must be in"}},
 			{"not a spec run", fmt.Sprintf("/runs/%s/rows/0/teach", sr.ID), 404, map[string]string{"error": "not spec_verify"}},
 			{"no such row", fmt.Sprintf("/runs/%s/rows/%d/teach", pr.ID, rows), 404, nil},
 		}
@@ -272,7 +274,7 @@ func TestUploadAndRerunTakeDrawsAndTrials(t *testing.T) {
 	}{
 		{"trials", "?trials=500", 201, `"trials":500`},
 		{"draws and seed", "?draws=2000&seed=4", 201, `"draws":2000`},
-		{"too many trials", fmt.Sprintf("?trials=%d", web.MaxTrials+1), 400, ""},
+		{"too many trials", fmt.Sprintf("?trials=%d", engine.MaxTrials+1), 400, ""},
 		{"negative draws", "?draws=-1", 400, ""},
 		{"unknown backend", "?backend=tpu", 400, ""},
 	}
@@ -352,7 +354,7 @@ func TestStatisticsOfRealRuns(t *testing.T) {
 	})
 
 	type rowAPI struct {
-		Detail *web.RowDetail `json:"detail"`
+		Detail *explain.RowDetail `json:"detail"`
 	}
 	t.Run("sample row", func(t *testing.T) {
 		got := decode[rowAPI](t, e.do("GET", fmt.Sprintf("/api/runs/%s/rows/1", sample.ID), nil))
@@ -528,7 +530,7 @@ func finalUpdate(t *testing.T, e *env, id, query string) []byte {
 func newRealEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir()}
-	e.start(web.Config{DataDir: e.dir, Runner: pipeline.New(cpu.New()), Log: quietLog()})
+	e.start(web.Config{DataDir: e.dir, Runner: session.New(cpu.New()), Log: quietLog()})
 	return e
 }
 

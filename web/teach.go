@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/lesson"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 )
 
@@ -27,8 +29,8 @@ const teachStepsPerRun = 100
 // parseLesson reads a lesson from a URL query for a row with k draft
 // positions: pos, temperature, top_k, top_p, distance, seed and step, each
 // optional. It returns one sentence for the first value that is not usable.
-func parseLesson(q url.Values, k int) (Lesson, error) {
-	l := Lesson{Distance: 1}
+func parseLesson(q url.Values, k int) (lesson.Lesson, error) {
+	l := lesson.Lesson{Distance: 1}
 	num := func(name string, dst *float64) (bool, error) {
 		v := strings.TrimSpace(q.Get(name))
 		if v == "" {
@@ -101,8 +103,8 @@ func parseLesson(q url.Values, k int) (Lesson, error) {
 	if _, err := whole("step", &l.Steps); err != nil {
 		return l, err
 	}
-	if l.Steps < 0 || l.Steps > MaxLessonSteps {
-		return l, fmt.Errorf("step must be in [0, %d], not %d", MaxLessonSteps, l.Steps)
+	if l.Steps < 0 || l.Steps > lesson.MaxSteps {
+		return l, fmt.Errorf("step must be in [0, %d], not %d", lesson.MaxSteps, l.Steps)
 	}
 	return l, nil
 }
@@ -110,13 +112,13 @@ func parseLesson(q url.Values, k int) (Lesson, error) {
 // lessonQuery writes the state of st as the URL query that names it, with
 // steps steps: every control explicit, so the link means the same even if
 // the row's defaults were to change.
-func lessonQuery(st *LessonState, steps int) url.Values {
+func lessonQuery(st *lesson.State, steps int) url.Values {
 	return url.Values{
 		"pos":         {strconv.Itoa(st.Position)},
 		"temperature": {paramText(st.Temperature)},
 		"top_k":       {strconv.Itoa(st.TopK)},
 		"top_p":       {paramText(st.TopP)},
-		"distance":    {formatFloat(st.Distance)},
+		"distance":    {engine.FormatFloat(st.Distance)},
 		"seed":        {strconv.FormatUint(st.Seed, 10)},
 		"step":        {strconv.Itoa(steps)},
 	}
@@ -129,12 +131,12 @@ func paramText(v float64) string {
 	if float64(float32(v)) == v {
 		return strconv.FormatFloat(v, 'g', -1, 32)
 	}
-	return formatFloat(v)
+	return engine.FormatFloat(v)
 }
 
 // draftPositions returns K of a spec_verify dump from its target_logits
 // shape [B, K+1, V], or 0.
-func draftPositions(info *DumpInfo) int {
+func draftPositions(info *session.DumpInfo) int {
 	if info.Op != engine.OpSpecVerify || info.Input != "target_logits" || len(info.Shape) != 3 {
 		return 0
 	}
@@ -144,9 +146,9 @@ func draftPositions(info *DumpInfo) int {
 // teachView is the teaching page in the terms it shows; the page renders it
 // and the teach API returns it as JSON for the page script to swap in.
 type teachView struct {
-	Run  store.Run `json:"-"`
-	Info DumpInfo  `json:"-"`
-	Row  int       `json:"row"`
+	Run  store.Run        `json:"-"`
+	Info session.DumpInfo `json:"-"`
+	Row  int              `json:"row"`
 	// URL is this state's page, API its JSON.
 	URL string `json:"url"`
 	API string `json:"api"`
@@ -218,8 +220,8 @@ func (s *Server) lessonFor(r *http.Request) (*teachView, error) {
 	if err != nil {
 		return nil, badRequest(sentence(err.Error()))
 	}
-	job := Job{RunID: run.ID, DumpPath: s.store.DumpPath(run.DumpSHA, run.DumpExt), FileName: run.FileName,
-		OutputsPath: s.store.OutputsPath(run.ID), Backend: run.Backend, Params: p}
+	job := session.Job{DumpPath: s.store.DumpPath(run.DumpSHA, run.DumpExt), FileName: run.FileName,
+		OutputsPath: s.store.OutputsPath(run.ID), Backend: run.Backend, Overrides: p}
 	select {
 	case s.rowSlots <- struct{}{}:
 	case <-r.Context().Done():
@@ -228,7 +230,7 @@ func (s *Server) lessonFor(r *http.Request) (*teachView, error) {
 	st, err := s.runner.Teach(r.Context(), job, row, l)
 	<-s.rowSlots
 	if err != nil {
-		var le *LessonError
+		var le *lesson.Error
 		if errors.As(err, &le) {
 			return nil, &httpError{Status: http.StatusBadRequest, Msg: le.Msg, Err: err}
 		}
@@ -240,8 +242,8 @@ func (s *Server) lessonFor(r *http.Request) (*teachView, error) {
 	v.RowURL = base
 	v.URL = withQuery(base+"/teach", lessonQuery(st, st.Steps))
 	v.API = withQuery("/api"+base+"/teach", lessonQuery(st, st.Steps))
-	v.Step = withQuery(base+"/teach", lessonQuery(st, min(st.Steps+1, MaxLessonSteps)))
-	v.RunN = withQuery(base+"/teach", lessonQuery(st, min(st.Steps+teachStepsPerRun, MaxLessonSteps)))
+	v.Step = withQuery(base+"/teach", lessonQuery(st, min(st.Steps+1, lesson.MaxSteps)))
+	v.RunN = withQuery(base+"/teach", lessonQuery(st, min(st.Steps+teachStepsPerRun, lesson.MaxSteps)))
 	v.Reset = withQuery(base+"/teach", lessonQuery(st, 0))
 	return v, nil
 }
@@ -265,12 +267,12 @@ func (s *Server) handleTeachAPI(w http.ResponseWriter, r *http.Request) error {
 }
 
 // newTeachView puts a lesson's state into words and charts.
-func newTeachView(st *LessonState, k int) *teachView {
+func newTeachView(st *lesson.State, k int) *teachView {
 	v := &teachView{
-		Steps: st.Steps, Full: st.Steps >= MaxLessonSteps, Invalid: st.Invalid,
+		Steps: st.Steps, Full: st.Steps >= lesson.MaxSteps, Invalid: st.Invalid,
 		Controls: teachControls{
 			Position: st.Position, Temperature: paramText(st.Temperature), TopK: strconv.Itoa(st.TopK),
-			TopP: paramText(st.TopP), Distance: formatFloat(st.Distance), Seed: strconv.FormatUint(st.Seed, 10),
+			TopP: paramText(st.TopP), Distance: engine.FormatFloat(st.Distance), Seed: strconv.FormatUint(st.Seed, 10),
 			MinP: paramText(st.MinP),
 		},
 		Last: []teachStepRow{},
@@ -314,7 +316,7 @@ func acceptProb(p, q float64) float64 {
 	return math.Min(1, p/q)
 }
 
-func stepRow(s LessonStep) teachStepRow {
+func stepRow(s lesson.Step) teachStepRow {
 	a := acceptProb(float64(s.P), float64(s.Q))
 	row := teachStepRow{
 		Step: strconv.Itoa(s.Step), Draft: strconv.Itoa(s.Draft), U: prob(s.U), P: prob(s.P), Q: prob(s.Q),
@@ -328,7 +330,7 @@ func stepRow(s LessonStep) teachStepRow {
 	return row
 }
 
-func definitionText(st *LessonState) string {
+func definitionText(st *lesson.State) string {
 	qrow := fmt.Sprintf("this row's real draft distribution at position %d", st.Position)
 	if st.OneHot {
 		qrow = fmt.Sprintf("this row's real draft at position %d, one-hot at its draft token %d (the dump has no draft_probs)", st.Position, st.Draft)
@@ -337,14 +339,14 @@ func definitionText(st *LessonState) string {
 	if st.MinP > 0 {
 		s += fmt.Sprintf(" (and the row's min-p %s)", shortFloat(st.MinP))
 	}
-	s += fmt.Sprintf(". The draft is q = normalise((1 − d)·p + d·q_row), where q_row is %s, and d = %s: at d = 0 the draft is the target itself and every proposal is accepted; at d = 1 it is the row's real draft.", qrow, formatFloat(st.Distance))
+	s += fmt.Sprintf(". The draft is q = normalise((1 − d)·p + d·q_row), where q_row is %s, and d = %s: at d = 0 the draft is the target itself and every proposal is accepted; at d = 1 it is the row's real draft.", qrow, engine.FormatFloat(st.Distance))
 	if st.Invalid == "" {
 		s += fmt.Sprintf(" Here the total variation between p and q is %s, so a step accepts its draft with probability β = Σ min(p, q) = %s.", prob(st.TV), prob(st.Beta))
 	}
 	return s
 }
 
-func counterText(st *LessonState) string {
+func counterText(st *lesson.State) string {
 	if st.Steps == 0 {
 		return "No steps yet."
 	}
@@ -368,7 +370,7 @@ func percent(a, n int) string {
 }
 
 // whatText says what the last step did and why.
-func whatText(st *LessonState) string {
+func whatText(st *lesson.State) string {
 	if len(st.Last) == 0 {
 		return "Press Step: the draft proposes a token x drawn from q, and the target keeps it with probability min(1, p(x)/q(x))."
 	}
@@ -393,7 +395,7 @@ func whatText(st *LessonState) string {
 // whyTexts explain, with this lesson's numbers, why the accept step is
 // min(1, p/q), why the residual is max(p - q, 0), and why what comes out
 // follows p.
-func whyTexts(st *LessonState) (whyMin, whyResidual, whyP string) {
+func whyTexts(st *lesson.State) (whyMin, whyResidual, whyP string) {
 	// The most over-proposed and the most under-proposed listed tokens make
 	// the examples.
 	over, under := -1, -1

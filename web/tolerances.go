@@ -55,11 +55,11 @@ func toleranceValues(t *engine.Tolerances) url.Values {
 		return nil
 	}
 	return url.Values{
-		"satol":  {formatFloat(t.Strict.Atol)},
-		"srtol":  {formatFloat(t.Strict.Rtol)},
-		"natol":  {formatFloat(t.Native.Atol)},
-		"nrtol":  {formatFloat(t.Native.Rtol)},
-		"pvalue": {formatFloat(t.PValue)},
+		"satol":  {engine.FormatFloat(t.Strict.Atol)},
+		"srtol":  {engine.FormatFloat(t.Strict.Rtol)},
+		"natol":  {engine.FormatFloat(t.Native.Atol)},
+		"nrtol":  {engine.FormatFloat(t.Native.Rtol)},
+		"pvalue": {engine.FormatFloat(t.PValue)},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 )
 
@@ -22,7 +23,7 @@ type topic struct {
 
 	mu      sync.Mutex
 	status  Status
-	outputs []OutputInfo
+	outputs []engine.OutputInfo
 	rows    []streamRow
 	reports [][]*engine.RowReport // [output][row], for the row page while running
 	charts  *chartData
@@ -45,8 +46,8 @@ type topic struct {
 // RowSummary goes to the pages; the rest feeds the charts.
 type streamRow struct {
 	RowSummary
-	Errors *RowErrors `json:"errors,omitempty"`
-	Spec   *rowSpec   `json:"spec,omitempty"`
+	Errors *session.RowErrors `json:"errors,omitempty"`
+	Spec   *rowSpec           `json:"spec,omitempty"`
 }
 
 // subscriber is one reader of a topic.
@@ -105,11 +106,11 @@ func (t *topic) setRunning() {
 	t.changedLocked()
 }
 
-// Outputs implements RowSink.
-func (t *topic) Outputs(outs []OutputInfo) {
+// Outputs implements session.Sink.
+func (t *topic) Outputs(outs []engine.OutputInfo) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.outputs = append([]OutputInfo(nil), outs...)
+	t.outputs = append([]engine.OutputInfo(nil), outs...)
 	t.status.Total = t.batch * len(outs)
 	t.charts = newChartData(t.batch, outs)
 	t.reports = make([][]*engine.RowReport, len(outs))
@@ -120,8 +121,8 @@ func (t *topic) Outputs(outs []OutputInfo) {
 	t.changedLocked()
 }
 
-// Row implements RowSink.
-func (t *topic) Row(u RowUpdate) {
+// Row implements session.Sink.
+func (t *topic) Row(u session.RowUpdate) {
 	sum := summarizeRow(u)
 	rep := u.Report
 	t.mu.Lock()
@@ -203,7 +204,7 @@ func (t *topic) failingRows() []int {
 }
 
 // snapshot returns the outputs and the status.
-func (t *topic) snapshot() ([]OutputInfo, Status) {
+func (t *topic) snapshot() ([]engine.OutputInfo, Status) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.outputs, t.status
@@ -212,11 +213,11 @@ func (t *topic) snapshot() ([]OutputInfo, Status) {
 // update is one websocket message: the parts that changed since the reader's
 // last one. Fields that did not change are left out.
 type update struct {
-	Status  *Status         `json:"status,omitempty"`
-	Outputs []OutputInfo    `json:"outputs,omitempty"`
-	Rows    []RowSummary    `json:"rows,omitempty"`
-	Charts  json.RawMessage `json:"charts,omitempty"`
-	Summary *Summary        `json:"summary,omitempty"`
+	Status  *Status             `json:"status,omitempty"`
+	Outputs []engine.OutputInfo `json:"outputs,omitempty"`
+	Rows    []RowSummary        `json:"rows,omitempty"`
+	Charts  json.RawMessage     `json:"charts,omitempty"`
+	Summary *Summary            `json:"summary,omitempty"`
 	// Final is true on the last message; the server closes after it.
 	Final bool `json:"final,omitempty"`
 }
@@ -321,12 +322,12 @@ func (t *topic) chartsJSONFor(exact bool) (b json.RawMessage, ver int, latest bo
 
 // stored is a finished judgement's stream as written to stream.json.
 type stored struct {
-	Status  Status       `json:"status"`
-	Outputs []OutputInfo `json:"outputs"`
-	Rows    []streamRow  `json:"rows"`
-	Summary *Summary     `json:"summary,omitempty"`
-	Vocab   int          `json:"vocab"`
-	Batch   int          `json:"batch"`
+	Status  Status              `json:"status"`
+	Outputs []engine.OutputInfo `json:"outputs"`
+	Rows    []streamRow         `json:"rows"`
+	Summary *Summary            `json:"summary,omitempty"`
+	Vocab   int                 `json:"vocab"`
+	Batch   int                 `json:"batch"`
 }
 
 // toStored returns the topic's state for stream.json.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
 )
 
 // The speculative trace on the row page, step by step: every step of every
@@ -59,7 +60,7 @@ var traceHeader = []string{"draft x", "u", "p(x)", "q(x)", "p(x)/q(x)", "min(1, 
 // newTraceView puts sd's trace into words, starting at trial t, position i
 // (clamped into range), with step links built on base (the row page's URL
 // query, without trial and step).
-func newTraceView(sd *SpecDetail, t, i int, path string, base url.Values, logScale bool) *traceView {
+func newTraceView(sd *explain.SpecDetail, t, i int, path string, base url.Values, logScale bool) *traceView {
 	tr := sd.Trace
 	if tr == nil || tr.Trials == 0 || tr.Steps == 0 {
 		return nil
@@ -131,7 +132,7 @@ func newTraceView(sd *SpecDetail, t, i int, path string, base url.Values, logSca
 
 // describeStep fills the step table's cells and says what step s (position
 // j of a trial whose chain emitted up to position emitted) did and why.
-func describeStep(sd *SpecDetail, s engine.SpecStep, j, emitted int) (cells []string, say, outcome string) {
+func describeStep(sd *explain.SpecDetail, s engine.SpecStep, j, emitted int) (cells []string, say, outcome string) {
 	f := func(x float32) string { return prob(engine.Float(x)) }
 	tok := "none"
 	if s.Resampled >= 0 {

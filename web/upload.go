@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 )
 
@@ -38,7 +40,7 @@ type upload struct {
 // acceptUpload reads an upload (a multipart form with a file, or a raw
 // body), checks it with the runner and creates its run, queued. Nothing is
 // stored unless the dump is valid and the queue has room.
-func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run, *DumpInfo, error) {
+func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run, *session.DumpInfo, error) {
 	if !s.queue.reserve() {
 		return store.Run{}, nil, errQueueFull(s.queue.length())
 	}
@@ -67,7 +69,7 @@ func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run
 	defer os.Remove(up.path) // a no-op once adopted
 	info, err := s.runner.Inspect(r.Context(), up.path, up.name)
 	if err != nil {
-		var bad *BadDumpError
+		var bad *session.InputError
 		if errors.As(err, &bad) {
 			msg := bad.Error()
 			if !up.known {
@@ -96,7 +98,7 @@ func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run
 }
 
 // createRun records run and queues its task in a place the caller reserved.
-func (s *Server) createRun(run store.Run, info *DumpInfo, p Params, dumpPath string) (store.Run, error) {
+func (s *Server) createRun(run store.Run, info *session.DumpInfo, p engine.Overrides, dumpPath string) (store.Run, error) {
 	var err error
 	run.ID = store.NewID()
 	run.Created = time.Now()
@@ -109,11 +111,11 @@ func (s *Server) createRun(run store.Run, info *DumpInfo, p Params, dumpPath str
 	if err := s.store.CreateRun(run); err != nil {
 		return store.Run{}, internal(err)
 	}
-	job := Job{
-		RunID: run.ID, DumpPath: dumpPath, FileName: run.FileName,
-		OutputsPath: s.store.OutputsPath(run.ID), Backend: run.Backend, Params: p,
+	job := session.Job{
+		DumpPath: dumpPath, FileName: run.FileName,
+		OutputsPath: s.store.OutputsPath(run.ID), Backend: run.Backend, Overrides: p,
 	}
-	t := &task{job: job, topic: newTopic(run.ID, "", info.Rows, info.Vocab, Status{State: store.Queued})}
+	t := &task{job: job, runID: run.ID, topic: newTopic(run.ID, "", info.Rows, info.Vocab, Status{State: store.Queued})}
 	s.enqueue(t)
 	s.log.Info("run queued", "run", run.ID, "file", run.FileName, "op", info.Op, "backend", run.Backend)
 	return run, nil
@@ -262,9 +264,10 @@ func sentence(msg string) string {
 	if msg == "" {
 		return "The dump cannot be used."
 	}
-	// Capitalise a leading word, but never a file name ("dump.npz: ...").
+	// Capitalise a leading word, but never a file name ("dump.npz: ...")
+	// or a parameter's ("top_p must be ...").
 	first, _, _ := strings.Cut(msg, " ")
-	if r := []rune(msg); unicode.IsLower(r[0]) && !strings.ContainsAny(first, ".:/") {
+	if r := []rune(msg); unicode.IsLower(r[0]) && !strings.ContainsAny(first, ".:/_") {
 		r[0] = unicode.ToUpper(r[0])
 		msg = string(r)
 	}

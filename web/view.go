@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/engine/stats"
 	"github.com/sampviz/sampviz/web/store"
 )
@@ -50,7 +51,7 @@ type RowSummary struct {
 }
 
 // summarizeRow builds the table row of u.
-func summarizeRow(u RowUpdate) RowSummary {
+func summarizeRow(u session.RowUpdate) RowSummary {
 	rep := u.Report
 	s := RowSummary{
 		Output: u.Output, Row: rep.Row, Pass: rep.Pass, Matched: rep.Matched,
@@ -84,7 +85,7 @@ func summarizeRow(u RowUpdate) RowSummary {
 
 // OutputVerdict is the final word on one output.
 type OutputVerdict struct {
-	OutputInfo
+	engine.OutputInfo
 	Pass       bool     `json:"pass"`
 	FailedRows int      `json:"failed_rows"`
 	Rows       int      `json:"rows"`
@@ -133,7 +134,7 @@ func summarize(rep *engine.Report) *Summary {
 	s.Rules = map[string]int{}
 	for _, o := range rep.Outputs {
 		ov := OutputVerdict{
-			OutputInfo: OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind},
+			OutputInfo: engine.OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind},
 			Pass:       o.Pass, FailedRows: o.FailedRows, Rows: len(o.Rows), Notes: o.Notes, Violations: o.Violations, Timing: o.Timing,
 			Spec: o.Spec,
 		}
@@ -209,7 +210,7 @@ func statsLine(o OutputVerdict, threshold float64) string {
 		return ""
 	}
 	if threshold > 0 {
-		parts = append(parts, fmt.Sprintf("rows fail a statistical test below p = %s", formatFloat(threshold)))
+		parts = append(parts, fmt.Sprintf("rows fail a statistical test below p = %s", engine.FormatFloat(threshold)))
 	}
 	return o.Label() + ": " + strings.Join(parts, "; ") + "."
 }
@@ -294,9 +295,9 @@ type outputChartAcc struct {
 	Worst   []float64
 	Allowed []float64
 	Pass    []int8 // 0 unjudged, 1 pass, -1 fail
-	Hist    [HistBins]int
+	Hist    [session.HistBins]int
 	// Heat holds the worst error/allowed ratio per heatmap line and bucket.
-	Heat    [][HeatBuckets]float64
+	Heat    [][session.HeatBuckets]float64
 	HasHeat bool
 	// PValue is indexed by row: the row's smallest p-value, NaN until the
 	// row is judged and for rows not judged statistically.
@@ -409,7 +410,7 @@ func (p *specPool) stats() *engine.SpecStats {
 	return s
 }
 
-func newChartData(rows int, outs []OutputInfo) *chartData {
+func newChartData(rows int, outs []engine.OutputInfo) *chartData {
 	group := (rows + maxHeatLines - 1) / maxHeatLines
 	if group < 1 {
 		group = 1
@@ -420,7 +421,7 @@ func newChartData(rows int, outs []OutputInfo) *chartData {
 		o.Worst = nanSlice(rows)
 		o.Allowed = nanSlice(rows)
 		o.Pass = make([]int8, rows)
-		o.Heat = make([][HeatBuckets]float64, (rows+group-1)/group)
+		o.Heat = make([][session.HeatBuckets]float64, (rows+group-1)/group)
 		o.PValue = nanSlice(rows)
 	}
 	return c
@@ -436,7 +437,7 @@ func (c *chartData) clone() *chartData {
 		d.Outputs[i] = outputChartAcc{
 			Worst: append([]float64(nil), o.Worst...), Allowed: append([]float64(nil), o.Allowed...),
 			Pass: append([]int8(nil), o.Pass...), Hist: o.Hist,
-			Heat: append([][HeatBuckets]float64(nil), o.Heat...), HasHeat: o.HasHeat,
+			Heat: append([][session.HeatBuckets]float64(nil), o.Heat...), HasHeat: o.HasHeat,
 			PValue: append([]float64(nil), o.PValue...), HasPValue: o.HasPValue,
 		}
 		if o.Spec != nil {
@@ -502,7 +503,7 @@ func (c *chartData) add(row streamRow) {
 			if math.IsNaN(x) {
 				x = math.Inf(1)
 			}
-			if b < HeatBuckets && x > line[b] {
+			if b < session.HeatBuckets && x > line[b] {
 				line[b] = x
 			}
 		}

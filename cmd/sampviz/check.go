@@ -10,10 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/compare"
-	"github.com/sampviz/sampviz/engine/dump"
+	"github.com/sampviz/sampviz/engine/session"
 )
 
 func init() {
@@ -23,7 +24,8 @@ func init() {
 	}
 }
 
-// checkFlags are the flags of `sampviz check`.
+// checkFlags are the flags of `sampviz check`. The run parameters are the
+// parameter table's (engine.Param): one flag each, parsed and checked there.
 type checkFlags struct {
 	fs         *flag.FlagSet
 	backend    string
@@ -37,11 +39,7 @@ type checkFlags struct {
 	nativeAtol, nativeRtol float64
 	pvalue                 float64
 
-	op, filterOrder, topKTies, method string
-	temperature, topP, minP           float64
-	topK, draws, trials               int
-	seed, offset                      uint64
-	maxNgram, maxDraft, threshold     int
+	overrides engine.Overrides
 }
 
 func newCheckFlags(stderr io.Writer) *checkFlags {
@@ -49,7 +47,7 @@ func newCheckFlags(stderr io.Writer) *checkFlags {
 	fs := c.fs
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sampviz check [flags] DUMP\n\n"+
+		fmt.Fprintln(fs.Output(), "usage: sampviz check [flags] DUMP\n\n"+
 			"Runs the dump's op on a backend, computes the float64 reference, and judges\n"+
 			"our output and every external output in the dump. Exit status: 0 when\n"+
 			"everything passes, 1 when any violation is found, 2 when the file cannot be used.\n\nflags:")
@@ -68,21 +66,13 @@ func newCheckFlags(stderr io.Writer) *checkFlags {
 	fs.Float64Var(&c.nativeRtol, "native-rtol", 0, "native tolerance: relative part (default: the table's)")
 	fs.Float64Var(&c.pvalue, "pvalue", 0, "goodness-of-fit threshold of the statistical checks (default 1e-6)")
 
-	fs.StringVar(&c.op, "op", "", "override the op: argmax, softmax, renorm, sample, spec_verify, ngram_match")
-	fs.Float64Var(&c.temperature, "temperature", 0, "override every row's temperature (0: greedy)")
-	fs.IntVar(&c.topK, "top-k", 0, "override every row's top-k (0: off)")
-	fs.Float64Var(&c.topP, "top-p", 0, "override every row's top-p (1: off)")
-	fs.Float64Var(&c.minP, "min-p", 0, "override every row's min-p (0: off)")
-	fs.Uint64Var(&c.seed, "seed", 0, "override every row's RNG seed")
-	fs.Uint64Var(&c.offset, "offset", 0, "override every row's RNG offset")
-	fs.StringVar(&c.filterOrder, "filter-order", "", "override the filter order: top_k_first or joint")
-	fs.StringVar(&c.topKTies, "top-k-ties", "", "override the top-k tie rule: keep or lowest_index")
-	fs.StringVar(&c.method, "method", "", "sampler: inverse_cdf, gumbel or rejection (default: inverse_cdf)")
-	fs.IntVar(&c.draws, "draws", engine.DefaultDraws, "independent draws per row that our sampler makes on sample runs (judged statistically)")
-	fs.IntVar(&c.trials, "trials", engine.DefaultTrials, "speculative trials per row that our backend runs on spec_verify runs (1: spec_tokens alone)")
-	fs.IntVar(&c.maxNgram, "max-ngram-size", 0, "override max_ngram_size")
-	fs.IntVar(&c.maxDraft, "max-draft-tokens", 0, "override max_draft_tokens")
-	fs.IntVar(&c.threshold, "threshold", 0, "override the n-gram draft budget (threshold)")
+	for _, p := range engine.ParamTable() {
+		usage := "override " + p.Usage
+		if p.Rule != "" && (p.Kind != engine.KindChoice || !strings.Contains(p.Usage, p.Choices[0])) {
+			usage += "; " + p.Rule
+		}
+		fs.Func(p.Flag, usage, func(text string) error { return c.overrides.Set(p.Name, text) })
+	}
 	return c
 }
 
@@ -103,100 +93,42 @@ func (c *checkFlags) parse(args []string) ([]string, error) {
 	}
 }
 
-// overrides turns the flags a person set into engine.Overrides.
-func (c *checkFlags) overrides() (engine.Overrides, error) {
-	var o engine.Overrides
-	var err error
-	c.fs.Visit(func(f *flag.Flag) {
-		if err != nil {
-			return
-		}
-		switch f.Name {
-		case "op":
-			var op engine.Op
-			op, err = engine.ParseOp(c.op)
-			o.Op = &op
-		case "temperature":
-			o.Temperature = &c.temperature
-		case "top-k":
-			o.TopK = &c.topK
-		case "top-p":
-			o.TopP = &c.topP
-		case "min-p":
-			o.MinP = &c.minP
-		case "seed":
-			o.Seed = &c.seed
-		case "offset":
-			o.Offset = &c.offset
-		case "filter-order":
-			v := engine.FilterOrder(c.filterOrder)
-			if v != engine.TopKFirst && v != engine.Joint {
-				err = fmt.Errorf("--filter-order %q: want top_k_first or joint", c.filterOrder)
-			}
-			o.FilterOrder = &v
-		case "top-k-ties":
-			v := engine.TopKTies(c.topKTies)
-			if v != engine.TiesKeep && v != engine.TiesLowestIndex {
-				err = fmt.Errorf("--top-k-ties %q: want keep or lowest_index", c.topKTies)
-			}
-			o.TopKTies = &v
-		case "method":
-			v := engine.SampleMethod(c.method)
-			if v != engine.SampleInverseCDF && v != engine.SampleGumbel && v != engine.SampleRejection {
-				err = fmt.Errorf("--method %q: want inverse_cdf, gumbel or rejection", c.method)
-			}
-			o.Method = &v
-		case "draws":
-			o.Draws = &c.draws
-		case "trials":
-			o.Trials = &c.trials
-		case "max-ngram-size":
-			o.MaxNgramSize = &c.maxNgram
-		case "max-draft-tokens":
-			o.MaxDraftTokens = &c.maxDraft
-		case "threshold":
-			o.Threshold = &c.threshold
-		}
-	})
-	return o, err
-}
-
-// options turns the tolerance flags a person set into compare.Options. A
-// tolerance given in part takes the other part from the table (filled later
-// by the judge), so "--rtol 1e-3" alone keeps the table's atol.
-func (c *checkFlags) options() compare.Options {
-	var o compare.Options
+// tolerancesSet turns the tolerance flags a person set into the session's
+// tolerances, or nil when none was set. A tolerance given in part keeps the
+// table's other part (a negative value), so "--rtol 1e-3" alone keeps the
+// table's atol.
+func (c *checkFlags) tolerancesSet() *engine.Tolerances {
 	set := map[string]bool{}
 	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["atol"] || set["rtol"] {
-		o.Strict = &engine.Tolerance{Atol: c.atol, Rtol: c.rtol}
-		if !set["atol"] {
-			o.Strict.Atol = -1
+	part := func(name string, v float64) float64 {
+		if set[name] {
+			return v
 		}
-		if !set["rtol"] {
-			o.Strict.Rtol = -1
-		}
+		return -1
 	}
-	if set["native-atol"] || set["native-rtol"] {
-		o.Native = &engine.Tolerance{Atol: c.nativeAtol, Rtol: c.nativeRtol}
-		if !set["native-atol"] {
-			o.Native.Atol = -1
-		}
-		if !set["native-rtol"] {
-			o.Native.Rtol = -1
-		}
+	if !set["atol"] && !set["rtol"] && !set["native-atol"] && !set["native-rtol"] && !set["pvalue"] {
+		return nil
 	}
-	o.PValue = c.pvalue
-	return o
+	return &engine.Tolerances{
+		Strict: engine.Tolerance{Atol: part("atol", c.atol), Rtol: part("rtol", c.rtol)},
+		Native: engine.Tolerance{Atol: part("native-atol", c.nativeAtol), Rtol: part("native-rtol", c.nativeRtol)},
+		PValue: c.pvalue,
+	}
 }
 
+// runCheck is `sampviz check`: one job of the judging session
+// (engine/session), printed as text or JSON.
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	c := newCheckFlags(stderr)
+	c.fs.SetOutput(io.Discard) // a bad flag is one sentence, not the whole usage
 	pos, err := c.parse(args)
+	c.fs.SetOutput(stderr)
 	if errors.Is(err, flag.ErrHelp) {
+		c.fs.Usage()
 		return exitOK
 	}
 	if err != nil {
+		fmt.Fprintf(stderr, "sampviz check: %v (sampviz check -h lists the flags)\n", err)
 		return exitUnusable
 	}
 	if c.tolerances {
@@ -214,33 +146,18 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		c.fs.Usage()
 		return exitUnusable
 	}
-	ov, err := c.overrides()
-	if err != nil {
-		return fail("%v", err)
-	}
-
-	var run *engine.Run
+	job := session.Job{Overrides: c.overrides, Tolerances: c.tolerancesSet(), Backend: session.NoBackend}
 	if c.example {
-		run, err = exampleRun(ov)
-	} else {
-		var f *dump.File
-		run, f, err = dump.Load(pos[0], ov)
-		if f != nil {
-			defer f.Close()
+		if job.Run, err = exampleRun(c.overrides); err != nil {
+			return fail("%v", err)
 		}
+	} else {
+		job.DumpPath = pos[0]
 	}
-	if err != nil {
-		return fail("%v", err)
-	}
-	run.SetWorkDefaults(ov)
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-
-	var outs []*engine.Output
-	var device *engine.Device
-	var backend engine.Backend
-	if c.backend != "none" {
+	var sess *session.Session
+	if c.backend == session.NoBackend {
+		sess = session.New()
+	} else {
 		b, err := openBackend(c.backend, c.kernels)
 		if err != nil {
 			return fail("%v", err)
@@ -248,34 +165,15 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		if cl, ok := b.(io.Closer); ok {
 			defer cl.Close()
 		}
-		backend = b
-		d := b.Device()
-		device = &d
-		out, err := b.Run(ctx, run)
-		if err != nil {
-			return fail("%s backend: %v", b.Name(), err)
-		}
-		outs = append(outs, out)
-	}
-	opts := c.options()
-	if len(outs) > 0 && run.Op == engine.OpSample {
-		rr, err := seedReruns(ctx, backend, run)
-		if err != nil {
-			return fail("%s backend, seed reruns: %v", backend.Name(), err)
-		}
-		opts.Reruns = rr
-	}
-	outs = append(outs, compare.ExternalOutputs(run)...)
-	if len(outs) == 0 {
-		return fail("%s: nothing to judge: --backend none and the dump holds no external outputs", run.Source)
+		sess, job.Backend = session.New(b), ""
 	}
 
-	report, err := compare.Judge(ctx, run, outs, opts, nil)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	report, err := sess.Execute(ctx, job, nil)
 	if err != nil {
-		return fail("judge %s: %v", run.Source, err)
+		return fail("%v", err)
 	}
-	report.Device = device
-
 	if c.jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -289,32 +187,6 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return exitViolated
 	}
 	return exitOK
-}
-
-// otherSeed is added to every row's seed for the rerun that must draw
-// differently (the golden ratio's 64-bit fraction: far from any seed a
-// person picks by hand).
-const otherSeed = 0x9e3779b97f4a7c15
-
-// seedReruns runs our sampler twice more on a sample run, one token per row
-// (Draws 0), first with the same seeds and offsets, then with other seeds,
-// for the seed rules; our output must be outs[0].
-func seedReruns(ctx context.Context, b engine.Backend, run *engine.Run) (*compare.Reruns, error) {
-	rerun := *run
-	rerun.Params.Draws = 0
-	same, err := b.Run(ctx, &rerun)
-	if err != nil {
-		return nil, err
-	}
-	rerun.Params.Seed = make([]uint64, len(run.Params.Seed))
-	for r, s := range run.Params.Seed {
-		rerun.Params.Seed[r] = s + otherSeed
-	}
-	other, err := b.Run(ctx, &rerun)
-	if err != nil {
-		return nil, err
-	}
-	return &compare.Reruns{Output: 0, SameSeed: same.Tokens, OtherSeed: other.Tokens}, nil
 }
 
 // writeToleranceTable prints the default tolerances per dtype.

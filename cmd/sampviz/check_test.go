@@ -258,7 +258,7 @@ func TestCheckUnusableFile(t *testing.T) {
 		{"malformed dump", []string{dumps["broken"]}, "broken.safetensors"},
 		{"missing file", []string{filepath.Join(t.TempDir(), "nope.safetensors")}, "nope.safetensors"},
 		{"no dump given", nil, "usage"},
-		{"bad override", []string{"--filter-order", "sideways", dumps["good"]}, "--filter-order"},
+		{"bad override", []string{"--filter-order", "sideways", dumps["good"]}, "filter_order must be top_k_first or joint"},
 		{"unknown backend", []string{"--backend", "tpu", dumps["good"]}, "tpu"},
 	}
 	for _, tt := range tests {
@@ -480,10 +480,7 @@ func TestDefaultWork(t *testing.T) {
 			if _, err := c.parse(append(tt.args, "dump")); err != nil {
 				t.Fatal(err)
 			}
-			ov, err := c.overrides()
-			if err != nil {
-				t.Fatal(err)
-			}
+			ov := c.overrides
 			run := &engine.Run{Op: tt.op}
 			if ov.Draws != nil {
 				run.Params.Draws = *ov.Draws

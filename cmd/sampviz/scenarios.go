@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/scenarios"
 	"github.com/sampviz/sampviz/web"
 )
@@ -27,7 +28,7 @@ func webScenarios() []web.Scenario {
 		out = append(out, web.Scenario{
 			Name: s.Name, Title: s.Title, Summary: s.Summary,
 			FileName: s.FileName(), Open: s.Open, View: s.View,
-			Params: web.Params{Draws: s.Overrides.Draws, Trials: s.Overrides.Trials},
+			Params: engine.Overrides{Draws: s.Overrides.Draws, Trials: s.Overrides.Trials},
 		})
 	}
 	return out

@@ -19,8 +19,8 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/cpu"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web"
-	"github.com/sampviz/sampviz/web/pipeline"
 )
 
 func init() {
@@ -113,7 +113,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer closeBackends()
 
 	srv, err := web.New(web.Config{
-		DataDir: fl.data, Runner: pipeline.New(backends...), Token: fl.token,
+		DataDir: fl.data, Runner: session.New(backends...), Token: fl.token,
 		MaxUpload: int64(fl.maxUpload), Queue: fl.queue, Log: log,
 		Scenarios: webScenarios(),
 	})

@@ -3,45 +3,10 @@ package dump
 import (
 	"fmt"
 	"maps"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/sampviz/sampviz/engine"
-)
-
-// The tensor names of DUMPS.md: inputs, then external outputs.
-var (
-	inputNames = []string{
-		"logits", "temperature", "top_k", "top_p", "min_p", "seed", "offset",
-		"target_logits", "draft_tokens", "draft_probs",
-		"input_ids", "input_ids_len", "pre_ids", "step_idx",
-	}
-	outputNames = []string{
-		"probs", "tokens", "samples",
-		"spec_tokens", "spec_emitted", "spec_accepted", "spec_trials",
-		"draft_out",
-	}
-)
-
-// opTensors lists the tensors each op reads or judges. A dump tensor of the
-// format that its op does not use is ignored with a notice.
-var opTensors = map[engine.Op][]string{
-	engine.OpArgmax:  {"logits", "temperature", "tokens"},
-	engine.OpSoftmax: {"logits", "temperature", "probs"},
-	engine.OpRenorm:  {"logits", "temperature", "top_k", "top_p", "min_p", "probs"},
-	engine.OpSample: {"logits", "temperature", "top_k", "top_p", "min_p", "seed", "offset",
-		"tokens", "samples", "probs"},
-	engine.OpSpecVerify: {"target_logits", "draft_tokens", "draft_probs",
-		"temperature", "top_k", "top_p", "min_p", "seed", "offset",
-		"spec_tokens", "spec_emitted", "spec_accepted", "spec_trials"},
-	engine.OpNgramMatch: {"input_ids", "input_ids_len", "pre_ids", "step_idx", "draft_out"},
-}
-
-// Bounds on the n-gram settings: each sizes a buffer of the kernels.
-const (
-	maxNgramSetting = 1 << 16
-	maxTopK         = math.MaxInt32 // kernels take top_k as int32
 )
 
 // Load opens the dump at path and builds its Run. The caller must Close the
@@ -60,13 +25,14 @@ func Load(path string, o engine.Overrides) (*engine.Run, *File, error) {
 	return run, f, nil
 }
 
-// BuildRun turns a parsed dump into a Run: the op from the override, the
-// `op` metadata or the tensors present; the op's inputs with their dtypes,
-// shapes and index ranges checked; the parameters resolved from defaults,
-// then metadata, then tensors, then overrides (an override applies to every
-// row); the external outputs with their shapes checked. Tensors outside
-// DUMPS.md, or that the op does not use, become notices. The Run's tensors
-// alias f's. Errors are *Error.
+// BuildRun turns a parsed dump into a Run, reading the op table
+// (engine.OpSpec) and the parameter table (engine.Param): the op from the
+// override, the `op` metadata or the tensors present; the op's inputs with
+// their dtypes, shapes and values checked; the parameters resolved from the
+// table's defaults, then metadata, then tensors, then overrides (an override
+// applies to every row); the external outputs with their shapes checked.
+// Tensors outside DUMPS.md, or that the op does not use, become notices. The
+// Run's tensors alias f's. Errors are *Error.
 func BuildRun(f *File, o engine.Overrides) (*engine.Run, error) {
 	if f == nil {
 		return nil, fileError("dump", "no file to build a run from")
@@ -75,6 +41,8 @@ func BuildRun(f *File, o engine.Overrides) (*engine.Run, error) {
 		file:    f.Name,
 		o:       o,
 		tensors: map[string]*engine.Tensor{},
+		dims:    map[string]int{},
+		boundBy: map[string]string{},
 		run: &engine.Run{
 			Source:   f.Name,
 			Meta:     maps.Clone(f.Meta),
@@ -85,16 +53,12 @@ func BuildRun(f *File, o engine.Overrides) (*engine.Run, error) {
 	if b.run.Meta == nil {
 		b.run.Meta = map[string]string{}
 	}
-	known := map[string]bool{}
-	for _, n := range inputNames {
-		known[n] = true
-	}
-	for _, n := range outputNames {
-		known[n] = true
+	if err := o.Validate(); err != nil {
+		return nil, overrideError(b.file, err)
 	}
 	for _, t := range f.Tensors {
 		b.tensors[t.Name] = t
-		if !known[t.Name] {
+		if !engine.KnownTensor(t.Name) {
 			b.notice("ignored tensor %q: not part of the dump format", t.Name)
 		}
 		b.names = append(b.names, t.Name)
@@ -106,13 +70,9 @@ func BuildRun(f *File, o engine.Overrides) (*engine.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.run.Op = op
-	b.uses = map[string]bool{}
-	for _, n := range opTensors[op] {
-		b.uses[n] = true
-	}
+	b.run.Op, b.spec = op, op.Spec()
 	for _, t := range f.Tensors {
-		if known[t.Name] && !b.uses[t.Name] {
+		if engine.KnownTensor(t.Name) && !b.spec.Uses(t.Name) {
 			b.notice("ignored tensor %q: not used by op %s", t.Name, op)
 		}
 	}
@@ -133,12 +93,16 @@ type builder struct {
 	file    string
 	o       engine.Overrides
 	run     *engine.Run
+	spec    *engine.OpSpec
 	tensors map[string]*engine.Tensor
-	names   []string        // tensor names in file order, for messages
-	uses    map[string]bool // the tensors the op reads or judges
-	// ref is the tensor that fixes B (logits, target_logits or input_ids).
+	names   []string // tensor names in file order, for messages
+	// ref is the tensor that fixes B (the op's first input), rows is B.
 	ref  *engine.Tensor
 	rows int
+	// dims holds the sizes of the dimension letters bound so far, boundBy
+	// the tensor that bound each.
+	dims    map[string]int
+	boundBy map[string]string
 }
 
 func (b *builder) notice(format string, args ...any) {
@@ -147,18 +111,10 @@ func (b *builder) notice(format string, args ...any) {
 
 // used returns the tensor called name when the dump has it and the op uses it.
 func (b *builder) used(name string) *engine.Tensor {
-	if !b.uses[name] {
+	if !b.spec.Uses(name) {
 		return nil
 	}
 	return b.tensors[name]
-}
-
-// required returns a tensor the op cannot do without.
-func (b *builder) required(name string) (*engine.Tensor, error) {
-	if t := b.tensors[name]; t != nil {
-		return t, nil
-	}
-	return nil, tensorError(b.file, name, "not found; op %s needs it (the file holds %s)", b.run.Op, b.held())
 }
 
 // held lists the file's tensors for messages.
@@ -169,20 +125,21 @@ func (b *builder) held() string {
 	return strings.Join(b.names, ", ")
 }
 
+// overrideError reports an override outside its parameter's range.
+func overrideError(file string, err error) error {
+	return fileError(file, "override: %v", err)
+}
+
 // op resolves the op: override, then metadata, then inference.
 func (b *builder) op() (engine.Op, error) {
 	if b.o.Op != nil {
-		op, err := engine.ParseOp(string(*b.o.Op))
-		if err != nil {
-			return "", &Error{File: b.file, Rule: "override op", Err: err}
-		}
-		b.run.Meta["op"] = string(op)
-		return op, nil
+		b.run.Meta["op"] = string(*b.o.Op)
+		return *b.o.Op, nil // checked by Validate
 	}
 	if s, ok := b.run.Meta["op"]; ok {
 		op, err := engine.ParseOp(s)
 		if err != nil {
-			return "", &Error{File: b.file, Rule: `metadata "op"`, Err: err}
+			return "", fileError(b.file, `metadata "op": %v`, err)
 		}
 		return op, nil
 	}
@@ -252,437 +209,302 @@ func (b *builder) greedyTemperature() (zero, given bool) {
 	return true, true
 }
 
-// inputs finds and checks the op's inputs, fixing B (and V, K, L, M).
+// atLeastOne are the dimensions an op's first input must have at least 1 of.
+var atLeastOne = map[string]bool{"B": true, "V": true, "K+1": true}
+
+// inputs finds and checks the op's inputs (engine.OpSpec.Inputs), binding
+// the dimension letters (B, V, K, L, M) from the first.
 func (b *builder) inputs() error {
-	r := b.run
-	switch r.Op {
-	case engine.OpSpecVerify:
-		tl, err := b.required("target_logits")
-		if err != nil {
-			return err
-		}
-		if err := b.wantFloat(tl); err != nil {
-			return err
-		}
-		if len(tl.Shape) != 3 || tl.Shape[0] == 0 || tl.Shape[1] == 0 || tl.Shape[2] == 0 {
-			return tensorError(b.file, tl.Name, "shape %s is not [B, K+1, V] with B, K+1 and V at least 1", tl.ShapeString())
-		}
-		b.ref, b.rows, r.TargetLogits = tl, tl.Shape[0], tl
-		bsz, k, v := tl.Shape[0], tl.Shape[1]-1, tl.Shape[2]
-		dt, err := b.required("draft_tokens")
-		if err != nil {
-			return err
-		}
-		if err := b.wantInt(dt); err != nil {
-			return err
-		}
-		if err := b.wantShape(dt, tl, []int{bsz, k}, "B", "K"); err != nil {
-			return err
-		}
-		for i := range dt.NumElements() {
-			if tok := dt.Int(i); tok < 0 || tok >= int64(v) {
-				return tensorError(b.file, dt.Name, "row %d, position %d holds token %d, outside the vocabulary [0, %d) of target_logits", i/max(k, 1), i%max(k, 1), tok, v)
+	for i, ts := range b.spec.Inputs {
+		t := b.tensors[ts.Name]
+		if t == nil {
+			if !ts.Required {
+				continue
 			}
+			return tensorError(b.file, ts.Name, "not found; op %s needs it (the file holds %s)", b.run.Op, b.held())
 		}
-		r.DraftTokens = dt
-		if dp := b.used("draft_probs"); dp != nil {
-			if err := b.wantFloat(dp); err != nil {
+		if err := b.wantDType(t, ts.Float); err != nil {
+			return err
+		}
+		if i == 0 {
+			if err := b.first(t, ts); err != nil {
 				return err
 			}
-			if err := b.wantShape(dp, tl, []int{bsz, k, v}, "B", "K", "V"); err != nil {
-				return err
-			}
-			r.DraftProbs = dp
-		}
-	case engine.OpNgramMatch:
-		ids, err := b.required("input_ids")
-		if err != nil {
+		} else if err := b.wantDims(t, ts.Dims); err != nil {
 			return err
 		}
-		if err := b.wantInt(ids); err != nil {
+		if err := b.wantValues(t, ts); err != nil {
 			return err
 		}
-		if len(ids.Shape) != 2 || ids.Shape[0] == 0 {
-			return tensorError(b.file, ids.Name, "shape %s is not [B, L] with B at least 1", ids.ShapeString())
-		}
-		b.ref, b.rows, r.InputIDs = ids, ids.Shape[0], ids
-		bsz, l := ids.Shape[0], ids.Shape[1]
-		idsLen, err := b.required("input_ids_len")
-		if err != nil {
-			return err
-		}
-		if err := b.wantInt(idsLen); err != nil {
-			return err
-		}
-		if err := b.wantShape(idsLen, ids, []int{bsz}, "B"); err != nil {
-			return err
-		}
-		if err := b.wantCounts(idsLen, l, "input_ids has"); err != nil {
-			return err
-		}
-		r.InputIDsLen = idsLen
-		pre, err := b.required("pre_ids")
-		if err != nil {
-			return err
-		}
-		if err := b.wantInt(pre); err != nil {
-			return err
-		}
-		if err := b.wantShape(pre, ids, []int{bsz, -1}, "B", "M"); err != nil {
-			return err
-		}
-		r.PreIDs = pre
-		step, err := b.required("step_idx")
-		if err != nil {
-			return err
-		}
-		if err := b.wantInt(step); err != nil {
-			return err
-		}
-		if err := b.wantShape(step, ids, []int{bsz}, "B"); err != nil {
-			return err
-		}
-		if err := b.wantCounts(step, pre.Shape[1], "pre_ids has"); err != nil {
-			return err
-		}
-		r.StepIdx = step
-	default:
-		lg, err := b.required("logits")
-		if err != nil {
-			return err
-		}
-		if err := b.wantFloat(lg); err != nil {
-			return err
-		}
-		if len(lg.Shape) != 2 || lg.Shape[0] == 0 || lg.Shape[1] == 0 {
-			hint := ""
-			if len(lg.Shape) == 1 {
-				hint = " (add a batch dimension: logits[None])"
-			}
-			return tensorError(b.file, lg.Name, "shape %s is not [B, V] with B and V at least 1%s", lg.ShapeString(), hint)
-		}
-		b.ref, b.rows, r.Logits = lg, lg.Shape[0], lg
+		b.run.SetTensor(ts.Name, t)
 	}
 	return nil
 }
 
-// wantCounts checks that every element of t lies in [0, limit].
-func (b *builder) wantCounts(t *engine.Tensor, limit int, what string) error {
-	for i := range t.NumElements() {
-		if v := t.Int(i); v < 0 || v > int64(limit) {
-			return tensorError(b.file, t.Name, "row %d is %d, outside [0, %d] (%s %d columns)", i, v, limit, what, limit)
+// first checks the op's first input, which fixes B and the other sizes it
+// names.
+func (b *builder) first(t *engine.Tensor, ts engine.TensorSpec) error {
+	fits := len(t.Shape) == len(ts.Dims)
+	var must []string
+	for i, d := range ts.Dims {
+		if atLeastOne[d] {
+			must = append(must, d)
+			fits = fits && t.Shape[i] >= 1
+		}
+	}
+	if !fits {
+		hint := ""
+		if len(t.Shape) == len(ts.Dims)-1 && ts.Dims[0] == "B" {
+			hint = fmt.Sprintf(" (add a batch dimension: %s[None])", t.Name)
+		}
+		return tensorError(b.file, t.Name, "shape %s is not %s with %s at least 1%s", t.ShapeString(), engine.FormatDims(ts.Dims), andList(must), hint)
+	}
+	b.ref = t
+	b.bind(t, ts.Dims)
+	b.rows = b.dims["B"]
+	return nil
+}
+
+// bind records the sizes t gives the letters of dims that are not bound yet.
+func (b *builder) bind(t *engine.Tensor, dims []string) {
+	for i, d := range dims {
+		letter, size := d, t.Shape[i]
+		if d == "K+1" {
+			letter, size = "K", size-1
+		}
+		if _, ok := b.dims[letter]; !ok {
+			b.dims[letter], b.boundBy[letter] = size, t.Name
+		}
+	}
+}
+
+// size returns the size of a dimension letter ("K+1" included) and whether
+// it is bound.
+func (b *builder) size(d string) (int, bool) {
+	if d == "K+1" {
+		k, ok := b.dims["K"]
+		return k + 1, ok
+	}
+	n, ok := b.dims[d]
+	return n, ok
+}
+
+// wantDims checks t's shape against the letters of dims, binding the ones
+// not bound yet (N, T, M), and names the tensor that fixed the sizes when
+// it does not fit.
+func (b *builder) wantDims(t *engine.Tensor, dims []string) error {
+	fits := len(t.Shape) == len(dims)
+	want := make([]string, len(dims))
+	for i, d := range dims {
+		n, ok := b.size(d)
+		want[i] = d
+		if ok {
+			want[i] = strconv.Itoa(n)
+			fits = fits && t.Shape[i] == n
+		}
+	}
+	if !fits {
+		return tensorError(b.file, t.Name, "shape %s does not fit %s %s: want [%s] (%s)",
+			t.ShapeString(), b.ref.Name, b.ref.ShapeString(), strings.Join(want, ", "), engine.FormatDims(dims))
+	}
+	b.bind(t, dims)
+	return nil
+}
+
+// wantValues checks what t's elements hold (engine.TensorSpec.Values).
+func (b *builder) wantValues(t *engine.Tensor, ts engine.TensorSpec) error {
+	switch {
+	case ts.Values == "token":
+		v, cols := b.dims["V"], max(t.Dim(1), 1)
+		for i := range t.NumElements() {
+			if tok := t.Int(i); tok < 0 || tok >= int64(v) {
+				return tensorError(b.file, t.Name, "row %d, position %d holds token %d, outside the vocabulary [0, %d) of %s", i/cols, i%cols, tok, v, b.boundBy["V"])
+			}
+		}
+	case strings.HasPrefix(ts.Values, "count:"):
+		letter := strings.TrimPrefix(ts.Values, "count:")
+		limit := b.dims[letter]
+		for i := range t.NumElements() {
+			if v := t.Int(i); v < 0 || v > int64(limit) {
+				return tensorError(b.file, t.Name, "row %d is %d, outside [0, %d] (%s has %d columns)", i, v, limit, b.boundBy[letter], limit)
+			}
 		}
 	}
 	return nil
 }
 
-func (b *builder) wantFloat(t *engine.Tensor) error {
-	if !t.DType.IsFloat() {
+func (b *builder) wantDType(t *engine.Tensor, float bool) error {
+	if float && !t.DType.IsFloat() {
 		return tensorError(b.file, t.Name, "dtype %s, but %s must be a float dtype (BF16, F16, F32 or F64)", t.DType, t.Name)
 	}
-	return nil
-}
-
-func (b *builder) wantInt(t *engine.Tensor) error {
-	if t.DType != engine.I32 && t.DType != engine.I64 && t.DType != engine.U8 {
+	if !float && t.DType != engine.I32 && t.DType != engine.I64 && t.DType != engine.U8 {
 		return tensorError(b.file, t.Name, "dtype %s, but %s must be an integer dtype (I32, I64 or U8)", t.DType, t.Name)
 	}
 	return nil
 }
 
-// wantShape checks t's shape against want (-1: any size) and names ref, the
-// tensor the sizes come from, when it does not fit. letters name the dims.
-func (b *builder) wantShape(t, ref *engine.Tensor, want []int, letters ...string) error {
-	fits := len(t.Shape) == len(want)
-	for i := 0; fits && i < len(want); i++ {
-		fits = want[i] < 0 || want[i] == t.Shape[i]
-	}
-	if fits {
-		return nil
-	}
-	parts := make([]string, len(want))
-	for i, d := range want {
-		if d < 0 {
-			parts[i] = letters[i]
-		} else {
-			parts[i] = strconv.Itoa(d)
+// params resolves the op's per-row parameters (engine.Param of scope
+// PerRow): the table's default for every row, then the dump's tensor (one
+// value per row, or one for all), then the override for every row. Every
+// value is checked against the table; settings() did the run-wide ones.
+func (b *builder) params() error {
+	p := &b.run.Params
+	rows := b.rows
+	p.Temperature, p.TopP, p.MinP = make([]float64, rows), make([]float64, rows), make([]float64, rows)
+	p.TopK, p.Seed, p.Offset = make([]int, rows), make([]uint64, rows), make([]uint64, rows)
+	for _, param := range engine.ParamTable() {
+		if param.Scope != engine.PerRow {
+			continue
+		}
+		text, overridden := b.o.Get(param.Name)
+		if !overridden {
+			text = param.Default
+		}
+		var first engine.Overrides // the value every row starts from
+		if err := first.Set(param.Name, text); err != nil {
+			return overrideError(b.file, err)
+		}
+		set := b.rowSetter(param.Name)
+		for r := range rows {
+			set(r, &first)
+		}
+		t := b.used(param.Name)
+		if t == nil || overridden {
+			continue
+		}
+		at, err := b.perRow(t, param)
+		if err != nil {
+			return err
+		}
+		for r := range rows {
+			var row engine.Overrides
+			if err := row.Set(param.Name, valueText(t, at(r), param)); err != nil {
+				if len(t.Shape) == 0 {
+					return tensorError(b.file, t.Name, "%v", err)
+				}
+				return tensorError(b.file, t.Name, "row %d: %v", r, err)
+			}
+			set(r, &row)
 		}
 	}
-	return tensorError(b.file, t.Name, "shape %s does not fit %s %s: want [%s] ([%s])",
-		t.ShapeString(), ref.Name, ref.ShapeString(), strings.Join(parts, ", "), strings.Join(letters, ", "))
+	return nil
 }
 
-// perRow returns the tensor called name when the op uses it, checked to be
-// a scalar or one value per row, and the function that reads row r of it.
-func (b *builder) perRow(name string, float bool) (*engine.Tensor, func(r int) int, error) {
-	t := b.used(name)
-	if t == nil {
-		return nil, nil, nil
+// valueText writes element i of a parameter tensor as Overrides.Set reads it.
+func valueText(t *engine.Tensor, i int, p *engine.Param) string {
+	if p.Kind == engine.KindFloat {
+		return engine.FormatFloat(t.Float(i))
 	}
-	check := b.wantInt
-	if float {
-		check = b.wantFloat
+	return strconv.FormatInt(t.Int(i), 10)
+}
+
+// rowSetter returns the function that copies a per-row parameter from a
+// checked Overrides into row r of the run's Params.
+func (b *builder) rowSetter(name string) func(r int, o *engine.Overrides) {
+	p := &b.run.Params
+	switch name {
+	case "temperature":
+		return func(r int, o *engine.Overrides) { p.Temperature[r] = *o.Temperature }
+	case "top_k":
+		return func(r int, o *engine.Overrides) { p.TopK[r] = *o.TopK }
+	case "top_p":
+		return func(r int, o *engine.Overrides) { p.TopP[r] = *o.TopP }
+	case "min_p":
+		return func(r int, o *engine.Overrides) { p.MinP[r] = *o.MinP }
+	case "seed":
+		return func(r int, o *engine.Overrides) { p.Seed[r] = *o.Seed }
+	case "offset":
+		return func(r int, o *engine.Overrides) { p.Offset[r] = *o.Offset }
 	}
-	if err := check(t); err != nil {
-		return nil, nil, err
+	panic("dump: per-row parameter " + name + " has no field in engine.Params")
+}
+
+// perRow checks a parameter tensor's dtype and shape (a scalar, or one value
+// per row) and returns the function that gives row r's element.
+func (b *builder) perRow(t *engine.Tensor, p *engine.Param) (func(r int) int, error) {
+	if err := b.wantDType(t, p.Kind == engine.KindFloat); err != nil {
+		return nil, err
 	}
 	switch {
 	case len(t.Shape) == 0:
-		return t, func(int) int { return 0 }, nil
+		return func(int) int { return 0 }, nil
 	case len(t.Shape) == 1 && t.Shape[0] == b.rows:
-		return t, func(r int) int { return r }, nil
+		return func(r int) int { return r }, nil
 	}
-	return nil, nil, tensorError(b.file, t.Name, "shape %s does not fit %s %s: want [] or [%d]", t.ShapeString(), b.ref.Name, b.ref.ShapeString(), b.rows)
+	return nil, tensorError(b.file, t.Name, "shape %s does not fit %s %s: want [] or [%d]", t.ShapeString(), b.ref.Name, b.ref.ShapeString(), b.rows)
 }
 
-// rowError reports a per-row value outside its range.
-func (b *builder) rowError(t *engine.Tensor, r int, v any, rule string) error {
-	if len(t.Shape) == 0 {
-		return tensorError(b.file, t.Name, "value %v, but %s must be %s", v, t.Name, rule)
-	}
-	return tensorError(b.file, t.Name, "row %d is %v, but %s must be %s", r, v, t.Name, rule)
-}
-
-// overrideError reports an override outside its range.
-func (b *builder) overrideError(name string, v any, rule string) error {
-	return fileError(b.file, "override %s %v: %s must be %s", name, v, name, rule)
-}
-
-// floatParam resolves one float parameter per row.
-func (b *builder) floatParam(name string, def float64, ov *float64, rule string, ok func(float64) bool) ([]float64, error) {
-	return rowParam(b, name, true, (*engine.Tensor).Float, def, ov, rule, ok)
-}
-
-// intParam resolves one integer parameter per row, as int64.
-func (b *builder) intParam(name string, ov *int64, rule string, ok func(int64) bool) ([]int64, error) {
-	return rowParam(b, name, false, (*engine.Tensor).Int, 0, ov, rule, ok)
-}
-
-// rowParam resolves one parameter per row: def for every row, then the
-// dump's tensor (per row or one scalar), then the override for every row;
-// each value must pass ok, else the error names the row and the rule.
-func rowParam[V float64 | int64](b *builder, name string, float bool, read func(*engine.Tensor, int) V, def V, ov *V, rule string, ok func(V) bool) ([]V, error) {
-	out := make([]V, b.rows)
-	for r := range out {
-		out[r] = def
-	}
-	t, at, err := b.perRow(name, float)
-	if err != nil {
-		return nil, err
-	}
-	if t != nil {
-		for r := range out {
-			v := read(t, at(r))
-			if !ok(v) {
-				return nil, b.rowError(t, r, v, rule)
-			}
-			out[r] = v
-		}
-	}
-	if ov != nil {
-		if !ok(*ov) {
-			return nil, b.overrideError(name, *ov, rule)
-		}
-		for r := range out {
-			out[r] = *ov
-		}
-	}
-	return out, nil
-}
-
-// params resolves the per-row parameters; settings() did the run-wide ones.
-func (b *builder) params() error {
-	p := &b.run.Params
-	var err error
-	finiteNonNeg := func(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
-	if p.Temperature, err = b.floatParam("temperature", 1, b.o.Temperature, "finite and >= 0", finiteNonNeg); err != nil {
-		return err
-	}
-	if p.TopP, err = b.floatParam("top_p", 1, b.o.TopP, "in (0, 1]", func(v float64) bool { return v > 0 && v <= 1 }); err != nil {
-		return err
-	}
-	if p.MinP, err = b.floatParam("min_p", 0, b.o.MinP, "in [0, 1]", func(v float64) bool { return v >= 0 && v <= 1 }); err != nil {
-		return err
-	}
-	var topK *int64
-	if b.o.TopK != nil {
-		v := int64(*b.o.TopK)
-		topK = &v
-	}
-	ks, err := b.intParam("top_k", topK, fmt.Sprintf("in [0, %d]", maxTopK), func(v int64) bool { return v >= 0 && v <= maxTopK })
-	if err != nil {
-		return err
-	}
-	p.TopK = make([]int, len(ks))
-	for i, k := range ks {
-		p.TopK[i] = int(k)
-	}
-	// Seeds are 64-bit patterns: torch has no uint64, so a negative int64
-	// seed stands for the seed with the same bits.
-	var seed *int64
-	if b.o.Seed != nil {
-		v := int64(*b.o.Seed)
-		seed = &v
-	}
-	seeds, err := b.intParam("seed", seed, "an integer", func(int64) bool { return true })
-	if err != nil {
-		return err
-	}
-	p.Seed = make([]uint64, len(seeds))
-	for i, s := range seeds {
-		p.Seed[i] = uint64(s)
-	}
-	var offset *int64
-	if b.o.Offset != nil {
-		if *b.o.Offset > math.MaxInt64 {
-			return b.overrideError("offset", *b.o.Offset, "at most 2^63-1")
-		}
-		v := int64(*b.o.Offset)
-		offset = &v
-	}
-	offs, err := b.intParam("offset", offset, ">= 0", func(v int64) bool { return v >= 0 })
-	if err != nil {
-		return err
-	}
-	p.Offset = make([]uint64, len(offs))
-	for i, v := range offs {
-		p.Offset[i] = uint64(v)
-	}
-	return nil
-}
-
-// settings resolves the run-wide parameters: defaults, then metadata, then
+// settings resolves the run-wide parameters (engine.Param of scope RunWide)
+// and the work parameters: the table's defaults, then metadata, then
 // overrides, which are written back into Meta under their metadata keys.
 func (b *builder) settings() error {
-	p := &b.run.Params
 	meta := b.run.Meta
-	p.FilterOrder, p.TopKTies = engine.TopKFirst, engine.TiesKeep
-	p.MaxNgramSize, p.MaxDraftTokens, p.Threshold = 3, 8, 1024
+	var s engine.Overrides // the resolved values
+	for _, p := range engine.ParamTable() {
+		if p.Scope != engine.RunWide {
+			continue
+		}
+		if err := s.Set(p.Name, p.Default); err != nil {
+			return fmt.Errorf("dump: the default of %s: %w", p.Name, err)
+		}
+		if text, ok := meta[p.Name]; ok {
+			if err := s.Set(p.Name, text); err != nil {
+				return fileError(b.file, "metadata %q: %v", p.Name, err)
+			}
+		}
+		if text, ok := b.o.Get(p.Name); ok {
+			if err := s.Set(p.Name, text); err != nil {
+				return overrideError(b.file, err)
+			}
+			meta[p.Name] = text
+		}
+	}
+	p := &b.run.Params
+	p.FilterOrder, p.TopKTies = *s.FilterOrder, *s.TopKTies
+	p.MaxNgramSize, p.MaxDraftTokens, p.Threshold = *s.MaxNgramSize, *s.MaxDraftTokens, *s.Threshold
 	p.Method, p.Draws, p.Trials = engine.SampleAuto, 0, 0
-
-	if s, ok := meta["filter_order"]; ok {
-		v := engine.FilterOrder(s)
-		if v != engine.TopKFirst && v != engine.Joint {
-			return fileError(b.file, `metadata "filter_order": %q is not top_k_first or joint`, s)
-		}
-		p.FilterOrder = v
-	}
-	if b.o.FilterOrder != nil {
-		v := *b.o.FilterOrder
-		if v != engine.TopKFirst && v != engine.Joint {
-			return fileError(b.file, "override filter_order %q: want top_k_first or joint", v)
-		}
-		p.FilterOrder, meta["filter_order"] = v, string(v)
-	}
-	if s, ok := meta["top_k_ties"]; ok {
-		v := engine.TopKTies(s)
-		if v != engine.TiesKeep && v != engine.TiesLowestIndex {
-			return fileError(b.file, `metadata "top_k_ties": %q is not keep or lowest_index`, s)
-		}
-		p.TopKTies = v
-	}
-	if b.o.TopKTies != nil {
-		v := *b.o.TopKTies
-		if v != engine.TiesKeep && v != engine.TiesLowestIndex {
-			return fileError(b.file, "override top_k_ties %q: want keep or lowest_index", v)
-		}
-		p.TopKTies, meta["top_k_ties"] = v, string(v)
-	}
-	for _, s := range []struct {
-		key      string
-		dst      *int
-		ov       *int
-		min, max int
-	}{
-		{"max_ngram_size", &p.MaxNgramSize, b.o.MaxNgramSize, 1, maxNgramSetting},
-		{"max_draft_tokens", &p.MaxDraftTokens, b.o.MaxDraftTokens, 1, maxNgramSetting},
-		{"threshold", &p.Threshold, b.o.Threshold, 0, math.MaxInt32},
-	} {
-		if text, ok := meta[s.key]; ok {
-			v, err := strconv.Atoi(text)
-			if err != nil {
-				return fileError(b.file, "metadata %q: %q is not an integer", s.key, text)
-			}
-			if v < s.min || v > s.max {
-				return fileError(b.file, "metadata %q: %d is outside [%d, %d]", s.key, v, s.min, s.max)
-			}
-			*s.dst = v
-		}
-		if s.ov != nil {
-			if v := *s.ov; v < s.min || v > s.max {
-				return fileError(b.file, "override %s %d: outside [%d, %d]", s.key, v, s.min, s.max)
-			}
-			*s.dst, meta[s.key] = *s.ov, strconv.Itoa(*s.ov)
-		}
-	}
 	if b.o.Method != nil {
-		switch m := *b.o.Method; m {
-		case engine.SampleAuto, engine.SampleInverseCDF, engine.SampleGumbel, engine.SampleRejection:
-			p.Method = m
-		default:
-			return fileError(b.file, "override method %q: want inverse_cdf, gumbel or rejection (or empty for auto)", m)
-		}
+		p.Method = *b.o.Method
 	}
 	if b.o.Draws != nil {
-		if *b.o.Draws < 0 {
-			return fileError(b.file, "override draws %d: must be >= 0", *b.o.Draws)
-		}
 		p.Draws = *b.o.Draws
 	}
 	if b.o.Trials != nil {
-		if *b.o.Trials < 0 {
-			return fileError(b.file, "override trials %d: must be >= 0", *b.o.Trials)
-		}
 		p.Trials = *b.o.Trials
 	}
+	// D, the width of draft_out, is a parameter.
+	b.dims["D"], b.boundBy["D"] = p.MaxDraftTokens, "max_draft_tokens"
 	return nil
 }
 
-// outputs checks the external outputs the op judges and files them in
-// run.External by name. Token values are not checked: out-of-range tokens
-// are the judge's findings, not reading errors.
+// outputs checks the external outputs the op judges (engine.OpSpec.Outputs)
+// and files them in run.External by name. Token values are not checked:
+// out-of-range tokens are the judge's findings, not reading errors.
 func (b *builder) outputs() error {
-	r := b.run
-	bsz := b.rows
-	type want struct {
-		float   bool
-		dims    []int
-		letters []string
-	}
-	var k1 int
-	if r.TargetLogits != nil {
-		k1 = r.TargetLogits.Shape[1]
-	}
-	wants := map[string]want{
-		"probs":         {true, []int{bsz, r.Vocab()}, []string{"B", "V"}},
-		"tokens":        {false, []int{bsz}, []string{"B"}},
-		"samples":       {false, []int{bsz, -1}, []string{"B", "N"}},
-		"spec_tokens":   {false, []int{bsz, k1}, []string{"B", "K+1"}},
-		"spec_emitted":  {false, []int{bsz}, []string{"B"}},
-		"spec_accepted": {false, []int{bsz}, []string{"B"}},
-		"spec_trials":   {false, []int{-1, bsz, k1}, []string{"T", "B", "K+1"}},
-		"draft_out":     {false, []int{bsz, r.Params.MaxDraftTokens}, []string{"B", "D"}},
-	}
-	for _, name := range outputNames {
+	for _, name := range engine.OutputNames() {
 		t := b.used(name)
 		if t == nil {
 			continue
 		}
-		w := wants[name]
-		check := b.wantInt
-		if w.float {
-			check = b.wantFloat
-		}
-		if err := check(t); err != nil {
+		ts := engine.OutputSpec(name)
+		if err := b.wantDType(t, ts.Float); err != nil {
 			return err
 		}
-		if name == "draft_out" && len(t.Shape) == 2 && t.Shape[0] == bsz && t.Shape[1] != r.Params.MaxDraftTokens {
-			return tensorError(b.file, t.Name, "shape %s has %d columns, but max_draft_tokens is %d: set max_draft_tokens to %d in the metadata or with the override", t.ShapeString(), t.Shape[1], r.Params.MaxDraftTokens, t.Shape[1])
+		if d := b.dims["D"]; len(ts.Dims) == 2 && ts.Dims[1] == "D" && len(t.Shape) == 2 && t.Shape[0] == b.rows && t.Shape[1] != d {
+			return tensorError(b.file, t.Name, "shape %s has %d columns, but max_draft_tokens is %d: set max_draft_tokens to %d in the metadata or with the override", t.ShapeString(), t.Shape[1], d, t.Shape[1])
 		}
-		if err := b.wantShape(t, b.ref, w.dims, w.letters...); err != nil {
+		if err := b.wantDims(t, ts.Dims); err != nil {
 			return err
 		}
-		r.External[name] = t
+		b.run.External[name] = t
 	}
 	return nil
+}
+
+// andList writes items as "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }

@@ -304,3 +304,26 @@ func Compute(x Logits, t float64, f Filter, native bool) Dist {
 	ws.Compute(&d, x, t, f, native)
 	return d
 }
+
+// TopIndices returns the indices of the n largest positive values of x,
+// largest first, ties by lower index (nil for nil x).
+func TopIndices(x []float64, n int) []int {
+	var top []int
+	for i, v := range x {
+		if !(v > 0) || len(top) == n && v <= x[top[n-1]] {
+			continue
+		}
+		j := len(top)
+		if j < n {
+			top = append(top, i)
+		} else {
+			j = n - 1
+		}
+		for j > 0 && x[top[j-1]] < v {
+			top[j] = top[j-1]
+			j--
+		}
+		top[j] = i
+	}
+	return top
+}

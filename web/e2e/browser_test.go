@@ -39,8 +39,8 @@ import (
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/cpu"
 	"github.com/sampviz/sampviz/engine/dump"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web"
-	"github.com/sampviz/sampviz/web/pipeline"
 )
 
 // chromiumPath is where Debian's chromium package puts the browser.
@@ -77,18 +77,18 @@ type slowRunner struct {
 	delay time.Duration
 }
 
-func (s slowRunner) Execute(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error) {
+func (s slowRunner) Execute(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error) {
 	return s.Runner.Execute(ctx, job, slowSink{sink, s.delay})
 }
 
 type slowSink struct {
-	web.RowSink
+	session.Sink
 	delay time.Duration
 }
 
-func (s slowSink) Row(u web.RowUpdate) {
+func (s slowSink) Row(u session.RowUpdate) {
 	time.Sleep(s.delay)
-	s.RowSink.Row(u)
+	s.Sink.Row(u)
 }
 
 // writeDump writes a renorm dump of rows x vocab BF16 logits with random
@@ -383,7 +383,7 @@ func TestBrowserUploadStreamAndDrillDown(t *testing.T) {
 
 	srv, err := web.New(web.Config{
 		DataDir: t.TempDir(),
-		Runner:  slowRunner{pipeline.New(cpu.New()), 4 * time.Millisecond},
+		Runner:  slowRunner{session.New(cpu.New()), 4 * time.Millisecond},
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -678,7 +678,7 @@ func TestBrowserStatisticsTraceAndTeach(t *testing.T) {
 
 	srv, err := web.New(web.Config{
 		DataDir: t.TempDir(),
-		Runner:  slowRunner{pipeline.New(cpu.New()), 15 * time.Millisecond},
+		Runner:  slowRunner{session.New(cpu.New()), 15 * time.Millisecond},
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

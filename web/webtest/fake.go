@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/lesson"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web"
 )
 
@@ -25,11 +28,11 @@ import (
 // error (or no backends).
 type Runner struct {
 	BackendsFunc func() []engine.Device
-	InspectFunc  func(ctx context.Context, path, name string) (*web.DumpInfo, error)
-	ExecuteFunc  func(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error)
-	RejudgeFunc  func(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error)
-	RowFunc      func(ctx context.Context, job web.Job, r, top int) (*web.RowDetail, error)
-	TeachFunc    func(ctx context.Context, job web.Job, r int, l web.Lesson) (*web.LessonState, error)
+	InspectFunc  func(ctx context.Context, path, name string) (*session.DumpInfo, error)
+	ExecuteFunc  func(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
+	RejudgeFunc  func(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
+	RowFunc      func(ctx context.Context, job session.Job, r, top int) (*explain.RowDetail, error)
+	TeachFunc    func(ctx context.Context, job session.Job, r int, l lesson.Lesson) (*lesson.State, error)
 }
 
 var _ web.Runner = (*Runner)(nil)
@@ -45,7 +48,7 @@ func (f *Runner) Backends() []engine.Device {
 }
 
 // Inspect implements web.Runner.
-func (f *Runner) Inspect(ctx context.Context, path, name string) (*web.DumpInfo, error) {
+func (f *Runner) Inspect(ctx context.Context, path, name string) (*session.DumpInfo, error) {
 	if f.InspectFunc == nil {
 		return nil, errNotSet
 	}
@@ -53,7 +56,7 @@ func (f *Runner) Inspect(ctx context.Context, path, name string) (*web.DumpInfo,
 }
 
 // Execute implements web.Runner.
-func (f *Runner) Execute(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error) {
+func (f *Runner) Execute(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error) {
 	if f.ExecuteFunc == nil {
 		return nil, errNotSet
 	}
@@ -61,7 +64,7 @@ func (f *Runner) Execute(ctx context.Context, job web.Job, sink web.RowSink) (*e
 }
 
 // Rejudge implements web.Runner.
-func (f *Runner) Rejudge(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error) {
+func (f *Runner) Rejudge(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error) {
 	if f.RejudgeFunc == nil {
 		return nil, errNotSet
 	}
@@ -69,7 +72,7 @@ func (f *Runner) Rejudge(ctx context.Context, job web.Job, sink web.RowSink) (*e
 }
 
 // Row implements web.Runner.
-func (f *Runner) Row(ctx context.Context, job web.Job, r, top int) (*web.RowDetail, error) {
+func (f *Runner) Row(ctx context.Context, job session.Job, r, top int) (*explain.RowDetail, error) {
 	if f.RowFunc == nil {
 		return nil, errNotSet
 	}
@@ -77,7 +80,7 @@ func (f *Runner) Row(ctx context.Context, job web.Job, r, top int) (*web.RowDeta
 }
 
 // Teach implements web.Runner.
-func (f *Runner) Teach(ctx context.Context, job web.Job, r int, l web.Lesson) (*web.LessonState, error) {
+func (f *Runner) Teach(ctx context.Context, job session.Job, r int, l lesson.Lesson) (*lesson.State, error) {
 	if f.TeachFunc == nil {
 		return nil, errNotSet
 	}
@@ -171,7 +174,7 @@ func NewPipeline() (*Runner, *Pipeline) {
 		BackendsFunc: func() []engine.Device { return []engine.Device{CPU} },
 		InspectFunc:  inspect,
 	}
-	r.ExecuteFunc = func(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error) {
+	r.ExecuteFunc = func(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error) {
 		d, err := readDump(job.DumpPath, job.FileName)
 		if err != nil {
 			return nil, err
@@ -200,9 +203,9 @@ func NewPipeline() (*Runner, *Pipeline) {
 		}
 		return rep, err
 	}
-	r.RejudgeFunc = func(ctx context.Context, job web.Job, sink web.RowSink) (*engine.Report, error) {
+	r.RejudgeFunc = func(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error) {
 		if _, err := os.Stat(job.OutputsPath); err != nil {
-			return nil, web.ErrNoOutputs
+			return nil, session.ErrNoOutputs
 		}
 		d, err := readDump(job.DumpPath, job.FileName)
 		if err != nil {
@@ -216,7 +219,7 @@ func NewPipeline() (*Runner, *Pipeline) {
 		}
 		return rep, err
 	}
-	r.RowFunc = func(ctx context.Context, job web.Job, row, top int) (*web.RowDetail, error) {
+	r.RowFunc = func(ctx context.Context, job session.Job, row, top int) (*explain.RowDetail, error) {
 		d, err := readDump(job.DumpPath, job.FileName)
 		if err != nil {
 			return nil, err
@@ -229,47 +232,47 @@ func NewPipeline() (*Runner, *Pipeline) {
 		}
 		return rowDetail(d, row, top), nil
 	}
-	r.TeachFunc = func(ctx context.Context, job web.Job, row int, l web.Lesson) (*web.LessonState, error) {
+	r.TeachFunc = func(ctx context.Context, job session.Job, row int, l lesson.Lesson) (*lesson.State, error) {
 		d, err := readDump(job.DumpPath, job.FileName)
 		if err != nil {
 			return nil, err
 		}
 		if d.Op != "spec_verify" {
-			return nil, &web.LessonError{Msg: "The fake teaches only spec_verify dumps."}
+			return nil, &lesson.Error{Msg: "The fake teaches only spec_verify dumps."}
 		}
 		if l.Position < 0 || l.Position >= d.K {
-			return nil, &web.LessonError{Msg: fmt.Sprintf("Position %d is not a draft position.", l.Position)}
+			return nil, &lesson.Error{Msg: fmt.Sprintf("Position %d is not a draft position.", l.Position)}
 		}
-		return lesson(d, row, l), nil
+		return fakeLesson(d, row, l), nil
 	}
 	return r, p
 }
 
-func inspect(ctx context.Context, path, name string) (*web.DumpInfo, error) {
+func inspect(ctx context.Context, path, name string) (*session.DumpInfo, error) {
 	d, err := readDump(path, name)
 	if err != nil {
 		return nil, err
 	}
 	switch d.Op {
 	case "sample":
-		return &web.DumpInfo{
+		return &session.DumpInfo{
 			Op: engine.OpSample, DType: engine.F32, Input: "logits", Shape: []int{d.Rows, d.Vocab},
 			Rows: d.Rows, Vocab: d.Vocab, External: []string{}, Source: "webtest",
 		}, nil
 	case "spec_verify":
-		return &web.DumpInfo{
+		return &session.DumpInfo{
 			Op: engine.OpSpecVerify, DType: engine.F32, Input: "target_logits", Shape: []int{d.Rows, d.K + 1, d.Vocab},
 			Rows: d.Rows, Vocab: d.Vocab, External: []string{}, Source: "webtest",
 		}, nil
 	}
-	return &web.DumpInfo{
+	return &session.DumpInfo{
 		Op: engine.OpSoftmax, DType: engine.F32, Input: "logits", Shape: []int{d.Rows, d.Vocab},
 		Rows: d.Rows, Vocab: d.Vocab, External: []string{"probs"}, Source: "webtest",
 	}, nil
 }
 
 // readDump reads and checks a fake dump; what is wrong with it is a
-// *web.BadDumpError naming the file, the tensor and the rule.
+// *session.InputError naming the file, the tensor and the rule.
 func readDump(path, name string) (Dump, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -279,27 +282,27 @@ func readDump(path, name string) (Dump, error) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		var se *json.SyntaxError
 		if len(b) > 0 && b[0] == '{' && errors.As(err, &se) && se.Offset >= int64(len(b)) {
-			return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: truncated: the file ends after %d bytes, inside its header", name, len(b))}
+			return Dump{}, inputError(fmt.Errorf("%s: truncated: the file ends after %d bytes, inside its header", name, len(b)))
 		}
-		return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: the first 8 bytes give a header length of %d bytes, more than the file holds", name, len(b)*1000)}
+		return Dump{}, inputError(fmt.Errorf("%s: the first 8 bytes give a header length of %d bytes, more than the file holds", name, len(b)*1000))
 	}
 	if d.Magic != Magic {
-		return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: tensor \"logits\": missing", name)}
+		return Dump{}, inputError(fmt.Errorf("%s: tensor \"logits\": missing", name))
 	}
 	if d.Rows <= 0 || d.Vocab <= 0 {
-		return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: tensor logits: shape [%d, %d] must have at least one row and one token", name, d.Rows, d.Vocab)}
+		return Dump{}, inputError(fmt.Errorf("%s: tensor logits: shape [%d, %d] must have at least one row and one token", name, d.Rows, d.Vocab))
 	}
 	switch {
 	case d.Op != "" && d.Op != "sample" && d.Op != "spec_verify":
-		return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: metadata \"op\": %q is not one the fake judges", name, d.Op)}
+		return Dump{}, inputError(fmt.Errorf("%s: metadata \"op\": %q is not one the fake judges", name, d.Op))
 	case d.Op == "spec_verify" && (d.K <= 0 || d.K >= d.Vocab):
-		return Dump{}, &web.BadDumpError{Err: fmt.Errorf("%s: tensor draft_tokens: %d draft positions for %d tokens", name, d.K, d.Vocab)}
+		return Dump{}, inputError(fmt.Errorf("%s: tensor draft_tokens: %d draft positions for %d tokens", name, d.K, d.Vocab))
 	}
 	return d, nil
 }
 
 // judge makes up a judgement of d with fresh random errors.
-func (p *Pipeline) judge(ctx context.Context, d Dump, job web.Job, sink web.RowSink) (*engine.Report, error) {
+func (p *Pipeline) judge(ctx context.Context, d Dump, job session.Job, sink session.Sink) (*engine.Report, error) {
 	tol := DefaultTolerances
 	if job.Tolerances != nil {
 		tol = *job.Tolerances
@@ -307,7 +310,7 @@ func (p *Pipeline) judge(ctx context.Context, d Dump, job web.Job, sink web.RowS
 	if d.Op != "" {
 		return p.judgeStats(ctx, d, job, tol, sink)
 	}
-	outs := []web.OutputInfo{{Name: "cpu", Kind: "probs"}, {Name: "probs", External: true, Kind: "probs"}}
+	outs := []engine.OutputInfo{{Name: "cpu", Kind: "probs"}, {Name: "probs", External: true, Kind: "probs"}}
 	sink.Outputs(outs)
 	fail := map[int]bool{}
 	for _, r := range d.Fail {
@@ -358,14 +361,14 @@ func (p *Pipeline) judge(ctx context.Context, d Dump, job web.Job, sink web.RowS
 			if !row.Pass {
 				row.Strict.Mismatched = 1
 			}
-			errs := &web.RowErrors{Token: token, Worst: engine.Float(worst), Allowed: engine.Float(allowed), Buckets: make([]engine.Float, web.HeatBuckets)}
+			errs := &session.RowErrors{Token: token, Worst: engine.Float(worst), Allowed: engine.Float(allowed), Buckets: make([]engine.Float, session.HeatBuckets)}
 			for t := 0; t < d.Vocab; t++ {
 				e := worst * rng.Float64() / 4
 				if t == token {
 					e = worst
 				}
-				errs.Hist[web.HistBin(e)]++
-				b := t * web.HeatBuckets / d.Vocab
+				errs.Hist[session.HistBin(e)]++
+				b := t * session.HeatBuckets / d.Vocab
 				if v := engine.Float(e / allowed); v > errs.Buckets[b] {
 					errs.Buckets[b] = v
 				}
@@ -376,7 +379,7 @@ func (p *Pipeline) judge(ctx context.Context, d Dump, job web.Job, sink web.RowS
 				or.Pass, rep.Pass = false, false
 				or.FailedRows++
 			}
-			sink.Row(web.RowUpdate{Output: o, Report: row, Errors: errs})
+			sink.Row(session.RowUpdate{Output: o, Report: row, Errors: errs})
 		}
 		if p.RowDelay > 0 {
 			time.Sleep(p.RowDelay)
@@ -386,7 +389,7 @@ func (p *Pipeline) judge(ctx context.Context, d Dump, job web.Job, sink web.RowS
 }
 
 // rowDetail makes up row r's distributions.
-func rowDetail(d Dump, r, top int) *web.RowDetail {
+func rowDetail(d Dump, r, top int) *explain.RowDetail {
 	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(r)))
 	probs := make([]float64, d.Vocab)
 	sum := 0.0
@@ -409,10 +412,10 @@ func rowDetail(d Dump, r, top int) *web.RowDetail {
 			}
 		}
 	}
-	det := &web.RowDetail{
+	det := &explain.RowDetail{
 		Row: r, Vocab: d.Vocab, Op: engine.OpSoftmax, Temperature: 1, TopP: 1,
-		Probs: []web.OutputInfo{{Name: "cpu", Kind: "probs"}, {Name: "probs", External: true, Kind: "probs"}},
-		Cuts:  web.Cuts{Kept: d.Vocab},
+		Probs: []engine.OutputInfo{{Name: "cpu", Kind: "probs"}, {Name: "probs", External: true, Kind: "probs"}},
+		Cuts:  explain.Cuts{Kept: d.Vocab},
 	}
 	failing := false
 	for _, f := range d.Fail {
@@ -421,7 +424,7 @@ func rowDetail(d Dump, r, top int) *web.RowDetail {
 	mass := 0.0
 	for rank, t := range order {
 		mass += probs[t]
-		det.CDF = append(det.CDF, web.CDFPoint{Rank: rank + 1, Mass: engine.Float(mass)})
+		det.CDF = append(det.CDF, explain.CDFPoint{Rank: rank + 1, Mass: engine.Float(mass)})
 		if rank >= top {
 			continue
 		}
@@ -429,11 +432,16 @@ func rowDetail(d Dump, r, top int) *web.RowDetail {
 		if failing && rank == 0 {
 			ext = probs[t] - 1e-3
 		}
-		det.Tokens = append(det.Tokens, web.TokenDetail{
+		det.Tokens = append(det.Tokens, explain.TokenDetail{
 			Token: t, Rank: rank + 1, Base: engine.Float(probs[t]), Ref: engine.Float(probs[t]), Class: "kept",
 			Values:  []engine.Float{engine.Float(float32(probs[t])), engine.Float(ext)},
 			Allowed: engine.Float(1e-5 + 1.3e-6*probs[t]),
 		})
 	}
 	return det
+}
+
+// inputError is a dump the fake cannot use, as the session reports one.
+func inputError(err error) *session.InputError {
+	return &session.InputError{Msg: err.Error(), Err: err}
 }

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/lesson"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/engine/stats"
-	"github.com/sampviz/sampviz/web"
 )
 
 // This file makes up the statistical judgements of the fake's sample and
@@ -20,12 +22,12 @@ import (
 
 // judgeStats makes up the judgement of a sample or spec_verify dump: one
 // output of ours, judged statistically, failing on d.Fail rows.
-func (p *Pipeline) judgeStats(ctx context.Context, d Dump, job web.Job, tol engine.Tolerances, sink web.RowSink) (*engine.Report, error) {
+func (p *Pipeline) judgeStats(ctx context.Context, d Dump, job session.Job, tol engine.Tolerances, sink session.Sink) (*engine.Report, error) {
 	kind, op := "samples", engine.OpSample
 	if d.Op == "spec_verify" {
 		kind, op = "spec", engine.OpSpecVerify
 	}
-	sink.Outputs([]web.OutputInfo{{Name: "cpu", Kind: kind, Tolerances: &tol}})
+	sink.Outputs([]engine.OutputInfo{{Name: "cpu", Kind: kind, Tolerances: &tol}})
 	fail := map[int]bool{}
 	for _, r := range d.Fail {
 		fail[r] = true
@@ -69,7 +71,7 @@ func (p *Pipeline) judgeStats(ctx context.Context, d Dump, job web.Job, tol engi
 			or.Pass, rep.Pass = false, false
 			or.FailedRows++
 		}
-		sink.Row(web.RowUpdate{Output: 0, Report: row})
+		sink.Row(session.RowUpdate{Output: 0, Report: row})
 		if p.RowDelay > 0 {
 			time.Sleep(p.RowDelay)
 		}
@@ -159,7 +161,7 @@ func poolSpec(pool, s *engine.SpecStats) *engine.SpecStats {
 // sampleRow makes up row r of a sample dump: the random distribution of
 // rowDetail with the draws of ours counted against it, and on failing rows
 // a token drawn that the reference gives no mass.
-func sampleRow(d Dump, r, top int) *web.RowDetail {
+func sampleRow(d Dump, r, top int) *explain.RowDetail {
 	det := rowDetail(d, r, top)
 	det.Op = engine.OpSample
 	det.Probs = nil
@@ -167,9 +169,9 @@ func sampleRow(d Dump, r, top int) *web.RowDetail {
 		det.Tokens[i].Values = nil
 	}
 	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(r)))
-	sd := &web.SampleDetail{
-		Outputs: []web.OutputInfo{{Name: "cpu", Kind: "samples"}}, Draws: []int{FakeDraws}, OutOfRange: []int64{0},
-		Other: web.SampleToken{Token: -1, Observed: []int64{0}},
+	sd := &explain.SampleDetail{
+		Outputs: []engine.OutputInfo{{Name: "cpu", Kind: "samples"}}, Draws: []int{FakeDraws}, OutOfRange: []int64{0},
+		Other: explain.SampleToken{Token: -1, Observed: []int64{0}},
 	}
 	left := int64(FakeDraws)
 	mass := 1.0
@@ -178,11 +180,11 @@ func sampleRow(d Dump, r, top int) *web.RowDetail {
 		n = min(max(n, 0), left)
 		left -= n
 		mass -= float64(t.Ref)
-		sd.Tokens = append(sd.Tokens, web.SampleToken{Token: t.Token, Ref: t.Ref, Class: t.Class, Observed: []int64{n}})
+		sd.Tokens = append(sd.Tokens, explain.SampleToken{Token: t.Token, Ref: t.Ref, Class: t.Class, Observed: []int64{n}})
 	}
 	for _, f := range d.Fail {
 		if f == r && left > 0 {
-			sd.Tokens = append(sd.Tokens, web.SampleToken{Token: d.Vocab - 1, Ref: 0, Class: "dropped", Observed: []int64{1}})
+			sd.Tokens = append(sd.Tokens, explain.SampleToken{Token: d.Vocab - 1, Ref: 0, Class: "dropped", Observed: []int64{1}})
 			left--
 		}
 	}
@@ -195,13 +197,13 @@ func sampleRow(d Dump, r, top int) *web.RowDetail {
 // specRow makes up row r of a spec_verify dump: the laws on a few tokens
 // per position and a trace of FakeTraceTrials trials that obeys the
 // acceptance rule u·q(x) < p(x).
-func specRow(d Dump, r int) *web.RowDetail {
+func specRow(d Dump, r int) *explain.RowDetail {
 	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(r)))
-	det := &web.RowDetail{Row: r, Vocab: d.Vocab, Op: engine.OpSpecVerify, Temperature: 1, TopP: 1, Probs: []web.OutputInfo{}}
-	sd := &web.SpecDetail{K: d.K}
+	det := &explain.RowDetail{Row: r, Vocab: d.Vocab, Op: engine.OpSpecVerify, Temperature: 1, TopP: 1, Probs: []engine.OutputInfo{}}
+	sd := &explain.SpecDetail{K: d.K}
 	accept := make([]float64, d.K)
 	for i := 0; i <= d.K; i++ {
-		pos := web.SpecPosition{Position: i}
+		pos := explain.SpecPosition{Position: i}
 		toks := rng.Perm(d.Vocab)[:min(8, d.Vocab)]
 		pw, qw := make([]float64, len(toks)), make([]float64, len(toks))
 		ps, qs := 0.0, 0.0
@@ -215,7 +217,7 @@ func specRow(d Dump, r int) *web.RowDetail {
 			rs += math.Max(pw[j]-qw[j], 0)
 		}
 		for j, t := range toks {
-			tk := web.SpecToken{Token: t, P: engine.Float(pw[j])}
+			tk := explain.SpecToken{Token: t, P: engine.Float(pw[j])}
 			if i < d.K {
 				tk.Q = engine.Float(qw[j])
 				tk.Residual = engine.Float(math.Max(pw[j]-qw[j], 0) / rs)
@@ -236,7 +238,7 @@ func specRow(d Dump, r int) *web.RowDetail {
 		mal += float64(j) * e
 	}
 	sd.MeanAcceptanceLength = engine.Float(mal)
-	tr := &web.RowTrace{Trials: FakeTraceTrials, Steps: d.K + 1}
+	tr := &explain.RowTrace{Trials: FakeTraceTrials, Steps: d.K + 1}
 	for range FakeTraceTrials {
 		steps := make([]engine.SpecStep, d.K+1)
 		stopped := false
@@ -275,8 +277,8 @@ func specRow(d Dump, r int) *web.RowDetail {
 // lesson makes up a lesson on six tokens: the steps are drawn (seeded by the
 // lesson, so the same lesson gives the same steps) by the real rule: a
 // draft from q, accepted with min(1, p/q), else a draw from the residual.
-func lesson(d Dump, r int, l web.Lesson) *web.LessonState {
-	st := &web.LessonState{Row: r, Position: l.Position, K: d.K, Vocab: d.Vocab, Temperature: 1, TopP: 1,
+func fakeLesson(d Dump, r int, l lesson.Lesson) *lesson.State {
+	st := &lesson.State{Row: r, Position: l.Position, K: d.K, Vocab: d.Vocab, Temperature: 1, TopP: 1,
 		Distance: l.Distance, Seed: 7, Steps: l.Steps, Draft: 0}
 	l.Override(st)
 	const n = 6
@@ -301,16 +303,16 @@ func lesson(d Dump, r int, l web.Lesson) *web.LessonState {
 		}
 		return len(w) - 1
 	}
-	toks := make([]web.LessonToken, n)
+	toks := make([]lesson.Token, n)
 	for i := range toks {
-		toks[i] = web.LessonToken{Token: i, P: engine.Float(p[i]), Q: engine.Float(q[i])}
+		toks[i] = lesson.Token{Token: i, P: engine.Float(p[i]), Q: engine.Float(q[i])}
 	}
 	rng := rand.New(rand.NewPCG(st.Seed, uint64(r)))
 	next := 1
 	for s := 1; s <= l.Steps; s++ {
 		x := draw(rng.Float64(), q)
 		u := rng.Float64()
-		step := web.LessonStep{Step: s, Draft: x, U: engine.Float(u), P: engine.Float(p[x]), Q: engine.Float(q[x]), Accepted: u*q[x] < p[x], Token: x}
+		step := lesson.Step{Step: s, Draft: x, U: engine.Float(u), P: engine.Float(p[x]), Q: engine.Float(q[x]), Accepted: u*q[x] < p[x], Token: x}
 		toks[x].Drafted++
 		if step.Accepted {
 			toks[x].Accepted++
@@ -329,11 +331,11 @@ func lesson(d Dump, r int, l web.Lesson) *web.LessonState {
 				em += math.Abs(float64(t.Accepted+t.Resampled)/float64(s) - p[i])
 				dr += math.Abs(float64(t.Drafted)/float64(s) - p[i])
 			}
-			st.Running = append(st.Running, web.TVPoint{Steps: s, Emitted: engine.Float(em / 2), Drafts: engine.Float(dr / 2)})
+			st.Running = append(st.Running, lesson.TVPoint{Steps: s, Emitted: engine.Float(em / 2), Drafts: engine.Float(dr / 2)})
 			next *= 2
 		}
 	}
 	st.Tokens = toks
-	st.Other = web.LessonToken{Token: -1}
+	st.Other = lesson.Token{Token: -1}
 	return st
 }

@@ -1,15 +1,11 @@
-package pipeline
+package explain
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"math"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/compare"
 	"github.com/sampviz/sampviz/engine/ref"
-	"github.com/sampviz/sampviz/web"
 )
 
 // cdfPoints bounds the points of a row's CDF: every rank up to cdfDense,
@@ -19,47 +15,18 @@ const (
 	cdfDense  = 64
 )
 
-// Row implements web.Runner: row r's strict reference (softmax for softmax
-// runs, the filtered distribution otherwise), every probability output's
-// values on the top most probable tokens and on its worst token, the CDF
-// with the filter cuts, and the tokens the token outputs chose.
-func (p *Pipeline) Row(ctx context.Context, job web.Job, r, top int) (*web.RowDetail, error) {
-	run, f, err := load(job.DumpPath, job.FileName, job.Params.Overrides())
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if r < 0 || r >= run.Rows() {
-		return nil, fmt.Errorf("row %d of %d", r, run.Rows())
-	}
-	ours, of, _, err := readOutputs(job.OutputsPath)
-	if err != nil && !errors.Is(err, web.ErrNoOutputs) {
-		return nil, err
-	}
-	if of != nil {
-		defer of.Close()
-	}
-	outs := compare.ExternalOutputs(run)
-	if ours != nil {
-		outs = append([]*engine.Output{ours}, outs...)
-	}
-	tr := rowTrace(of, r)
-	d := rowDetail(run, outs, tr, job.Tolerances, r, top)
-	if d.Spec != nil && tr == nil {
-		if ours == nil {
-			d.Spec.NoTrace = "The kernels of this run have not stored their outputs, so there is no trace to step through."
-		} else {
-			d.Spec.NoTrace = "This run's outputs were stored without a trace (by an older sampviz); run it again to step through its trials."
-		}
-	}
-	return d, nil
-}
-
-// rowDetail describes row r of run for the row page; tr is our backend's
-// trace of the row, nil when there is none.
-func rowDetail(run *engine.Run, outs []*engine.Output, tr *web.RowTrace, tol *engine.Tolerances, r, top int) *web.RowDetail {
+// Row describes row r of run for the row page: its strict reference
+// (softmax for softmax runs, the filtered distribution otherwise), every
+// probability output's values on the top most probable tokens and on its
+// worst token, the CDF with the filter cuts, the tokens the token outputs
+// chose, the sample histograms of a sample row drawn many times, the laws of
+// a spec_verify row with tr (our backend's trace of the row, nil when there
+// is none), and how an ngram_match row was drafted. tol replaces the dtype
+// defaults when not nil (a negative part keeps the default's); outs are
+// every output, ours first.
+func Row(run *engine.Run, outs []*engine.Output, tr *RowTrace, tol *engine.Tolerances, r, top int) *RowDetail {
 	v := run.Vocab()
-	d := &web.RowDetail{Row: r, Vocab: v, Op: run.Op, Temperature: 1, TopP: 1}
+	d := &RowDetail{Row: r, Vocab: v, Op: run.Op, Temperature: 1, TopP: 1}
 	if pp := run.Params; r < len(pp.Temperature) {
 		d.Temperature, d.TopK, d.TopP, d.MinP = pp.Temperature[r], pp.TopK[r], pp.TopP[r], pp.MinP[r]
 	}
@@ -98,7 +65,7 @@ func rowDetail(run *engine.Run, outs []*engine.Output, tr *web.RowTrace, tol *en
 	for _, o := range outs {
 		if o.Probs != nil && o.Probs.NumElements() == run.Rows()*v {
 			probs = append(probs, o)
-			d.Probs = append(d.Probs, web.OutputInfo{Name: o.Name, External: o.External, Kind: "probs"})
+			d.Probs = append(d.Probs, engine.OutputInfo{Name: o.Name, External: o.External, Kind: "probs"})
 		}
 	}
 	values := make([][]float64, len(probs))
@@ -111,8 +78,8 @@ func rowDetail(run *engine.Run, outs []*engine.Output, tr *web.RowTrace, tol *en
 	for i, t := range order {
 		rank[t] = i + 1
 	}
-	token := func(t int) web.TokenDetail {
-		td := web.TokenDetail{
+	token := func(t int) TokenDetail {
+		td := TokenDetail{
 			Token: t, Rank: rank[t], Base: engine.Float(dist.Base[t]), Ref: engine.Float(dist.Probs[t]),
 			Class:   dist.Class[t].String(),
 			Allowed: engine.Float(tols.Strict.Atol + tols.Strict.Rtol*math.Abs(dist.Probs[t])),
@@ -152,9 +119,9 @@ func rowDetail(run *engine.Run, outs []*engine.Output, tr *web.RowTrace, tol *en
 
 // cdf samples the cumulative mass of the unfiltered softmax by rank and
 // says where each filter cuts it.
-func cdf(dist *ref.Dist, order []int, d *web.RowDetail) ([]web.CDFPoint, web.Cuts) {
+func cdf(dist *ref.Dist, order []int, d *RowDetail) ([]CDFPoint, Cuts) {
 	v := len(order)
-	var cuts web.Cuts
+	var cuts Cuts
 	if d.TopK > 0 && d.TopK < v {
 		cuts.TopKRank = d.TopK
 	}
@@ -180,7 +147,7 @@ func cdf(dist *ref.Dist, order []int, d *web.RowDetail) ([]web.CDFPoint, web.Cut
 			want[int(math.Round(x))] = true
 		}
 	}
-	var pts []web.CDFPoint
+	var pts []CDFPoint
 	mass := 0.0
 	for i, t := range order {
 		p := dist.Base[t]
@@ -193,7 +160,7 @@ func cdf(dist *ref.Dist, order []int, d *web.RowDetail) ([]web.CDFPoint, web.Cut
 		}
 		mass += p
 		if want[i+1] {
-			pts = append(pts, web.CDFPoint{Rank: i + 1, Mass: engine.Float(math.Min(mass, 1))})
+			pts = append(pts, CDFPoint{Rank: i + 1, Mass: engine.Float(math.Min(mass, 1))})
 		}
 	}
 	return pts, cuts
@@ -201,14 +168,14 @@ func cdf(dist *ref.Dist, order []int, d *web.RowDetail) ([]web.CDFPoint, web.Cut
 
 // ngramDetail describes how row r of an ngram_match run was drafted, and
 // what each output drafted; nil when the run lacks an input.
-func ngramDetail(run *engine.Run, outs []*engine.Output, r int) *web.NgramDetail {
+func ngramDetail(run *engine.Run, outs []*engine.Output, r int) *NgramDetail {
 	rows := ref.NgramRows(run)
 	if r >= len(rows) {
 		return nil
 	}
 	nr := rows[r]
 	p := run.Params
-	d := &web.NgramDetail{
+	d := &NgramDetail{
 		Prompt: nr.Prompt, Generated: nr.Generated, MaxNgram: p.MaxNgramSize,
 		N: nr.N, Source: nr.Source, Start: nr.Start,
 		Budget: nr.Budget, Limit: nr.Limit, MaxDraftTokens: p.MaxDraftTokens,
@@ -229,7 +196,17 @@ func ngramDetail(run *engine.Run, outs []*engine.Output, r int) *web.NgramDetail
 		for len(toks) > 0 && toks[len(toks)-1] == -1 {
 			toks = toks[:len(toks)-1]
 		}
-		d.Drafts = append(d.Drafts, web.NamedDraft{OutputInfo: web.OutputInfo{Name: o.Name, External: o.External, Kind: "draft"}, Tokens: toks})
+		d.Drafts = append(d.Drafts, NamedDraft{OutputInfo: engine.OutputInfo{Name: o.Name, External: o.External, Kind: "draft"}, Tokens: toks})
 	}
 	return d
+}
+
+// options turns tolerances into the judge's options (engine/session does
+// the same for the judgement, so the row page's bounds are the verdict's).
+func options(tol *engine.Tolerances) compare.Options {
+	if tol == nil {
+		return compare.Options{}
+	}
+	s, n := tol.Strict, tol.Native
+	return compare.Options{Strict: &s, Native: &n, PValue: tol.PValue}
 }

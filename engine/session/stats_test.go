@@ -1,4 +1,4 @@
-package pipeline
+package session
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -14,9 +15,9 @@ import (
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/cpu"
 	"github.com/sampviz/sampviz/engine/dump"
+	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/lesson"
 	"github.com/sampviz/sampviz/engine/ref"
-	"github.com/sampviz/sampviz/web"
-	"github.com/sampviz/sampviz/web/webtest"
 )
 
 // specDump writes a spec_verify dump of rows rows, k draft positions and v
@@ -62,7 +63,7 @@ func specDump(t testing.TB, rows, k, v int, oneHot bool, nanRow int) string {
 		}
 		tensors = append(tensors, engine.FromFloat32s("draft_probs", engine.F32, []int{rows, k, v}, q))
 	}
-	return webtest.WriteDump(t, "spec.safetensors", tensors, map[string]string{"op": "spec_verify"})
+	return writeDump(t, "spec.safetensors", tensors, map[string]string{"op": "spec_verify"})
 }
 
 // sampleDump writes a sample dump with fresh random logits and, when
@@ -92,7 +93,7 @@ func sampleDump(t testing.TB, rows, v, external int, bad int) string {
 		}
 		tensors = append(tensors, samples)
 	}
-	return webtest.WriteDump(t, "sample.safetensors", tensors, meta)
+	return writeDump(t, "sample.safetensors", tensors, meta)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -114,9 +115,9 @@ func buildRun(t testing.TB, tensors []*engine.Tensor, meta map[string]string, o 
 	return run
 }
 
-func execute(t *testing.T, path string, p web.Params) web.Job {
+func execute(t *testing.T, path string, p engine.Overrides) Job {
 	t.Helper()
-	job := web.Job{RunID: "r", DumpPath: path, FileName: filepath.Base(path), OutputsPath: filepath.Join(t.TempDir(), "outputs.safetensors"), Backend: "cpu", Params: p}
+	job := Job{DumpPath: path, FileName: filepath.Base(path), OutputsPath: filepath.Join(t.TempDir(), "outputs.safetensors"), Backend: "cpu", Overrides: p}
 	if _, err := New(cpu.New()).Execute(context.Background(), job, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestSpecRowTrace(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rows, k, v := 3+rand.IntN(4), 2+rand.IntN(4), 50+rand.IntN(200)
 			path := specDump(t, rows, k, v, tt.oneHot, -1)
-			job := execute(t, path, web.Params{Trials: &tt.trials})
+			job := execute(t, path, engine.Overrides{Trials: &tt.trials})
 			r := rand.IntN(rows)
 			d, err := New(cpu.New()).Row(context.Background(), job, r, 10)
 			if err != nil {
@@ -152,7 +153,7 @@ func TestSpecRowTrace(t *testing.T) {
 				t.Fatalf("trace = %+v, want %d trials of %d steps", tr, wantTrials, k+1)
 			}
 			// The stored trace is what the backend traces: run it again.
-			run := buildRunFromFile(t, path, web.Params{Trials: &tt.trials})
+			run := buildRunFromFile(t, path, engine.Overrides{Trials: &tt.trials})
 			out, err := cpu.New().Run(context.Background(), run)
 			if err != nil {
 				t.Fatal(err)
@@ -168,7 +169,7 @@ func TestSpecRowTrace(t *testing.T) {
 			// with p from the reference.
 			s := ref.SpecVerify(run, r, ref.BoundaryEps(1.3e-6))
 			for i, pos := range sd.Positions {
-				listed := map[int]web.SpecToken{}
+				listed := map[int]explain.SpecToken{}
 				for _, tk := range pos.Tokens {
 					listed[tk.Token] = tk
 				}
@@ -199,9 +200,9 @@ func TestSpecRowTrace(t *testing.T) {
 	}
 }
 
-func buildRunFromFile(t *testing.T, path string, p web.Params) *engine.Run {
+func buildRunFromFile(t *testing.T, path string, p engine.Overrides) *engine.Run {
 	t.Helper()
-	run, f, err := dump.Load(path, p.Overrides())
+	run, f, err := dump.Load(path, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestSpecRowWithoutDistribution(t *testing.T) {
 	rows, k, v := 3, 3, 64
 	nan := rand.IntN(rows)
 	path := specDump(t, rows, k, v, false, nan)
-	job := execute(t, path, web.Params{Trials: ptr(20)})
+	job := execute(t, path, engine.Overrides{Trials: ptr(20)})
 	d, err := New(cpu.New()).Row(context.Background(), job, nan, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +226,7 @@ func TestSpecRowWithoutDistribution(t *testing.T) {
 	if err != nil {
 		t.Fatalf("row detail with NaN does not marshal: %v", err)
 	}
-	var back web.RowDetail
+	var back explain.RowDetail
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestSampleRowHistogram(t *testing.T) {
 	const draws, external = 3000, 2000
 	bad := rand.IntN(v)
 	path := sampleDump(t, rows, v, external, bad)
-	job := execute(t, path, web.Params{Draws: ptr(draws)})
+	job := execute(t, path, engine.Overrides{Draws: ptr(draws)})
 	d, err := New(cpu.New()).Row(context.Background(), job, 0, 12)
 	if err != nil {
 		t.Fatal(err)
@@ -277,18 +278,18 @@ func TestTeach(t *testing.T) {
 	oneHot := specDump(t, rows, k, v, true, -1)
 	softmax := testDump(t, engine.OpSoftmax, 2, 20, nil)
 	p := New(cpu.New())
-	job := func(path string) web.Job {
-		return web.Job{DumpPath: path, FileName: filepath.Base(path), Backend: "cpu"}
+	job := func(path string) Job {
+		return Job{DumpPath: path, FileName: filepath.Base(path), Backend: "cpu"}
 	}
 	seed := rand.Uint64()
 	tests := []struct {
 		name   string
 		path   string
-		lesson web.Lesson
+		lesson lesson.Lesson
 		bad    bool
-		check  func(t *testing.T, st *web.LessonState)
+		check  func(t *testing.T, st *lesson.State)
 	}{
-		{"the row's own draft converges to p", path, web.Lesson{Position: 1, Distance: 1, Seed: &seed, Steps: 20000}, false, func(t *testing.T, st *web.LessonState) {
+		{"the row's own draft converges to p", path, lesson.Lesson{Position: 1, Distance: 1, Seed: &seed, Steps: 20000}, false, func(t *testing.T, st *lesson.State) {
 			last := st.Running[len(st.Running)-1]
 			// A correct sampler's TV after n draws over b bars is about
 			// sqrt(b/(2πn)); 3x that is far.
@@ -306,12 +307,12 @@ func TestTeach(t *testing.T) {
 				t.Errorf("accepted %d of %d, beta %g", st.Accepted, st.Steps, st.Beta)
 			}
 		}},
-		{"distance 0 accepts every draft", path, web.Lesson{Position: 0, Distance: 0, Seed: &seed, Steps: 500}, false, func(t *testing.T, st *web.LessonState) {
+		{"distance 0 accepts every draft", path, lesson.Lesson{Position: 0, Distance: 0, Seed: &seed, Steps: 500}, false, func(t *testing.T, st *lesson.State) {
 			if st.Accepted != st.Steps || st.Beta != 1 || st.TV != 0 {
 				t.Errorf("accepted %d of %d, beta %g, TV %g", st.Accepted, st.Steps, st.Beta, st.TV)
 			}
 		}},
-		{"one-hot drafts", oneHot, web.Lesson{Position: 2, Distance: 1, Temperature: ptr(0.5), TopK: ptr(5), Seed: &seed, Steps: 300}, false, func(t *testing.T, st *web.LessonState) {
+		{"one-hot drafts", oneHot, lesson.Lesson{Position: 2, Distance: 1, Temperature: ptr(0.5), TopK: ptr(5), Seed: &seed, Steps: 300}, false, func(t *testing.T, st *lesson.State) {
 			if !st.OneHot || st.Temperature != 0.5 || st.TopK != 5 {
 				t.Errorf("state %+v", st)
 			}
@@ -330,22 +331,22 @@ func TestTeach(t *testing.T) {
 				t.Errorf("top-k 5 keeps %d listed tokens and %g elsewhere", kept, st.Other.P)
 			}
 		}},
-		{"no steps", path, web.Lesson{Position: 0, Distance: 0.5, Steps: 0}, false, func(t *testing.T, st *web.LessonState) {
+		{"no steps", path, lesson.Lesson{Position: 0, Distance: 0.5, Steps: 0}, false, func(t *testing.T, st *lesson.State) {
 			if st.Accepted+st.Resampled != 0 || len(st.Last) != 0 || len(st.Running) != 0 || len(st.Tokens) == 0 {
 				t.Errorf("state %+v", st)
 			}
 		}},
-		{"position out of range", path, web.Lesson{Position: k, Distance: 1}, true, nil},
-		{"distance out of range", path, web.Lesson{Distance: 1.5}, true, nil},
-		{"not spec_verify", softmax, web.Lesson{Distance: 1}, true, nil},
+		{"position out of range", path, lesson.Lesson{Position: k, Distance: 1}, true, nil},
+		{"distance out of range", path, lesson.Lesson{Distance: 1.5}, true, nil},
+		{"not spec_verify", softmax, lesson.Lesson{Distance: 1}, true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st, err := p.Teach(context.Background(), job(tt.path), 1, tt.lesson)
-			var le *web.LessonError
+			var le *lesson.Error
 			if tt.bad {
 				if !errors.As(err, &le) || le.Msg == "" {
-					t.Fatalf("err = %v, want a *web.LessonError", err)
+					t.Fatalf("err = %v, want a *lesson.Error", err)
 				}
 				return
 			}
@@ -363,7 +364,7 @@ func TestTeach(t *testing.T) {
 			if acc != st.Accepted || res != st.Resampled || dr != st.Steps || st.Accepted+st.Resampled != st.Steps {
 				t.Errorf("counts: accepted %d/%d, resampled %d/%d, drafted %d, steps %d", acc, st.Accepted, res, st.Resampled, dr, st.Steps)
 			}
-			if len(st.Last) != min(st.Steps, lessonLast) {
+			if len(st.Last) != min(st.Steps, lesson.LastSteps) {
 				t.Errorf("%d last steps", len(st.Last))
 			}
 			for _, s := range st.Last {
@@ -387,4 +388,19 @@ func TestTeach(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeDump writes tensors and meta as a safetensors dump called name in a
+// fresh temporary folder of t and returns its path.
+func writeDump(t testing.TB, name string, tensors []*engine.Tensor, meta map[string]string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := dump.WriteSafetensors(&buf, tensors, meta); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -1,50 +1,45 @@
-package pipeline
+package lesson
 
 import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/cpu"
 	"github.com/sampviz/sampviz/engine/philox"
-	"github.com/sampviz/sampviz/web"
+	"github.com/sampviz/sampviz/engine/ref"
 )
 
-// The teaching mode runs accept/reject steps on one row of a spec_verify dump
-// with the CPU backend's own pieces (cpu.Weights, cpu.Filter, cpu.Renorm,
-// cpu.SpecChain, cpu.CDF and the Philox streams), so what it shows is what
-// the kernels do, on any machine.
-//
 // Step s (from 0) reads two streams of the row: draw 2s+1 draws the draft
 // token x ~ q (inverse CDF, block 0), and draw 2s is the stream a one-position
 // chain verifies x with (its u is word 0 of block 0, its residual draw block
 // 1), exactly as trial 2s of a spec_verify kernel with K = 1 would.
+
+// LastSteps is how many of the last steps a lesson returns (State.Last).
+const LastSteps = 8
 
 // Tokens a lesson lists: the most probable under the target, then the most
 // probable under the draft among the rest.
 const (
 	lessonTopP = 14
 	lessonTopQ = 6
-	// lessonLast is how many of the last steps a lesson returns.
-	lessonLast = 8
 	// tvGrowth spaces the running total variation's points: each is at
 	// least this factor more steps than the one before.
 	tvGrowth = 1.2
 )
 
-// Teach implements web.Runner.
-func (p *Pipeline) Teach(ctx context.Context, job web.Job, r int, l web.Lesson) (*web.LessonState, error) {
-	run, f, err := load(job.DumpPath, job.FileName, job.Params.Overrides())
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+// Teach runs lesson l on row r of run, a spec_verify run: l.Steps
+// accept/reject steps on the row's real target logits at l.Position with
+// the lesson's controls. A run that is not spec_verify, or a row, position
+// or control out of range, gives an *Error; ctx's end, ctx's error.
+func Teach(ctx context.Context, run *engine.Run, r int, l Lesson) (*State, error) {
 	if run.Op != engine.OpSpecVerify || run.TargetLogits == nil || run.DraftTokens == nil {
-		return nil, &web.LessonError{Msg: fmt.Sprintf("The teaching mode steps through speculative sampling, and %s is a %s dump, not spec_verify.", job.FileName, run.Op)}
+		return nil, &Error{Msg: fmt.Sprintf("The teaching mode steps through speculative sampling, and %s is a %s dump, not spec_verify.", run.Source, run.Op)}
 	}
 	if r < 0 || r >= run.Rows() {
-		return nil, &web.LessonError{Msg: fmt.Sprintf("There is no row %d: this run has rows 0 to %d.", r, run.Rows()-1)}
+		return nil, &Error{Msg: fmt.Sprintf("There is no row %d: this run has rows 0 to %d.", r, run.Rows()-1)}
 	}
 	if err := checkLesson(l, run.DraftLen()); err != nil {
 		return nil, err
@@ -52,37 +47,54 @@ func (p *Pipeline) Teach(ctx context.Context, job web.Job, r int, l web.Lesson) 
 	return teach(ctx, run, r, l)
 }
 
-// checkLesson says, as a *web.LessonError, what is out of range in l for a
-// row with k draft positions.
-func checkLesson(l web.Lesson, k int) error {
+// checkLesson says, as an *Error, what is out of range in l for a row with
+// k draft positions; the controls a run also has are checked against the
+// parameter table, in its words.
+func checkLesson(l Lesson, k int) error {
 	msg := ""
+	param := func(name string, err error) {
+		if err != nil && msg == "" {
+			msg = sentence(err.Error())
+		}
+	}
 	switch {
 	case k == 0:
 		msg = "This dump has no draft positions to teach on."
 	case l.Position < 0 || l.Position >= k:
 		msg = fmt.Sprintf("Position %d is not a draft position: this row has positions 0 to %d.", l.Position, k-1)
-	case l.Temperature != nil && !(*l.Temperature >= 0 && *l.Temperature <= math.MaxFloat32):
-		msg = fmt.Sprintf("Temperature must be a finite number >= 0, not %v.", *l.Temperature)
-	case l.TopK != nil && *l.TopK < 0:
-		msg = fmt.Sprintf("Top-k must be >= 0 (0 means off), not %d.", *l.TopK)
-	case l.TopP != nil && !(*l.TopP > 0 && *l.TopP <= 1):
-		msg = fmt.Sprintf("Top-p must be in (0, 1] (1 means off), not %v.", *l.TopP)
 	case !(l.Distance >= 0 && l.Distance <= 1):
 		msg = fmt.Sprintf("Distance must be in [0, 1], not %v.", l.Distance)
-	case l.Steps < 0 || l.Steps > web.MaxLessonSteps:
-		msg = fmt.Sprintf("Steps must be in [0, %d], not %d.", web.MaxLessonSteps, l.Steps)
+	case l.Steps < 0 || l.Steps > MaxSteps:
+		msg = fmt.Sprintf("Steps must be in [0, %d], not %d.", MaxSteps, l.Steps)
+	}
+	if l.Temperature != nil {
+		param("temperature", engine.ParamByName("temperature").CheckFloat(*l.Temperature))
+	}
+	if l.TopK != nil {
+		param("top_k", engine.ParamByName("top_k").CheckInt(int64(*l.TopK)))
+	}
+	if l.TopP != nil {
+		param("top_p", engine.ParamByName("top_p").CheckFloat(*l.TopP))
 	}
 	if msg != "" {
-		return &web.LessonError{Msg: msg}
+		return &Error{Msg: msg}
 	}
 	return nil
 }
 
+// sentence capitalises msg and ends it with a full stop.
+func sentence(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	return strings.ToUpper(msg[:1]) + msg[1:] + "."
+}
+
 // teach runs lesson l on row r of run.
-func teach(ctx context.Context, run *engine.Run, r int, l web.Lesson) (*web.LessonState, error) {
+func teach(ctx context.Context, run *engine.Run, r int, l Lesson) (*State, error) {
 	pp := &run.Params
 	k, v := run.DraftLen(), run.Vocab()
-	st := &web.LessonState{
+	st := &State{
 		Row: r, Position: l.Position, K: k, Vocab: v, Temperature: 1, TopP: 1,
 		Distance: l.Distance, Steps: l.Steps, OneHot: run.DraftProbs == nil, Draft: -1,
 	}
@@ -243,14 +255,14 @@ func teach(ctx context.Context, run *engine.Run, r int, l web.Lesson) (*web.Less
 			resampled[tok]++
 			st.Resampled++
 		}
-		if s >= l.Steps-lessonLast {
-			st.Last = append(st.Last, web.LessonStep{
+		if s >= l.Steps-LastSteps {
+			st.Last = append(st.Last, Step{
 				Step: s + 1, Draft: xs, U: engine.Float(steps[0].U), P: engine.Float(steps[0].P), Q: engine.Float(steps[0].Q),
 				Accepted: steps[0].Accepted, Token: tok,
 			})
 		}
 		if n := s + 1; n == next || n == l.Steps {
-			st.Running = append(st.Running, web.TVPoint{
+			st.Running = append(st.Running, TVPoint{
 				Steps:   n,
 				Emitted: engine.Float(barTV(nil, emittedBars, n, pBar)),
 				Drafts:  engine.Float(barTV(nil, draftBars, n, pBar)),
@@ -260,10 +272,10 @@ func teach(ctx context.Context, run *engine.Run, r int, l web.Lesson) (*web.Less
 	}
 
 	// The bars, and the rest pooled.
-	st.Other = web.LessonToken{Token: -1, P: engine.Float(pBar[len(shown)]), Q: engine.Float(qBar[len(shown)]),
+	st.Other = Token{Token: -1, P: engine.Float(pBar[len(shown)]), Q: engine.Float(qBar[len(shown)]),
 		Drafted: l.Steps, Accepted: st.Accepted, Resampled: st.Resampled}
 	for b, i := range shown {
-		tk := web.LessonToken{
+		tk := Token{
 			Token: i, P: engine.Float(pBar[b]), Q: engine.Float(qBar[b]),
 			Drafted: int(drafted[i]), Accepted: int(accepted[i]), Resampled: int(resampled[i]),
 		}
@@ -301,5 +313,5 @@ func topIndices32(x []float32, n int, skip map[int]bool) []int {
 			y[i] = float64(v)
 		}
 	}
-	return topIndices(y, n)
+	return ref.TopIndices(y, n)
 }

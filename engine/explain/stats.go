@@ -1,4 +1,4 @@
-package pipeline
+package explain
 
 import (
 	"cmp"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/ref"
-	"github.com/sampviz/sampviz/web"
 )
 
 // maxZeroMassShown bounds the tokens drawn without reference mass that a
@@ -18,7 +17,7 @@ const maxZeroMassShown = 40
 // distribution sampled tokens are judged against (ref.Sample) and on every
 // token drawn that it gives no mass. It returns nil when no output drew
 // row r many times.
-func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float64) *web.SampleDetail {
+func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float64) *SampleDetail {
 	rows, v := run.Rows(), run.Vocab()
 	var drawn []*engine.Output
 	for _, o := range outs {
@@ -33,11 +32,11 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 	if !dist.Valid() {
 		return nil // the row page says why the row has no distribution
 	}
-	sd := &web.SampleDetail{OutOfRange: make([]int64, len(drawn))}
+	sd := &SampleDetail{OutOfRange: make([]int64, len(drawn))}
 	counts := make([][]int64, len(drawn))
 	for i, o := range drawn {
 		n := o.Samples.Dim(1)
-		sd.Outputs = append(sd.Outputs, web.OutputInfo{Name: o.Name, External: o.External, Kind: "samples"})
+		sd.Outputs = append(sd.Outputs, engine.OutputInfo{Name: o.Name, External: o.External, Kind: "samples"})
 		sd.Draws = append(sd.Draws, n)
 		counts[i] = make([]int64, v)
 		for k := range n {
@@ -54,9 +53,9 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 		sd.SameAsFirst[i] = sameDraws(drawn[0].Samples, drawn[i].Samples, r)
 	}
 	shown := make([]bool, v)
-	bin := func(t int) web.SampleToken {
+	bin := func(t int) SampleToken {
 		shown[t] = true
-		st := web.SampleToken{Token: t, Ref: engine.Float(dist.Probs[t]), Class: dist.Class[t].String(), Observed: make([]int64, len(drawn))}
+		st := SampleToken{Token: t, Ref: engine.Float(dist.Probs[t]), Class: dist.Class[t].String(), Observed: make([]int64, len(drawn))}
 		for i := range drawn {
 			st.Observed[i] = counts[i][t]
 		}
@@ -80,7 +79,7 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 			}
 		}
 	}
-	sd.Other = web.SampleToken{Token: -1, Observed: make([]int64, len(drawn))}
+	sd.Other = SampleToken{Token: -1, Observed: make([]int64, len(drawn))}
 	rest := 0.0
 	for t := 0; t < v; t++ {
 		if shown[t] {
@@ -107,10 +106,10 @@ const (
 // (ref.SpecVerify) on the tokens worth drawing at each position: the most
 // probable under p, q and the residual, the draft, and every token the trace
 // tr (nil when none) resampled there. It attaches tr.
-func specDetail(run *engine.Run, r int, eps float64, tr *web.RowTrace) *web.SpecDetail {
+func specDetail(run *engine.Run, r int, eps float64, tr *RowTrace) *SpecDetail {
 	s := ref.SpecVerify(run, r, eps)
 	k := len(s.Drafts)
-	sd := &web.SpecDetail{K: k, Drafts: s.Drafts, OneHot: s.Draft == nil, Invalid: s.Invalid}
+	sd := &SpecDetail{K: k, Drafts: s.Drafts, OneHot: s.Draft == nil, Invalid: s.Invalid}
 	mal := 1.0
 	for j, e := range s.Emitted {
 		sd.Emitted = append(sd.Emitted, engine.Float(e))
@@ -123,7 +122,7 @@ func specDetail(run *engine.Run, r int, eps float64, tr *web.RowTrace) *web.Spec
 		sd.Accept = append(sd.Accept, engine.Float(a))
 	}
 	for i := 0; i <= k && i < len(s.Target); i++ {
-		pos := web.SpecPosition{Position: i}
+		pos := SpecPosition{Position: i}
 		p := &s.Target[i]
 		if !p.Valid() {
 			pos.Invalid = "the target has no distribution here: " + p.Invalid
@@ -141,10 +140,10 @@ func specDetail(run *engine.Run, r int, eps float64, tr *web.RowTrace) *web.Spec
 		for _, t := range p.Top(specTopP) {
 			want[t] = true
 		}
-		for _, t := range topIndices(q, specTopQ) {
+		for _, t := range ref.TopIndices(q, specTopQ) {
 			want[t] = true
 		}
-		for _, t := range topIndices(res, specTopResidual) {
+		for _, t := range ref.TopIndices(res, specTopResidual) {
 			want[t] = true
 		}
 		if i < k {
@@ -168,9 +167,9 @@ func specDetail(run *engine.Run, r int, eps float64, tr *web.RowTrace) *web.Spec
 }
 
 // specToken returns p, q and the residual of token t at position i of s.
-func specToken(s *ref.SpecRef, i, t int) web.SpecToken {
+func specToken(s *ref.SpecRef, i, t int) SpecToken {
 	k := len(s.Drafts)
-	st := web.SpecToken{Token: t, P: engine.Float(s.Target[i].Probs[t])}
+	st := SpecToken{Token: t, P: engine.Float(s.Target[i].Probs[t])}
 	if i < k {
 		switch {
 		case s.Draft != nil && i < len(s.Draft):
@@ -187,8 +186,8 @@ func specToken(s *ref.SpecRef, i, t int) web.SpecToken {
 
 // sortSpecTokens orders tokens by target probability, then draft
 // probability, then id.
-func sortSpecTokens(ts []web.SpecToken) {
-	slices.SortFunc(ts, func(a, b web.SpecToken) int {
+func sortSpecTokens(ts []SpecToken) {
+	slices.SortFunc(ts, func(a, b SpecToken) int {
 		if c := cmp.Compare(b.P, a.P); c != 0 {
 			return c
 		}
@@ -197,29 +196,6 @@ func sortSpecTokens(ts []web.SpecToken) {
 		}
 		return cmp.Compare(a.Token, b.Token)
 	})
-}
-
-// topIndices returns the indices of the n largest positive values of x,
-// largest first, ties by lower index (nil for nil x).
-func topIndices(x []float64, n int) []int {
-	var top []int
-	for i, v := range x {
-		if !(v > 0) || len(top) == n && v <= x[top[n-1]] {
-			continue
-		}
-		j := len(top)
-		if j < n {
-			top = append(top, i)
-		} else {
-			j = n - 1
-		}
-		for j > 0 && x[top[j-1]] < v {
-			top[j] = top[j-1]
-			j--
-		}
-		top[j] = i
-	}
-	return top
 }
 
 // sameDraws reports whether row r of two [B, N] sample tensors holds the

@@ -1,4 +1,14 @@
-package web
+// Package lesson is the teaching mode: it steps through speculative
+// sampling on one real row of a spec_verify dump, accept or reject at a
+// time, with the CPU twin's own pieces (engine/cpu: the exact weights, the
+// filters, the verify chain and the inverse CDF over the Philox streams), so
+// what it shows is what the kernels do, on any machine. A lesson's whole
+// state is its URL: the same lesson gives the same steps.
+//
+// It steps the CPU twin rather than a Backend because a Backend runs whole
+// launches: a lesson needs one accept/reject decision at a time, with its
+// u, p and q. It never judges and never formats for a page.
+package lesson
 
 import "github.com/sampviz/sampviz/engine"
 
@@ -23,7 +33,7 @@ type Lesson struct {
 
 // Override sets the parameters the lesson overrides (temperature, top-k,
 // top-p, seed) in st; the rest of st is the row's.
-func (l Lesson) Override(st *LessonState) {
+func (l Lesson) Override(st *State) {
 	if l.Temperature != nil {
 		st.Temperature = *l.Temperature
 	}
@@ -38,14 +48,14 @@ func (l Lesson) Override(st *LessonState) {
 	}
 }
 
-// MaxLessonSteps bounds Lesson.Steps: the steps are recomputed from the
+// MaxSteps bounds Lesson.Steps: the steps are recomputed from the
 // first on every request, which at this many stays in the milliseconds.
-const MaxLessonSteps = 20000
+const MaxSteps = 20000
 
-// LessonState is what Teach computed for a lesson: the target p and the
+// State is what Teach computed for a lesson: the target p and the
 // draft q on the tokens worth drawing, the histogram of emitted tokens so
 // far, the last steps, and the running total variation.
-type LessonState struct {
+type State struct {
 	Row      int `json:"row"`
 	Position int `json:"position"`
 	// K is the row's number of draft positions, Vocab its vocabulary.
@@ -77,22 +87,22 @@ type LessonState struct {
 	// Tokens are the histogram's bars: the most probable tokens under p,
 	// then those under q, with their counts; Other pools the rest. Their P
 	// and Q are normalised to sum to 1.
-	Tokens []LessonToken `json:"tokens"`
-	Other  LessonToken   `json:"other"`
+	Tokens []Token `json:"tokens"`
+	Other  Token   `json:"other"`
 	// Accepted and Resampled count the steps that emitted their draft and
 	// those that emitted a token drawn from the residual.
 	Accepted  int `json:"accepted"`
 	Resampled int `json:"resampled"`
 	// Last holds the last few steps, oldest first.
-	Last []LessonStep `json:"last"`
+	Last []Step `json:"last"`
 	// Running is the total variation from p over the histogram's bars of
 	// the emitted tokens, and of the drafts, after a growing number of
 	// steps.
 	Running []TVPoint `json:"running"`
 }
 
-// LessonToken is one token (or, with Token -1, the pooled rest) of a lesson.
-type LessonToken struct {
+// Token is one token (or, with Token -1, the pooled rest) of a lesson.
+type Token struct {
 	Token int `json:"token"`
 	// P and Q are the target and the draft probability.
 	P engine.Float `json:"p"`
@@ -105,8 +115,8 @@ type LessonToken struct {
 	Resampled int `json:"resampled"`
 }
 
-// LessonStep is one accept/reject step of a lesson.
-type LessonStep struct {
+// Step is one accept/reject step of a lesson.
+type Step struct {
 	// Step counts from 1.
 	Step  int `json:"step"`
 	Draft int `json:"draft"`
@@ -128,3 +138,12 @@ type TVPoint struct {
 	Emitted engine.Float `json:"emitted"`
 	Drafts  engine.Float `json:"drafts"`
 }
+
+// Error is a lesson Teach cannot give: not a spec_verify run, or a row,
+// position or control out of range. Its message is one sentence for the
+// person who asked.
+type Error struct {
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Msg }

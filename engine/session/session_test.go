@@ -1,4 +1,4 @@
-package pipeline
+package session
 
 import (
 	"bytes"
@@ -17,7 +17,6 @@ import (
 	"github.com/sampviz/sampviz/engine/cpu"
 	"github.com/sampviz/sampviz/engine/dump"
 	"github.com/sampviz/sampviz/scenarios"
-	"github.com/sampviz/sampviz/web"
 )
 
 // testDump writes a dump of op with fresh random logits and external probs
@@ -87,13 +86,13 @@ func testDump(t testing.TB, op engine.Op, rows, vocab int, bad []int) string {
 type recorder struct {
 	mu      sync.Mutex
 	busy    bool
-	outputs []web.OutputInfo
-	rows    []web.RowUpdate
+	outputs []engine.OutputInfo
+	rows    []RowUpdate
 	overlap bool
 }
 
-func (r *recorder) Outputs(o []web.OutputInfo) { r.outputs = o }
-func (r *recorder) Row(u web.RowUpdate) {
+func (r *recorder) Outputs(o []engine.OutputInfo) { r.outputs = o }
+func (r *recorder) Row(u RowUpdate) {
 	r.mu.Lock()
 	if r.busy {
 		r.overlap = true
@@ -127,7 +126,7 @@ func TestExecuteJudgesAndStreams(t *testing.T) {
 			if info.Op != tt.op || info.Rows != rows || info.Vocab != vocab || info.Input != "logits" || len(info.External) != 1 || info.External[0] != "probs" {
 				t.Errorf("info = %+v", info)
 			}
-			job := web.Job{RunID: "r", DumpPath: path, FileName: "mine.safetensors", OutputsPath: filepath.Join(t.TempDir(), "outputs.safetensors"), Backend: "cpu"}
+			job := Job{DumpPath: path, FileName: "mine.safetensors", OutputsPath: filepath.Join(t.TempDir(), "outputs.safetensors"), Backend: "cpu"}
 			var rec recorder
 			rep, err := p.Execute(context.Background(), job, &rec)
 			if err != nil {
@@ -154,7 +153,7 @@ func TestExecuteJudgesAndStreams(t *testing.T) {
 				for _, c := range e.Hist {
 					n += c
 				}
-				if n != vocab || len(e.Buckets) != web.HeatBuckets {
+				if n != vocab || len(e.Buckets) != HeatBuckets {
 					t.Errorf("row %d: histogram of %d tokens, %d buckets", u.Report.Row, n, len(e.Buckets))
 				}
 				// The chart's rule: above the line exactly when the row breaks
@@ -211,7 +210,7 @@ func TestInspectNamesTheUploadersFile(t *testing.T) {
 			path := filepath.Join(dir, "upload-999.safetensors")
 			os.WriteFile(path, tt.content, 0o644)
 			_, err := New(cpu.New()).Inspect(context.Background(), path, "notes.bin")
-			var bad *web.BadDumpError
+			var bad *InputError
 			if !errors.As(err, &bad) {
 				t.Fatalf("err = %v, want a BadDumpError", err)
 			}
@@ -224,8 +223,8 @@ func TestInspectNamesTheUploadersFile(t *testing.T) {
 
 func TestRejudgeWithoutOutputs(t *testing.T) {
 	path := testDump(t, engine.OpSoftmax, 2, 16, nil)
-	job := web.Job{DumpPath: path, FileName: "x", OutputsPath: filepath.Join(t.TempDir(), "none"), Backend: "cpu"}
-	if _, err := New(cpu.New()).Rejudge(context.Background(), job, &recorder{}); !errors.Is(err, web.ErrNoOutputs) {
+	job := Job{DumpPath: path, FileName: "x", OutputsPath: filepath.Join(t.TempDir(), "none"), Backend: "cpu"}
+	if _, err := New(cpu.New()).Rejudge(context.Background(), job, &recorder{}); !errors.Is(err, ErrNoOutputs) {
 		t.Errorf("err = %v, want ErrNoOutputs", err)
 	}
 }
@@ -246,7 +245,7 @@ func TestRowErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := RowErrors(tt.out, refp, tol)
+			e := measureRow(tt.out, refp, tol)
 			if e.Token != tt.wantToken || (e.Worst > e.Allowed) != tt.over {
 				t.Errorf("token %d worst %g allowed %g; want token %d over %v", e.Token, e.Worst, e.Allowed, tt.wantToken, tt.over)
 			}
@@ -260,7 +259,7 @@ func TestRowErrors(t *testing.T) {
 func BenchmarkExecute(b *testing.B) {
 	path := testDump(b, engine.OpRenorm, 128, 32000, []int{3})
 	p := New(cpu.New())
-	job := web.Job{DumpPath: path, FileName: "bench.safetensors", OutputsPath: filepath.Join(b.TempDir(), "outputs.safetensors"), Backend: "cpu"}
+	job := Job{DumpPath: path, FileName: "bench.safetensors", OutputsPath: filepath.Join(b.TempDir(), "outputs.safetensors"), Backend: "cpu"}
 	for b.Loop() {
 		if _, err := p.Execute(context.Background(), job, &recorder{}); err != nil {
 			b.Fatal(err)
@@ -314,7 +313,7 @@ func TestExecuteTokenOps(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "d.safetensors")
 			os.WriteFile(path, buf.Bytes(), 0o644)
 			p := New(cpu.New())
-			job := web.Job{DumpPath: path, FileName: "d.safetensors", OutputsPath: filepath.Join(t.TempDir(), "o.safetensors"), Backend: "cpu"}
+			job := Job{DumpPath: path, FileName: "d.safetensors", OutputsPath: filepath.Join(t.TempDir(), "o.safetensors"), Backend: "cpu"}
 			var rec recorder
 			rep, err := p.Execute(context.Background(), job, &rec)
 			if err != nil {
@@ -371,7 +370,7 @@ func TestRowShowsTheNgramMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := New(cpu.New())
-	job := web.Job{DumpPath: path, FileName: "ngram.safetensors", OutputsPath: filepath.Join(t.TempDir(), "o.safetensors"), Backend: "cpu"}
+	job := Job{DumpPath: path, FileName: "ngram.safetensors", OutputsPath: filepath.Join(t.TempDir(), "o.safetensors"), Backend: "cpu"}
 	if _, err := p.Execute(context.Background(), job, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +425,7 @@ func TestRowSaysWhenSamplesMatchOursDrawForDraw(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := New(cpu.New())
-	job := web.Job{DumpPath: path, FileName: "seeded.safetensors", OutputsPath: filepath.Join(t.TempDir(), "o.safetensors"), Backend: "cpu", Params: web.Params{Draws: sc.Overrides.Draws}}
+	job := Job{DumpPath: path, FileName: "seeded.safetensors", OutputsPath: filepath.Join(t.TempDir(), "o.safetensors"), Backend: "cpu", Overrides: engine.Overrides{Draws: sc.Overrides.Draws}}
 	if _, err := p.Execute(context.Background(), job, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +439,7 @@ func TestRowSaysWhenSamplesMatchOursDrawForDraw(t *testing.T) {
 	}
 
 	// Without the recorded seed's draw count the comparison says nothing.
-	job.Params.Draws = nil
+	job.Overrides.Draws = nil
 	job.OutputsPath = filepath.Join(t.TempDir(), "o2.safetensors")
 	if _, err := p.Execute(context.Background(), job, &recorder{}); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Op names one sampling operation; the values are the ones DUMPS.md uses in
+// the `op` metadata key.
+type Op string
+
+// The operations of DESIGN.md.
+const (
+	OpArgmax     Op = "argmax"
+	OpSoftmax    Op = "softmax"
+	OpRenorm     Op = "renorm"
+	OpSample     Op = "sample"
+	OpSpecVerify Op = "spec_verify"
+	OpNgramMatch Op = "ngram_match"
+)
+
+// TensorSpec is one tensor of the dump format (DUMPS.md): its name, the
+// letters of its dimensions, its kind of dtype and what its values must
+// hold.
+type TensorSpec struct {
+	Name string
+	// Dims names each dimension: B (rows), V (vocabulary), K (draft
+	// positions; "K+1" with the bonus position), L and M (prompt and
+	// generated lengths), N (draws), T (trials), D (draft tokens).
+	Dims  []string
+	Float bool
+	// Required inputs must be in the dump; the others are optional.
+	Required bool
+	// Values says what the elements must hold: "" anything of the dtype,
+	// "token" ids in [0, V), "count:X" integers in [0, X] where X is a
+	// dimension letter.
+	Values string
+}
+
+// OpSpec is one op's entry in the op table: the tensors it reads, the
+// outputs it judges and the parameters it takes. Adding an op is one entry
+// here plus its four faces: the kernel (csrc/<op>.cu), the CPU twin
+// (engine/cpu/<op>.go), the float64 reference (engine/ref/<op>.go) and the
+// judging rule (engine/compare/<op>.go).
+type OpSpec struct {
+	Op Op
+	// Summary says what the op does, in one line.
+	Summary string
+	// Inputs are the data tensors the op reads, the one that fixes B first;
+	// its per-row parameter tensors are Params of scope PerRow.
+	Inputs []TensorSpec
+	// Params names the parameters the op takes (Param.Name), in table
+	// order.
+	Params []string
+	// Outputs names the external output tensors the op judges (outputSpecs).
+	Outputs []string
+	// Kernel is what the op's kernels read of the per-row parameters.
+	Kernel ParamGroup
+}
+
+// outputSpecs are the output tensors of DUMPS.md, by name.
+var outputSpecs = []TensorSpec{
+	{Name: "probs", Dims: []string{"B", "V"}, Float: true},
+	{Name: "tokens", Dims: []string{"B"}},
+	{Name: "samples", Dims: []string{"B", "N"}},
+	{Name: "spec_tokens", Dims: []string{"B", "K+1"}},
+	{Name: "spec_emitted", Dims: []string{"B"}},
+	{Name: "spec_accepted", Dims: []string{"B"}},
+	{Name: "spec_trials", Dims: []string{"T", "B", "K+1"}},
+	{Name: "draft_out", Dims: []string{"B", "D"}},
+}
+
+var (
+	logitsInput  = TensorSpec{Name: "logits", Dims: []string{"B", "V"}, Float: true, Required: true}
+	filterParams = []string{"temperature", "top_k", "top_p", "min_p", "filter_order", "top_k_ties"}
+	seedParams   = []string{"seed", "offset"}
+)
+
+// opTable is the op table, in the order the documentation presents the ops.
+var opTable = []*OpSpec{
+	{
+		Op: OpArgmax, Summary: "the greedy token of every row",
+		Inputs: []TensorSpec{logitsInput}, Params: []string{"temperature"},
+		Outputs: []string{"tokens"},
+	},
+	{
+		Op: OpSoftmax, Summary: "the temperature softmax of every row",
+		Inputs: []TensorSpec{logitsInput}, Params: []string{"temperature"},
+		Outputs: []string{"probs"}, Kernel: NeedTemperature,
+	},
+	{
+		Op: OpRenorm, Summary: "the softmax after top-k, top-p and min-p, renormalised",
+		Inputs: []TensorSpec{logitsInput}, Params: filterParams,
+		Outputs: []string{"probs"}, Kernel: NeedTemperature | NeedFilters,
+	},
+	{
+		Op: OpSample, Summary: "seeded draws from the renormalised distribution",
+		Inputs: []TensorSpec{logitsInput}, Params: join(filterParams, seedParams, []string{"method", "draws"}),
+		Outputs: []string{"tokens", "samples", "probs"}, Kernel: NeedTemperature | NeedFilters | NeedSeeds,
+	},
+	{
+		Op: OpSpecVerify, Summary: "chain speculative sampling: accept, resample, bonus",
+		Inputs: []TensorSpec{
+			{Name: "target_logits", Dims: []string{"B", "K+1", "V"}, Float: true, Required: true},
+			{Name: "draft_tokens", Dims: []string{"B", "K"}, Required: true, Values: "token"},
+			{Name: "draft_probs", Dims: []string{"B", "K", "V"}, Float: true},
+		},
+		Params:  join(filterParams, seedParams, []string{"trials"}),
+		Outputs: []string{"spec_tokens", "spec_emitted", "spec_accepted", "spec_trials"},
+		Kernel:  NeedTemperature | NeedFilters | NeedSeeds,
+	},
+	{
+		Op: OpNgramMatch, Summary: "prompt-lookup drafting over the batch",
+		Inputs: []TensorSpec{
+			{Name: "input_ids", Dims: []string{"B", "L"}, Required: true},
+			{Name: "input_ids_len", Dims: []string{"B"}, Required: true, Values: "count:L"},
+			{Name: "pre_ids", Dims: []string{"B", "M"}, Required: true},
+			{Name: "step_idx", Dims: []string{"B"}, Required: true, Values: "count:M"},
+		},
+		Params:  []string{"max_ngram_size", "max_draft_tokens", "threshold"},
+		Outputs: []string{"draft_out"},
+	},
+}
+
+func join(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// Ops lists every op in the order the documentation presents them.
+var Ops = func() []Op {
+	ops := make([]Op, len(opTable))
+	for i, s := range opTable {
+		ops[i] = s.Op
+	}
+	return ops
+}()
+
+// Spec returns op's entry in the op table, or nil for an unknown op.
+func (op Op) Spec() *OpSpec {
+	for _, s := range opTable {
+		if s.Op == op {
+			return s
+		}
+	}
+	return nil
+}
+
+// ParseOp maps an op name to an Op; its error is the op parameter's
+// sentence.
+func ParseOp(s string) (Op, error) {
+	if Op(s).Spec() != nil {
+		return Op(s), nil
+	}
+	return "", &ParamError{Param: ParamByName("op"), Value: fmt.Sprintf("%q", s)}
+}
+
+// Takes reports whether the op takes the parameter called name.
+func (s *OpSpec) Takes(name string) bool {
+	for _, n := range s.Params {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Judges reports whether the op judges the output tensor called name.
+func (s *OpSpec) Judges(name string) bool {
+	for _, n := range s.Outputs {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Input returns the op's input called name, or nil.
+func (s *OpSpec) Input(name string) *TensorSpec {
+	for i := range s.Inputs {
+		if s.Inputs[i].Name == name {
+			return &s.Inputs[i]
+		}
+	}
+	return nil
+}
+
+// Uses reports whether the op reads or judges the tensor called name: an
+// input, a per-row parameter or an output.
+func (s *OpSpec) Uses(name string) bool {
+	if s.Input(name) != nil || s.Judges(name) {
+		return true
+	}
+	p := ParamByName(name)
+	return p != nil && p.Scope == PerRow && s.Takes(name)
+}
+
+// OutputSpec returns the output tensor called name, or nil.
+func OutputSpec(name string) *TensorSpec {
+	for i := range outputSpecs {
+		if outputSpecs[i].Name == name {
+			return &outputSpecs[i]
+		}
+	}
+	return nil
+}
+
+// OutputNames lists the output tensors of DUMPS.md in their order.
+func OutputNames() []string {
+	names := make([]string, len(outputSpecs))
+	for i, s := range outputSpecs {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// KnownTensor reports whether name is a tensor of the dump format: an input
+// of some op, a per-row parameter or an output.
+func KnownTensor(name string) bool {
+	if OutputSpec(name) != nil {
+		return true
+	}
+	if p := ParamByName(name); p != nil && p.Scope == PerRow {
+		return true
+	}
+	for _, s := range opTable {
+		if s.Input(name) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// FormatDims writes dimension letters as "[B, K+1, V]".
+func FormatDims(dims []string) string { return "[" + strings.Join(dims, ", ") + "]" }

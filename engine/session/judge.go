@@ -1,0 +1,179 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/compare"
+)
+
+// Sink receives a judgement as it happens.
+type Sink interface {
+	// Outputs names the outputs being judged, in report order, before the
+	// first row.
+	Outputs(outs []engine.OutputInfo)
+	// Row delivers one judged row of one output, never concurrently with
+	// another call.
+	Row(u RowUpdate)
+}
+
+// RowUpdate is one judged row of one output, with what the charts need.
+type RowUpdate struct {
+	// Output indexes the outputs given to Sink.Outputs.
+	Output int
+	Report engine.RowReport
+	// Errors is set for probability outputs.
+	Errors *RowErrors
+}
+
+// Execute runs job.Backend's kernels on the dump with job.Overrides (and, on
+// a sample run, twice more for the seed rules), stores what they produced at
+// job.OutputsPath when it is set, then judges them and the dump's external
+// outputs with job.Tolerances, telling sink (when not nil) the outputs before
+// the first row and every row as soon as it is judged. A dump or parameter
+// that cannot be used is an *InputError; a kernel fault is an error whose
+// message says what failed, in words a person reads; ctx's end is ctx's
+// error.
+func (s *Session) Execute(ctx context.Context, job Job, sink Sink) (*engine.Report, error) {
+	b, err := s.backend(job.Backend)
+	if err != nil {
+		return nil, err
+	}
+	run, f, err := load(job)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var (
+		ours   *engine.Output
+		reruns *compare.Reruns
+		device *engine.Device
+	)
+	if b != nil {
+		run.SetWorkDefaults(job.Overrides)
+		if ours, err = runBackend(ctx, b, run); err != nil {
+			return nil, err
+		}
+		if run.Op == engine.OpSample {
+			if reruns, err = seedReruns(ctx, b, run); err != nil {
+				return nil, fmt.Errorf("%w (seed reruns)", err)
+			}
+		}
+		d := b.Device()
+		device = &d
+		if job.OutputsPath != "" {
+			if err := writeOutputs(job.OutputsPath, ours, reruns, d); err != nil {
+				return nil, err
+			}
+		}
+	}
+	rep, err := s.judge(ctx, run, ours, reruns, job, sink)
+	if err != nil {
+		return nil, err
+	}
+	rep.Device = device
+	return rep, nil
+}
+
+// Rejudge judges the outputs that Execute stored at job.OutputsPath (with
+// their seed reruns) and the dump's external outputs with job.Tolerances,
+// without running kernels, telling sink as Execute does. It returns
+// ErrNoOutputs when nothing was stored there.
+func (s *Session) Rejudge(ctx context.Context, job Job, sink Sink) (*engine.Report, error) {
+	run, f, err := load(job)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := readOutputs(job.OutputsPath)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	rep, err := s.judge(ctx, run, st.ours, st.reruns, job, sink)
+	if err != nil {
+		return nil, err
+	}
+	rep.Device = st.device
+	return rep, nil
+}
+
+// runBackend runs b on run and names the output after b.
+func runBackend(ctx context.Context, b engine.Backend, run *engine.Run) (*engine.Output, error) {
+	out, err := b.Run(ctx, run)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, engine.ErrUnsupported) {
+			return nil, fmt.Errorf("the %s backend cannot run this dump: %w", b.Name(), err)
+		}
+		return nil, fmt.Errorf("the %s backend failed: %w", b.Name(), err)
+	}
+	out.Name, out.External = b.Name(), false
+	return out, nil
+}
+
+// otherSeed is added to every row's seed for the rerun that must draw
+// differently (the golden ratio's 64-bit fraction: far from any seed a
+// person picks by hand).
+const otherSeed = 0x9e3779b97f4a7c15
+
+// seedReruns runs our sampler twice more on a sample run, one token per row
+// (Draws 0), first with the same seeds and offsets, then with other seeds,
+// for the seed rules (compare.Reruns); our output is the judgement's first.
+func seedReruns(ctx context.Context, b engine.Backend, run *engine.Run) (*compare.Reruns, error) {
+	rerun := *run
+	rerun.Params.Draws = 0
+	same, err := runBackend(ctx, b, &rerun)
+	if err != nil {
+		return nil, err
+	}
+	rerun.Params.Seed = make([]uint64, len(run.Params.Seed))
+	for r, s := range run.Params.Seed {
+		rerun.Params.Seed[r] = s + otherSeed
+	}
+	other, err := runBackend(ctx, b, &rerun)
+	if err != nil {
+		return nil, err
+	}
+	return &compare.Reruns{Output: 0, SameSeed: same.Tokens, OtherSeed: other.Tokens}, nil
+}
+
+// judge judges ours (when not nil) and the dump's external outputs,
+// streaming each row into sink (when not nil) with its error summary,
+// computed beside the judge on every core.
+func (s *Session) judge(ctx context.Context, run *engine.Run, ours *engine.Output, reruns *compare.Reruns, job Job, sink Sink) (*engine.Report, error) {
+	var outs []*engine.Output
+	if ours != nil {
+		outs = append(outs, ours)
+	}
+	outs = append(outs, compare.ExternalOutputs(run)...)
+	if len(outs) == 0 {
+		return nil, &InputError{Msg: fmt.Sprintf("%s: nothing to judge: no backend runs our kernels and the dump holds no external outputs", run.Source)}
+	}
+	opts := options(job.Tolerances)
+	opts.Workers = s.Workers
+	if ours != nil {
+		opts.Reruns = reruns
+	}
+	var onRow func(int, engine.RowReport)
+	if sink != nil {
+		ew := newErrorWorkers(run, outs, opts, sink)
+		defer ew.close()
+		infos := make([]engine.OutputInfo, len(outs))
+		for i, o := range outs {
+			tol := ew.tols[i]
+			infos[i] = engine.OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind(), Tolerances: &tol}
+		}
+		sink.Outputs(infos)
+		onRow = ew.submit
+	}
+	rep, err := compare.Judge(ctx, run, outs, opts, onRow)
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}

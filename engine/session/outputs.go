@@ -1,0 +1,201 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/compare"
+	"github.com/sampviz/sampviz/engine/dump"
+	"github.com/sampviz/sampviz/engine/durable"
+	"github.com/sampviz/sampviz/engine/explain"
+)
+
+// Our backend's outputs are stored in one safetensors file (outputs.safetensors
+// in the server's data directory): the output's tensors under their DUMPS.md
+// names, the seed reruns of a sample run, the speculative trace, and, in the
+// metadata, the backend, its device and the timing. It is written once
+// (durable.WriteFile) and read through its memory mapping.
+
+// The seed reruns' tokens (compare.Reruns), [B] each.
+const (
+	rerunSame  = "rerun_same_seed"
+	rerunOther = "rerun_other_seed"
+)
+
+// outputsMeta is what the outputs file records beside the tensors.
+type outputsMeta struct {
+	Backend string         `json:"backend"`
+	Device  engine.Device  `json:"device"`
+	Timing  *engine.Timing `json:"timing,omitempty"`
+}
+
+// outputTensors names the tensors of an Output as DUMPS.md names them.
+func outputTensors(o *engine.Output) []*engine.Tensor {
+	var ts []*engine.Tensor
+	add := func(name string, t *engine.Tensor) {
+		if t != nil {
+			ts = append(ts, &engine.Tensor{Name: name, DType: t.DType, Shape: t.Shape, Data: t.Data})
+		}
+	}
+	add("probs", o.Probs)
+	add("tokens", o.Tokens)
+	add("samples", o.Samples)
+	add("spec_tokens", o.SpecTokens)
+	add("spec_emitted", o.SpecEmitted)
+	add("spec_accepted", o.SpecAccepted)
+	add("spec_trials", o.SpecTrials)
+	add("draft_out", o.DraftOut)
+	return ts
+}
+
+// writeOutputs stores our output, its seed reruns (nil: none) and its trace.
+func writeOutputs(path string, o *engine.Output, rr *compare.Reruns, d engine.Device) error {
+	meta, err := json.Marshal(outputsMeta{Backend: o.Name, Device: d, Timing: o.Timing})
+	if err != nil {
+		return fmt.Errorf("store outputs: %w", err)
+	}
+	ts := append(outputTensors(o), traceTensors(o.Trace)...)
+	if rr != nil && rr.SameSeed != nil && rr.OtherSeed != nil {
+		ts = append(ts, renamed(rerunSame, rr.SameSeed), renamed(rerunOther, rr.OtherSeed))
+	}
+	if err := durable.WriteFile(path, func(w io.Writer) error {
+		return dump.WriteSafetensors(w, ts, map[string]string{"sampviz_outputs": string(meta)})
+	}); err != nil {
+		return fmt.Errorf("store outputs: %w", err)
+	}
+	return nil
+}
+
+// renamed returns t under another name, sharing its data.
+func renamed(name string, t *engine.Tensor) *engine.Tensor {
+	return &engine.Tensor{Name: name, DType: t.DType, Shape: t.Shape, Data: t.Data}
+}
+
+// storedOutputs is what writeOutputs stored, read back. Close releases the
+// file the tensors alias.
+type storedOutputs struct {
+	ours   *engine.Output
+	reruns *compare.Reruns
+	device *engine.Device
+	file   *dump.File
+}
+
+func (s *storedOutputs) Close() error {
+	if s == nil {
+		return nil
+	}
+	return s.file.Close()
+}
+
+// readOutputs reads what writeOutputs stored at path; ErrNoOutputs when
+// nothing is there.
+func readOutputs(path string) (*storedOutputs, error) {
+	if path == "" {
+		return nil, ErrNoOutputs
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, ErrNoOutputs
+	}
+	f, err := dump.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read stored outputs: %w", err)
+	}
+	var meta outputsMeta
+	if err := json.Unmarshal([]byte(f.Meta["sampviz_outputs"]), &meta); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read stored outputs: %w", err)
+	}
+	st := &storedOutputs{file: f}
+	st.ours = &engine.Output{
+		Name: meta.Backend, Timing: meta.Timing,
+		Probs: f.Tensor("probs"), Tokens: f.Tensor("tokens"), Samples: f.Tensor("samples"),
+		SpecTokens: f.Tensor("spec_tokens"), SpecEmitted: f.Tensor("spec_emitted"), SpecAccepted: f.Tensor("spec_accepted"),
+		SpecTrials: f.Tensor("spec_trials"), DraftOut: f.Tensor("draft_out"),
+	}
+	if same, other := f.Tensor(rerunSame), f.Tensor(rerunOther); same != nil && other != nil {
+		st.reruns = &compare.Reruns{Output: 0, SameSeed: same, OtherSeed: other}
+	}
+	if meta.Device.Backend != "" {
+		st.device = &meta.Device
+	}
+	return st, nil
+}
+
+// The speculative trace is stored beside our outputs in outputs.safetensors,
+// one tensor per field of engine.SpecStep, each [T, B, K+1] (trial, row,
+// position): one file written once (temporary name, then rename), which the
+// row page reads one row of through the file's memory mapping, without
+// decoding the rest. NaN probabilities (a target without a distribution) are
+// stored as they are.
+const (
+	traceDraft     = "trace_draft"     // I32: the proposed token, -1 at the bonus position
+	traceU         = "trace_u"         // F32: the acceptance uniform
+	traceP         = "trace_p"         // F32: p(x) of the draft
+	traceQ         = "trace_q"         // F32: q(x) of the draft
+	traceAccepted  = "trace_accepted"  // U8: 1 when u·q(x) < p(x)
+	traceResampled = "trace_resampled" // I32: the token drawn at this step, or -1
+)
+
+// traceTensors returns tr as the tensors stored beside the outputs, or nil
+// when there is no trace.
+func traceTensors(tr *engine.SpecTrace) []*engine.Tensor {
+	if tr == nil || tr.Trials <= 0 || tr.Rows <= 0 || tr.Steps <= 0 || len(tr.Step) != tr.Trials*tr.Rows*tr.Steps {
+		return nil
+	}
+	shape := []int{tr.Trials, tr.Rows, tr.Steps}
+	draft := engine.NewTensor(traceDraft, engine.I32, shape...)
+	u := engine.NewTensor(traceU, engine.F32, shape...)
+	p := engine.NewTensor(traceP, engine.F32, shape...)
+	q := engine.NewTensor(traceQ, engine.F32, shape...)
+	acc := engine.NewTensor(traceAccepted, engine.U8, shape...)
+	res := engine.NewTensor(traceResampled, engine.I32, shape...)
+	for i, s := range tr.Step {
+		draft.SetInt(i, int64(s.Draft))
+		u.SetFloat(i, float64(s.U))
+		p.SetFloat(i, float64(s.P))
+		q.SetFloat(i, float64(s.Q))
+		if s.Accepted {
+			acc.SetInt(i, 1)
+		}
+		res.SetInt(i, int64(s.Resampled))
+	}
+	return []*engine.Tensor{draft, u, p, q, acc, res}
+}
+
+// rowTrace reads row r's part of the trace stored in f, or returns nil when
+// f holds no trace (or one whose tensors do not agree).
+func rowTrace(f *dump.File, r int) *explain.RowTrace {
+	if f == nil {
+		return nil
+	}
+	names := []string{traceDraft, traceU, traceP, traceQ, traceAccepted, traceResampled}
+	ts := make([]*engine.Tensor, len(names))
+	for i, n := range names {
+		ts[i] = f.Tensor(n)
+		if ts[i] == nil || len(ts[i].Shape) != 3 {
+			return nil
+		}
+		if i > 0 && engine.FormatShape(ts[i].Shape) != engine.FormatShape(ts[0].Shape) {
+			return nil
+		}
+	}
+	trials, rows, steps := ts[0].Dim(0), ts[0].Dim(1), ts[0].Dim(2)
+	if r < 0 || r >= rows || trials == 0 || steps == 0 {
+		return nil
+	}
+	tr := &explain.RowTrace{Trials: trials, Steps: steps, Step: make([][]engine.SpecStep, trials)}
+	for t := range trials {
+		tr.Step[t] = make([]engine.SpecStep, steps)
+		for i := range steps {
+			at := (t*rows+r)*steps + i
+			tr.Step[t][i] = engine.SpecStep{
+				Draft: int32(ts[0].Int(at)), U: ts[1].Float32(at), P: ts[2].Float32(at), Q: ts[3].Float32(at),
+				Accepted: ts[4].Int(at) != 0, Resampled: int32(ts[5].Int(at)),
+			}
+		}
+	}
+	return tr
+}

@@ -1,0 +1,60 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/compare"
+	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/lesson"
+)
+
+// Row describes row r of a job for the row page (explain.Row), with the
+// outputs and the trace that Execute stored, on the top most probable
+// tokens. It works before the kernels have finished: the dump's own outputs
+// are shown, and a spec_verify row says why it has no trace yet.
+func (s *Session) Row(ctx context.Context, job Job, r, top int) (*explain.RowDetail, error) {
+	run, f, err := load(job)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if r < 0 || r >= run.Rows() {
+		return nil, &InputError{Msg: fmt.Sprintf("There is no row %d: this run has rows 0 to %d.", r, run.Rows()-1)}
+	}
+	st, err := readOutputs(job.OutputsPath)
+	if err != nil && !errors.Is(err, ErrNoOutputs) {
+		return nil, err
+	}
+	defer st.Close()
+	outs := compare.ExternalOutputs(run)
+	var tr *explain.RowTrace
+	if st != nil {
+		outs = append([]*engine.Output{st.ours}, outs...)
+		tr = rowTrace(st.file, r)
+	}
+	d := explain.Row(run, outs, tr, job.Tolerances, r, top)
+	if d.Spec != nil && tr == nil {
+		if st == nil {
+			d.Spec.NoTrace = "The kernels of this run have not stored their outputs, so there is no trace to step through."
+		} else {
+			d.Spec.NoTrace = "This run's outputs were stored without a trace (by an older sampviz); run it again to step through its trials."
+		}
+	}
+	return d, nil
+}
+
+// Teach runs lesson l of the teaching mode on row r of a spec_verify job
+// (lesson.Teach): it reads the dump only, so it works before the run has
+// finished. A run that is not spec_verify, or a row, position or control out
+// of range, gives a *lesson.Error.
+func (s *Session) Teach(ctx context.Context, job Job, r int, l lesson.Lesson) (*lesson.State, error) {
+	run, f, err := load(job)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return lesson.Teach(ctx, run, r, l)
+}

@@ -1,0 +1,180 @@
+// Package session is the one path from a dump to a judged run, behind both
+// faces of sampviz: `sampviz check` and `sampviz serve`. It reads the dump
+// (engine/dump, the op and parameter tables), runs a backend's kernels with
+// the seed reruns the seed rules need, stores our outputs beside the dump
+// when asked (so that they can be judged again with other tolerances),
+// judges every output with engine/compare, and hands each judged row to a
+// Sink as it is ready. It also answers what the row page and the teaching
+// mode ask of a stored run (engine/explain, engine/lesson).
+//
+// A face only chooses the sink: the command line prints the report, the
+// server streams rows to its pages and stores the report. So a feature of
+// judging appears in both at once, and both give the same report for the
+// same dump. It never speaks HTTP and never formats for a page.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/compare"
+	"github.com/sampviz/sampviz/engine/dump"
+)
+
+// Session runs jobs on a set of backends. Its methods are safe for
+// concurrent use; the server calls Execute and Rejudge one at a time.
+type Session struct {
+	backends []engine.Backend
+	// Workers is the number of rows judged at once (0: every core).
+	Workers int
+}
+
+// New returns a session over backends, the default first. With none, jobs
+// can only judge the dumps' external outputs.
+func New(backends ...engine.Backend) *Session {
+	return &Session{backends: backends}
+}
+
+// Backends describes the backends a job may use, the default first.
+func (s *Session) Backends() []engine.Device {
+	ds := make([]engine.Device, len(s.backends))
+	for i, b := range s.backends {
+		ds[i] = b.Device()
+	}
+	return ds
+}
+
+// NoBackend is the Job.Backend that runs no kernel: only the dump's external
+// outputs are judged.
+const NoBackend = "none"
+
+// backend returns the backend called name ("": the default), nil for
+// NoBackend.
+func (s *Session) backend(name string) (engine.Backend, error) {
+	if name == NoBackend {
+		return nil, nil
+	}
+	if name == "" && len(s.backends) > 0 {
+		return s.backends[0], nil
+	}
+	var names []string
+	for _, b := range s.backends {
+		if b.Name() == name {
+			return b, nil
+		}
+		names = append(names, b.Name())
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("this session has no backend to run %s on", name)
+	}
+	return nil, &InputError{Msg: fmt.Sprintf("this server has no %s backend (it has %s)", name, strings.Join(names, ", "))}
+}
+
+// Job is one judgement of one dump.
+type Job struct {
+	// DumpPath is the dump; FileName is what its uploader called it, used
+	// in every message ("" names it after DumpPath).
+	DumpPath string
+	FileName string
+	// Run, when not nil, is judged in place of DumpPath: a run already built
+	// (the built-in example).
+	Run *engine.Run
+	// OutputsPath is where Execute stores our backend's outputs (with the
+	// seed reruns and the speculative trace) and where Rejudge, Row and the
+	// row page read them; "" stores nothing.
+	OutputsPath string
+	// Backend names the backend that runs our kernels ("cpu", "cuda"; ""
+	// the default; NoBackend none).
+	Backend string
+	// Overrides replace what the dump says, for every row.
+	Overrides engine.Overrides
+	// Tolerances replace the dtype defaults when not nil; a negative Atol or
+	// Rtol keeps the default of that part, and a PValue of 0 the default
+	// threshold.
+	Tolerances *engine.Tolerances
+}
+
+// load builds the job's run: Job.Run, or the dump at DumpPath read with the
+// job's overrides, named as its uploader named it. The returned File (nil
+// for Job.Run) must be closed once the run is no longer used. A dump that
+// cannot be used is an *InputError.
+func load(job Job) (*engine.Run, *dump.File, error) {
+	if job.Run != nil {
+		return job.Run, nil, nil
+	}
+	run, f, err := dump.Load(job.DumpPath, job.Overrides)
+	if err != nil {
+		var de *dump.Error
+		if errors.As(err, &de) {
+			if job.FileName != "" {
+				de.File = job.FileName
+			}
+			return nil, nil, &InputError{Msg: de.Error(), Err: de}
+		}
+		return nil, nil, fmt.Errorf("load %s: %w", job.FileName, err)
+	}
+	if job.FileName != "" {
+		run.Source = job.FileName
+	}
+	return run, f, nil
+}
+
+// DumpInfo describes a dump for the run header and the index.
+type DumpInfo struct {
+	Op    engine.Op    `json:"op"`
+	DType engine.DType `json:"dtype"`
+	// Input names the main input tensor ("logits", "target_logits", ...) and
+	// Shape is its shape.
+	Input string `json:"input"`
+	Shape []int  `json:"shape"`
+	Rows  int    `json:"rows"`
+	Vocab int    `json:"vocab"`
+	// External lists the external outputs the dump holds, by DUMPS.md name.
+	External []string `json:"external"`
+	// Source is the dump's `source` metadata.
+	Source  string   `json:"source,omitempty"`
+	Notices []string `json:"notices,omitempty"`
+}
+
+// Inspect reads the dump at path, which its uploader named name, and
+// describes it: the dump must parse and build a run. A dump that cannot be
+// used gives an *InputError whose message is one sentence naming the file,
+// the tensor and the rule it broke.
+func (s *Session) Inspect(ctx context.Context, path, name string) (*DumpInfo, error) {
+	run, f, err := load(Job{DumpPath: path, FileName: name})
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info := &DumpInfo{
+		Op: run.Op, DType: run.InputDType(), Rows: run.Rows(), Vocab: run.Vocab(), External: []string{},
+		Source: run.Meta["source"], Notices: append(append([]string(nil), f.Notices...), run.Notices...),
+	}
+	switch run.Op.Spec().Inputs[0].Name {
+	case "logits":
+		info.Input, info.Shape = "logits", run.Logits.Shape
+	case "target_logits":
+		info.Input, info.Shape = "target_logits", run.TargetLogits.Shape
+	case "input_ids":
+		// The header of an ngram_match run shows what it drafts from.
+		info.Input, info.Shape = "pre_ids", run.PreIDs.Shape
+	}
+	for name := range run.External {
+		info.External = append(info.External, name)
+	}
+	sort.Strings(info.External)
+	return info, nil
+}
+
+// options turns a job's tolerances into the judge's options.
+func options(tol *engine.Tolerances) compare.Options {
+	if tol == nil {
+		return compare.Options{}
+	}
+	s, n := tol.Strict, tol.Native
+	return compare.Options{Strict: &s, Native: &n, PValue: tol.PValue}
+}
