@@ -189,10 +189,14 @@ const (
 // SetWorkDefaults gives a sample run DefaultDraws and a spec_verify run
 // DefaultTrials unless o names them (an explicit 0 stays 0).
 func (r *Run) SetWorkDefaults(o Overrides) {
-	switch {
-	case r.Op == OpSample && o.Draws == nil:
+	s := r.Op.Spec()
+	if s == nil {
+		return
+	}
+	if s.Takes("draws") && o.Draws == nil {
 		r.Params.Draws = DefaultDraws
-	case r.Op == OpSpecVerify && o.Trials == nil:
+	}
+	if s.Takes("trials") && o.Trials == nil {
 		r.Params.Trials = DefaultTrials
 	}
 }

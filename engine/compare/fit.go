@@ -183,14 +183,6 @@ func (w *worker) fitSamples(p *plan, d *ref.Dist, r int, rep *engine.RowReport) 
 	}
 }
 
-// resizeFloats returns s with length n, reusing its memory when it can.
-func resizeFloats(s []float64, n int) []float64 {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]float64, n)
-}
-
 // bonferroni returns min(1, m·p): the p-value of the smallest of m tests.
 func bonferroni(p float64, m int) float64 {
 	return math.Min(1, p*float64(max(m, 1)))

@@ -52,17 +52,25 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 	b, v, k := j.rows, j.vocab, run.DraftLen()
 	var problems []string
 	fail := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
-	logitOp := run.Op != engine.OpSpecVerify && run.Op != engine.OpNgramMatch
-	needLogits := func(what string) bool {
-		switch {
-		case !logitOp:
-			fail("%s cannot be judged for %s", what, run.Op)
-		case run.Logits == nil || len(run.Logits.Shape) != 2:
-			fail("%s need [B, V] logits to be judged", what)
-		default:
-			return true
+	spec := run.Op.Spec()
+	// judges says whether the op judges the output tensor called name (the
+	// op table's Outputs), and says why not when it does not.
+	judges := func(name string) bool {
+		if spec == nil || !spec.Judges(name) {
+			fail("%s cannot be judged for %s", name, run.Op)
+			return false
 		}
-		return false
+		return true
+	}
+	needLogits := func(what string) bool {
+		if !judges(what) {
+			return false
+		}
+		if run.Logits == nil || len(run.Logits.Shape) != 2 {
+			fail("%s need [B, V] logits to be judged", what)
+			return false
+		}
+		return true
 	}
 	outDType := engine.I32
 	if t := out.Probs; t != nil && needLogits("probs") {
@@ -98,7 +106,10 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 		}
 	}
 	specOK := func(what string) bool {
-		if run.Op != engine.OpSpecVerify || run.TargetLogits == nil || run.DraftTokens == nil {
+		if !judges(what) {
+			return false
+		}
+		if run.TargetLogits == nil || run.DraftTokens == nil {
 			fail("%s need a spec_verify run with target_logits and draft_tokens", what)
 			return false
 		}
@@ -123,9 +134,9 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 			p.trials = true
 		}
 	}
-	if t := out.DraftOut; t != nil {
+	if t := out.DraftOut; t != nil && judges("draft_out") {
 		switch {
-		case run.Op != engine.OpNgramMatch || j.run.InputIDs == nil || j.run.InputIDsLen == nil || j.run.PreIDs == nil || j.run.StepIdx == nil:
+		case j.run.InputIDs == nil || j.run.InputIDsLen == nil || j.run.PreIDs == nil || j.run.StepIdx == nil:
 			fail("draft_out needs an ngram_match run with input_ids, input_ids_len, pre_ids and step_idx")
 		case !t.DType.IsInt() || len(t.Shape) != 2 || t.Dim(0) != b:
 			fail("draft_out has dtype %v and shape %s, want integers [%d, D]", t.DType, t.ShapeString(), b)

@@ -14,36 +14,6 @@ import (
 // non-negative value.
 const signBit = 1 << 63
 
-// underflowBelow returns the reference probability below which an output of
-// dtype d may hold 0 without dropping the token: the smallest normal float32
-// (a kernel flushing subnormals to zero is not wrong), or the smallest f16
-// subnormal for F16 outputs, whose smallest values round to zero.
-func underflowBelow(d engine.DType) float64 {
-	if d == engine.F16 {
-		return 0x1p-24
-	}
-	return 0x1p-126
-}
-
-// supportDiff is a set of tokens on which the output and the reference
-// disagree about the support.
-type supportDiff struct {
-	n, first int
-	// refMass is the reference mass of the tokens (renormalised for tokens
-	// the reference keeps, unfiltered for tokens it drops); outMass is the
-	// output's.
-	refMass, outMass float64
-}
-
-func (s *supportDiff) add(i int, refMass, outMass float64) {
-	if s.n == 0 {
-		s.first = i
-	}
-	s.n++
-	s.refMass += refMass
-	s.outMass += outMass
-}
-
 // measurement is one row of one float output against one reference.
 type measurement struct {
 	drift engine.Drift
@@ -369,34 +339,6 @@ func retolerate(m, src *measurement, out, r []float64, tol engine.Tolerance) {
 	}
 }
 
-// supportDiff records a token that is zero on one side only (a NaN output
-// is counted as NaN, not here).
-func (m *measurement) supportDiff(i int, o, r, base float64, c ref.Class, underflow float64) {
-	switch {
-	case o != o:
-	case o == 0: // the reference has mass here
-		switch c {
-		case ref.Kept:
-			if r >= underflow {
-				m.missing.add(i, r, 0)
-			}
-		case ref.Boundary:
-			m.boundaryDropped.add(i, base, 0)
-		}
-	default: // the output has mass where the reference has none
-		switch {
-		case c == ref.Boundary, c == ref.Dropped && base < underflow:
-			// Below the smallest normal float32, a kernel's weights are
-			// subnormals whose lost bits tie values that float64 tells
-			// apart, so a filter may keep them: a boundary, not an extra
-			// token (the value check still sees their mass).
-			m.boundaryKept.add(i, base, o)
-		case c == ref.Dropped:
-			m.extra.add(i, base, o)
-		}
-	}
-}
-
 // clearHists empties the row histograms that m filled.
 func (m *measurement) clearHists(b *rowBuffers) {
 	b.absHist[0], b.relHist[0] = 0, 0
@@ -406,25 +348,6 @@ func (m *measurement) clearHists(b *rowBuffers) {
 	if m.loRel <= m.topRel {
 		clear(b.relHist[m.loRel : m.topRel+1])
 	}
-}
-
-// renormalisedRef returns the reference renormalised over the output's
-// support: base on the tokens the reference does not drop and the output
-// keeps (and on every Kept token), divided by its mass.
-func renormalisedRef(dst, out, base []float64, cls []ref.Class) []float64 {
-	dst = dst[:len(out)]
-	var z float64
-	for i, o := range out {
-		dst[i] = 0
-		if cls[i] == ref.Kept || (cls[i] == ref.Boundary && o != 0) {
-			dst[i] = base[i]
-			z += base[i]
-		}
-	}
-	for i := range dst {
-		dst[i] /= z
-	}
-	return dst
 }
 
 // compareRow measures one output row against one reference distribution,

@@ -69,25 +69,11 @@ func (b *Backend) Device() engine.Device { return b.device }
 // ids, and ctx.Err() when ctx ends first. It never writes to run's tensors.
 func (b *Backend) Run(ctx context.Context, run *engine.Run) (*engine.Output, error) {
 	start := time.Now()
-	var (
-		out   *engine.Output
-		bytes int64
-		err   error
-	)
-	switch run.Op {
-	case engine.OpSoftmax, engine.OpRenorm:
-		out, bytes, err = b.probs(ctx, run)
-	case engine.OpArgmax:
-		out, bytes, err = b.argmax(ctx, run)
-	case engine.OpSample:
-		out, bytes, err = b.sample(ctx, run)
-	case engine.OpSpecVerify:
-		out, bytes, err = b.specVerify(ctx, run)
-	case engine.OpNgramMatch:
-		out, bytes, err = b.ngramMatch(ctx, run)
-	default:
+	op := ops[run.Op]
+	if op == nil {
 		return nil, fmt.Errorf("op %q: %w", run.Op, engine.ErrUnsupported)
 	}
+	out, bytes, err := op(b, ctx, run)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +81,18 @@ func (b *Backend) Run(ctx context.Context, run *engine.Run) (*engine.Output, err
 	out.Name = "cpu"
 	out.Timing = &engine.Timing{Kernel: elapsed, Wall: elapsed, Bytes: bytes}
 	return out, nil
+}
+
+// ops are the CPU twins of the op table's ops (engine.OpSpec), one file
+// each: argmax.go, softmax.go, renorm.go, sample.go, spec_verify.go,
+// ngram.go. Each returns its output and the bytes an ideal kernel moves.
+var ops = map[engine.Op]func(b *Backend, ctx context.Context, run *engine.Run) (*engine.Output, int64, error){
+	engine.OpArgmax:     (*Backend).argmax,
+	engine.OpSoftmax:    (*Backend).softmax,
+	engine.OpRenorm:     (*Backend).renorm,
+	engine.OpSample:     (*Backend).sample,
+	engine.OpSpecVerify: (*Backend).specVerify,
+	engine.OpNgramMatch: (*Backend).ngramMatch,
 }
 
 // scratch is one worker's reusable row buffers.
@@ -159,3 +157,7 @@ func (b *Backend) forEachRow(ctx context.Context, rows int, work func(s *scratch
 	wg.Wait()
 	return firstErr
 }
+
+// ctxCheckEvery is how many draws or trials a row makes between checks of
+// its context.
+const ctxCheckEvery = 1 << 12

@@ -194,8 +194,3 @@ func (f *filter) descend(w []float32, W []uint64, ahead func(count int, mass uin
 	f.index = idx
 	return math.Float32frombits(prefix)
 }
-
-// filterRow marks in keep the survivors of row r's filters on weights w.
-func filterRow(f *filter, rp *engine.KernelParams, r int, w []float32, keep []bool) {
-	f.apply(w, rp.TopK[r], rp.TopP[r], rp.MinP[r], rp.Order, rp.Ties, keep)
-}

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"context"
+	"fmt"
 	"math"
 
 	"github.com/sampviz/sampviz/engine"
@@ -218,4 +220,81 @@ func (r *rejection) sample(w []float32, keep []bool, ties engine.TopKTies, s phi
 		}
 		bw, bi = w[c], c
 	}
+}
+
+// sample runs sample: Tokens I32 [B] (draw 0 with Params.Method) and, when
+// Params.Draws > 0, Samples I32 [B, Draws] (draws 0..N-1, inverse CDF).
+func (b *Backend) sample(ctx context.Context, run *engine.Run) (*engine.Output, int64, error) {
+	rows, vocab, err := logitsShape(run)
+	if err != nil {
+		return nil, 0, err
+	}
+	method := run.Params.Method
+	switch method {
+	case engine.SampleAuto, engine.SampleInverseCDF, engine.SampleGumbel, engine.SampleRejection:
+	default:
+		return nil, 0, fmt.Errorf("sample method %q: %w", method, engine.ErrUnsupported)
+	}
+	draws := run.Params.Draws
+	if draws < 0 {
+		return nil, 0, fmt.Errorf("sample: draws %d is negative", draws)
+	}
+	rp, err := run.Params.ForOp(run.Op, rows)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sample: %w", err)
+	}
+	out := &engine.Output{Tokens: engine.NewTensor("tokens", engine.I32, rows)}
+	if draws > 0 {
+		out.Samples = engine.NewTensor("samples", engine.I32, rows, draws)
+	}
+	err = b.forEachRow(ctx, rows, func(s *scratch, r int) error {
+		x := floats(&s.x, vocab)
+		run.Logits.Floats32(r*vocab, x)
+		t := rp.Temperature[r]
+		w := floats(&s.w, vocab)
+		valid := Weights(x, t, w)
+		var keep []bool
+		if valid && t > 0 && rp.Filtered(r, vocab) {
+			keep = bools(&s.keep, vocab)
+			filterRow(&s.filter, rp, r, w, keep)
+		}
+		stream := func(d int) philox.Stream { return philox.NewStream(rp.Seed[r], rp.Offset[r], r, d) }
+		token := -1
+		switch {
+		case !valid:
+		case t == 0:
+			token = Argmax(x)
+		case method == engine.SampleGumbel:
+			token = SampleGumbel(x, t, keep, stream(0))
+		case method == engine.SampleRejection:
+			token = s.rejection.sample(w, keep, rp.Ties, stream(0))
+		default:
+			s.cdf.Reset(w, keep)
+			token = s.cdf.Draw(stream(0).U64(0))
+		}
+		putInt32(out.Tokens, r, int32(token))
+		if draws == 0 {
+			return nil
+		}
+		base := r * draws
+		if !valid || t == 0 {
+			for d := range draws {
+				putInt32(out.Samples, base+d, int32(token))
+			}
+			return nil
+		}
+		s.cdf.Reset(w, keep)
+		for d := range draws {
+			if d%ctxCheckEvery == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			putInt32(out.Samples, base+d, int32(s.cdf.Draw(stream(d).U64(0))))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	bytes := engine.TensorBytes(run.Logits, out.Tokens, out.Samples) + int64(rows)*run.Op.Spec().Kernel.Bytes()
+	return out, bytes, nil
 }

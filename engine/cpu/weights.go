@@ -6,22 +6,6 @@ import (
 	"github.com/sampviz/sampviz/engine/f32math"
 )
 
-// Argmax returns the first index of the largest value of x, or -1 when x is
-// empty, holds a NaN, or is all -Inf. +Inf is an ordinary maximum.
-func Argmax(x []float32) int {
-	best := -1
-	m := float32(math.Inf(-1))
-	for i, v := range x {
-		if v != v {
-			return -1
-		}
-		if v > m {
-			m, best = v, i
-		}
-	}
-	return best
-}
-
 // rowMax returns the largest value of x and whether the row has a
 // distribution: no NaN, no +Inf, and not every value -Inf.
 func rowMax(x []float32) (float32, bool) {
@@ -108,37 +92,6 @@ func chunkSum(w []float32) float32 {
 		a[l] += w[i]
 	}
 	return float32(float32(float32(a[0]+a[1])+float32(a[2]+a[3])) + float32(float32(a[4]+a[5])+float32(a[6]+a[7])))
-}
-
-// Softmax writes the temperature softmax of logits x into p: the Weights of
-// x divided by their Sum. A row without a distribution gives NaN everywhere
-// and false; t = 0 gives one-hot at the first maximum.
-func Softmax(x []float32, t float32, p []float32) (valid bool) {
-	if !Weights(x, t, p) {
-		return false
-	}
-	normalise(p[:len(x)])
-	return true
-}
-
-// Renorm writes into p the weights w restricted to the tokens marked in keep
-// (nil keeps every token) and divided by their Sum: filtered tokens are
-// exactly 0. w must be the Weights of a row with a distribution, with at
-// least one kept token of positive weight.
-func Renorm(w []float32, keep []bool, p []float32) {
-	p = p[:len(w)]
-	if keep == nil {
-		copy(p, w)
-	} else {
-		for i, v := range w {
-			if keep[i] {
-				p[i] = v
-			} else {
-				p[i] = 0
-			}
-		}
-	}
-	normalise(p)
 }
 
 // normalise divides p in place by its Sum.

@@ -203,59 +203,83 @@ func readTensor(shm []byte, s slot, name string, dtype engine.DType, shape ...in
 	return t
 }
 
-// buildPlan validates run and lays it out for the worker.
-func buildPlan(run *engine.Run) (*plan, error) {
-	switch run.Op {
-	case engine.OpArgmax, engine.OpSoftmax, engine.OpRenorm, engine.OpSample:
-		return logitsPlan(run)
-	case engine.OpSpecVerify:
-		return specPlan(run)
-	case engine.OpNgramMatch:
-		return ngramPlan(run)
-	}
-	return nil, fmt.Errorf("op %q: %w", run.Op, engine.ErrUnsupported)
+// planners lay out each op of the op table (engine.OpSpec) for the worker.
+var planners = map[engine.Op]func(run *engine.Run) (*plan, error){
+	engine.OpArgmax:     argmaxPlan,
+	engine.OpSoftmax:    probsPlan,
+	engine.OpRenorm:     probsPlan,
+	engine.OpSample:     samplePlan,
+	engine.OpSpecVerify: specPlan,
+	engine.OpNgramMatch: ngramPlan,
 }
 
-func logitsPlan(run *engine.Run) (*plan, error) {
+// buildPlan validates run and lays it out for the worker.
+func buildPlan(run *engine.Run) (*plan, error) {
+	planner := planners[run.Op]
+	if planner == nil {
+		return nil, fmt.Errorf("op %q: %w", run.Op, engine.ErrUnsupported)
+	}
+	return planner(run)
+}
+
+// logitsPlan starts the plan of an op on [B, V] logits.
+func logitsPlan(run *engine.Run) (p *plan, rows, vocab int, err error) {
 	if err := checkTensor(run.Logits, "logits", 2, true); err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
-	rows, vocab := run.Logits.Dim(0), run.Logits.Dim(1)
+	rows, vocab = run.Logits.Dim(0), run.Logits.Dim(1)
 	if vocab < 1 && rows > 0 {
-		return nil, fmt.Errorf("logits: shape %s has no tokens: %w", run.Logits.ShapeString(), engine.ErrUnsupported)
+		return nil, 0, 0, fmt.Errorf("logits: shape %s has no tokens: %w", run.Logits.ShapeString(), engine.ErrUnsupported)
 	}
-	p := &plan{req: runRequest{Op: run.Op, DType: svDType(run.Logits.DType), Rows: rows, Vocab: vocab,
+	p = &plan{req: runRequest{Op: run.Op, DType: svDType(run.Logits.DType), Rows: rows, Vocab: vocab,
 		In: map[string]slot{}, Out: map[string]slot{}}}
 	p.req.In["logits"] = p.put(floatData(run.Logits))
-	switch run.Op {
-	case engine.OpArgmax:
-		out := p.reserve(rows, poisonToken)
-		p.req.Out["tokens"] = out
-		p.decode = func(shm []byte) *engine.Output {
-			return &engine.Output{Tokens: readTensor(shm, out, "tokens", engine.I32, rows)}
-		}
-		p.bytes = engine.TensorBytes(run.Logits) + 4*int64(rows)
-		return p, nil
-	case engine.OpSoftmax, engine.OpRenorm:
-		need := engine.NeedTemperature
-		if run.Op == engine.OpRenorm {
-			need |= engine.NeedFilters
-		}
-		rp, err := resolveParams(&run.Params, rows, vocab, need)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", run.Op, err)
-		}
-		p.req.Flags = rp.flags
-		p.req.In["params"] = p.put(rp.bytes())
-		out := p.reserve(rows*vocab, poisonFloat)
-		p.req.Out["probs"] = out
-		p.decode = func(shm []byte) *engine.Output {
-			return &engine.Output{Probs: readTensor(shm, out, "probs", engine.F32, rows, vocab)}
-		}
-		p.bytes = engine.TensorBytes(run.Logits) + 4*int64(rows)*int64(vocab) + int64(rows)*need.Bytes()
-		return p, nil
+	return p, rows, vocab, nil
+}
+
+// argmaxPlan: Tokens I32 [B].
+func argmaxPlan(run *engine.Run) (*plan, error) {
+	p, rows, _, err := logitsPlan(run)
+	if err != nil {
+		return nil, err
 	}
-	// sample
+	out := p.reserve(rows, poisonToken)
+	p.req.Out["tokens"] = out
+	p.decode = func(shm []byte) *engine.Output {
+		return &engine.Output{Tokens: readTensor(shm, out, "tokens", engine.I32, rows)}
+	}
+	p.bytes = engine.TensorBytes(run.Logits) + 4*int64(rows)
+	return p, nil
+}
+
+// probsPlan, softmax and renorm: Probs F32 [B, V].
+func probsPlan(run *engine.Run) (*plan, error) {
+	p, rows, vocab, err := logitsPlan(run)
+	if err != nil {
+		return nil, err
+	}
+	need := run.Op.Spec().Kernel
+	rp, err := resolveParams(&run.Params, rows, vocab, need)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", run.Op, err)
+	}
+	p.req.Flags = rp.flags
+	p.req.In["params"] = p.put(rp.bytes())
+	out := p.reserve(rows*vocab, poisonFloat)
+	p.req.Out["probs"] = out
+	p.decode = func(shm []byte) *engine.Output {
+		return &engine.Output{Probs: readTensor(shm, out, "probs", engine.F32, rows, vocab)}
+	}
+	p.bytes = engine.TensorBytes(run.Logits) + 4*int64(rows)*int64(vocab) + int64(rows)*need.Bytes()
+	return p, nil
+}
+
+// samplePlan: Tokens I32 [B] and, with draws, Samples I32 [B, Draws].
+func samplePlan(run *engine.Run) (*plan, error) {
+	p, rows, vocab, err := logitsPlan(run)
+	if err != nil {
+		return nil, err
+	}
 	flags, err := methodFlags(run.Params.Method)
 	if err != nil {
 		return nil, err
@@ -264,7 +288,8 @@ func logitsPlan(run *engine.Run) (*plan, error) {
 	if draws < 0 {
 		return nil, fmt.Errorf("sample: draws %d is negative", draws)
 	}
-	rp, err := resolveParams(&run.Params, rows, vocab, engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds)
+	need := run.Op.Spec().Kernel
+	rp, err := resolveParams(&run.Params, rows, vocab, need)
 	if err != nil {
 		return nil, fmt.Errorf("sample: %w", err)
 	}
@@ -300,7 +325,7 @@ func logitsPlan(run *engine.Run) (*plan, error) {
 		}
 		return out
 	}
-	p.bytes = engine.TensorBytes(run.Logits) + 4*int64(rows)*int64(1+draws) + int64(rows)*(engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds).Bytes()
+	p.bytes = engine.TensorBytes(run.Logits) + 4*int64(rows)*int64(1+draws) + int64(rows)*need.Bytes()
 	return p, nil
 }
 
@@ -342,7 +367,7 @@ func specPlan(run *engine.Run) (*plan, error) {
 	if run.Params.Trials < 0 {
 		return nil, fmt.Errorf("spec_verify: trials %d is negative", run.Params.Trials)
 	}
-	rp, err := resolveParams(&run.Params, rows, vocab, engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds)
+	rp, err := resolveParams(&run.Params, rows, vocab, run.Op.Spec().Kernel)
 	if err != nil {
 		return nil, fmt.Errorf("spec_verify: %w", err)
 	}
@@ -407,7 +432,7 @@ func specPlan(run *engine.Run) (*plan, error) {
 		outBytes += 4 * int64(trials) * int64(rows*steps)
 	}
 	p.bytes = engine.TensorBytes(run.TargetLogits, run.DraftTokens, run.DraftProbs) + outBytes +
-		int64(rows)*(engine.NeedTemperature|engine.NeedFilters|engine.NeedSeeds).Bytes()
+		int64(rows)*run.Op.Spec().Kernel.Bytes()
 	return p, nil
 }
 

@@ -410,12 +410,21 @@ func checkWritten(name string, b []byte, poison uint32) error {
 
 // launch calls the op's launcher on the device buffers.
 func (g *gpuExec) launch(r *runRequest, in, out map[string]uint64) error {
-	l := g.lib
-	rows, vocab := int32(r.Rows), int32(r.Vocab)
-	switch r.Op {
-	case engine.OpArgmax:
-		return l.check(l.argmax(int32(r.DType), in["logits"], rows, vocab, 0, 0, 0, out["tokens"]), "argmax")
-	case engine.OpSoftmax:
+	l := launchers[r.Op]
+	if l == nil {
+		return &wireError{Kind: wireUnsupported, Message: fmt.Sprintf("op %q", r.Op)}
+	}
+	return l(g.lib, r, in, out)
+}
+
+// launchers call each op's launcher of csrc/sampviz.h (one per op of the op
+// table, engine.OpSpec) on the device buffers the plan named.
+var launchers = map[engine.Op]func(l *library, r *runRequest, in, out map[string]uint64) error{
+	engine.OpArgmax: func(l *library, r *runRequest, in, out map[string]uint64) error {
+		return l.check(l.argmax(int32(r.DType), in["logits"], int32(r.Rows), int32(r.Vocab), 0, 0, 0, out["tokens"]), "argmax")
+	},
+	engine.OpSoftmax: func(l *library, r *runRequest, in, out map[string]uint64) error {
+		rows, vocab := int32(r.Rows), int32(r.Vocab)
 		if r.InPlace {
 			// The probabilities overwrite the (f32) logits; copy them to the output slot.
 			if err := l.check(l.softmax(int32(r.DType), in["logits"], rows, vocab, in["params"], in["logits"]), "softmax"); err != nil {
@@ -425,18 +434,21 @@ func (g *gpuExec) launch(r *runRequest, in, out map[string]uint64) error {
 			return nil
 		}
 		return l.check(l.softmax(int32(r.DType), in["logits"], rows, vocab, in["params"], out["probs"]), "softmax")
-	case engine.OpRenorm:
-		return l.check(l.renorm(int32(r.DType), in["logits"], rows, vocab, in["params"], int32(r.Flags), out["probs"]), "renorm")
-	case engine.OpSample:
-		return l.check(l.sample(int32(r.DType), in["logits"], rows, vocab, in["params"], int32(r.Flags), in["rows"],
+	},
+	engine.OpRenorm: func(l *library, r *runRequest, in, out map[string]uint64) error {
+		return l.check(l.renorm(int32(r.DType), in["logits"], int32(r.Rows), int32(r.Vocab), in["params"], int32(r.Flags), out["probs"]), "renorm")
+	},
+	engine.OpSample: func(l *library, r *runRequest, in, out map[string]uint64) error {
+		return l.check(l.sample(int32(r.DType), in["logits"], int32(r.Rows), int32(r.Vocab), in["params"], int32(r.Flags), in["rows"],
 			int32(r.NGreedy), int32(r.NSampled), out["tokens"], int32(r.Draws), out["samples"]), "sample")
-	case engine.OpSpecVerify:
-		return l.check(l.specVerify(in["target"], rows, int32(r.K), vocab, in["params"], int32(r.Flags), in["drafts"],
+	},
+	engine.OpSpecVerify: func(l *library, r *runRequest, in, out map[string]uint64) error {
+		return l.check(l.specVerify(in["target"], int32(r.Rows), int32(r.K), int32(r.Vocab), in["params"], int32(r.Flags), in["drafts"],
 			in["qprobs"], int32(r.Trials), out["spec_tokens"], out["emitted"], out["accepted"], int32(r.TraceTrials),
 			out["trace"]), "spec_verify")
-	case engine.OpNgramMatch:
+	},
+	engine.OpNgramMatch: func(l *library, r *runRequest, in, out map[string]uint64) error {
 		return l.check(l.ngram(in["input_ids"], int32(r.L), in["input_len"], in["pre_ids"], int32(r.M), in["step_idx"],
-			rows, int32(r.MaxNgram), int32(r.MaxDraft), int32(r.Threshold), out["draft_out"]), "ngram_match")
-	}
-	return &wireError{Kind: wireUnsupported, Message: fmt.Sprintf("op %q", r.Op)}
+			int32(r.Rows), int32(r.MaxNgram), int32(r.MaxDraft), int32(r.Threshold), out["draft_out"]), "ngram_match")
+	},
 }

@@ -104,24 +104,6 @@ func overflowReason(x Logits, t float64, n, first int) string {
 	return fmt.Sprintf("%s divided by T = %g overflow %v at %d of %d tokens, first at token %d", x.name(), t, x.Tensor.DType, n, x.Len, first)
 }
 
-// nativeScale returns round_dtype(float32(x) / float32(t)): x scaled the way
-// a kernel dividing in the input dtype does (float64 division for F64).
-func nativeScale(x, t float64, dt engine.DType) float64 {
-	if dt == engine.F64 {
-		return x / t
-	}
-	return engine.RoundToDType(float64(float32(x)/float32(t)), dt)
-}
-
-// overflows reports whether scaling the finite or masked logit x gave y that
-// is not a finite logit (an overflow to ±Inf, or NaN when float32(t) is 0).
-func overflows(x, y float64) bool {
-	if math.IsInf(x, -1) {
-		return false
-	}
-	return math.IsNaN(y) || math.IsInf(y, 0)
-}
-
 // greedy fills d for temperature 0: all mass on the lowest index of the
 // maximum (Kept); the other tied maxima are Boundary, the rest Dropped.
 // Filters cannot change a one-hot distribution and are not applied.
@@ -260,14 +242,6 @@ func (ws *Workspace) computeSimple(d *Dist, x Logits, t float64, f Filter, nativ
 	}
 	d.Argmax = int(ws.order[0])
 	d.TopKProb, d.TopPCut, d.MinPThreshold = g.topKProb, g.topPCut, g.minPThreshold
-}
-
-// weight returns exp((x - m)/t), 0 for a masked token.
-func weight(x, m, t float64) float64 {
-	if math.IsInf(x, -1) {
-		return 0
-	}
-	return math.Exp((x - m) / t)
 }
 
 // halfTables are the fast path's tables, indexed by 16-bit pattern. Only the
