@@ -167,11 +167,17 @@ func startServe(t *testing.T, backend string) *served {
 	return s
 }
 
-// checkScenario opens sc on the server, waits for its run to end, and
-// checks where it ran and what it concluded.
-func (s *served) checkScenario(t *testing.T, sc scenarios.Scenario) {
+// openScenario opens sc on the server as the home page's button does and
+// returns the new run's id.
+func (s *served) openScenario(t *testing.T, sc scenarios.Scenario) string {
 	t.Helper()
-	res, err := s.client.Post(s.base+"/scenarios/"+sc.Name, "application/x-www-form-urlencoded", nil)
+	req, err := http.NewRequest("POST", s.base+"/scenarios/"+sc.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", s.base) // as the server's own page sends it
+	res, err := s.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +187,14 @@ func (s *served) checkScenario(t *testing.T, sc scenarios.Scenario) {
 	if res.StatusCode != http.StatusSeeOther || m == nil {
 		t.Fatalf("POST /scenarios/%s: %s, Location %q; want 303 to the new run", sc.Name, res.Status, loc)
 	}
-	id := m[1]
+	return m[1]
+}
+
+// checkScenario opens sc on the server, waits for its run to end, and
+// checks where it ran and what it concluded.
+func (s *served) checkScenario(t *testing.T, sc scenarios.Scenario) {
+	t.Helper()
+	id := s.openScenario(t, sc)
 
 	var run struct {
 		Backend string `json:"backend"`
