@@ -4,11 +4,12 @@
 // end-to-end tests of engine/compare and `sampviz check` judge those dumps
 // exactly as they judge a user's.
 //
-// It is test support: only tests import it. It is written independently of
-// the judge: it never uses engine/ref or engine/stats to decide what a
-// sampler draws (its filters sort the way torch does, so a tied group at the
-// top-p cut is kept in part), it never judges, and it never does I/O beyond
-// encoding dumps in memory.
+// It is test and scenario support: the tests and the scenario generator
+// (scenarios/internal/generate) import it; the product never does. It is
+// written independently of the judge: it never uses engine/ref or
+// engine/stats to decide what a sampler draws (its filters sort the way
+// torch does, so a tied group at the top-p cut is kept in part), it never
+// judges, and it never does I/O beyond encoding dumps in memory.
 package samplertest
 
 import (

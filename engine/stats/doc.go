@@ -71,15 +71,13 @@
 // # Many rows
 //
 // At DefaultPValue = 1e-6, 512 correct rows fail by chance 0.0005 times per
-// run (ExpectedFalseAlarms, ChanceLine); Bonferroni and BH give per-row
-// thresholds for a family-wise or false-discovery rate.
+// run (ExpectedFalseAlarms, ChanceLine).
 //
 // # Speculative decoding
 //
-// SpecStructure checks one output row. From repeated trials:
-// AcceptanceByPosition (a rate per position among the trials that reached
-// it, with a Wilson interval) against theory (CompareAcceptance),
-// EmittedHistogram against EmittedDistribution, MeanAcceptanceLength as
-// vLLM reports it, and the lossless check, PositionCounts against
-// PositionDistribution through GoodnessOfFit.
+// From repeated trials: AcceptanceByPosition (a rate per position among the
+// trials that reached it, with a Wilson interval), EmittedHistogram against
+// EmittedDistribution, MeanAcceptanceLength as vLLM reports it, and the
+// lossless check, PositionCounts against the position's law through
+// GoodnessOfFit (engine/compare builds the laws from engine/ref).
 package stats

@@ -137,3 +137,23 @@ func drawOne(rng *rand.Rand, cdf []float64) int32 {
 	}
 	return int32(lo)
 }
+
+// PositionDistribution returns the law of the token at a draft position given
+// that the chain reaches it: a·δ(x) + (1 - a)·r, with a the
+// AcceptanceProbability and r the ResidualDistribution. With a one-hot draft
+// (q nil) it is p itself: speculative sampling is lossless.
+func PositionDistribution(p, q []float64, draft int) ([]float64, error) {
+	a, err := AcceptanceProbability(p, q, draft)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ResidualDistribution(p, q, draft)
+	if err != nil {
+		return nil, err
+	}
+	for i := range r {
+		r[i] *= 1 - a
+	}
+	r[draft] += a
+	return r, nil
+}

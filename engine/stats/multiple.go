@@ -1,15 +1,13 @@
 package stats
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 )
 
 // Multiple testing: a run judges hundreds of rows at one threshold, so some
 // correct rows fail by chance. These say how many, so that nobody chases
-// noise, and give the two standard ways to set a threshold for many rows.
+// noise.
 
 // ExpectedFalseAlarms returns how many of rows correct rows fail at the
 // p-value threshold by chance alone: rows × threshold.
@@ -27,47 +25,6 @@ func AnyFalseAlarm(rows int, threshold float64) float64 {
 		return 1
 	}
 	return -math.Expm1(float64(rows) * math.Log1p(-threshold))
-}
-
-// Bonferroni returns the per-row threshold that keeps the probability of any
-// false alarm among rows correct rows at most alpha: alpha / rows.
-func Bonferroni(alpha float64, rows int) float64 {
-	if rows <= 1 {
-		return alpha
-	}
-	return alpha / float64(rows)
-}
-
-// BH runs the Benjamini–Hochberg procedure at false discovery rate q: with
-// the m p-values sorted, p(1) <= ... <= p(m), it finds the largest k with
-// p(k) <= k·q/m and flags the k smallest. It returns, in the order of
-// pvalues, whether each is flagged: among flagged rows, the expected share
-// of correct ones is at most q. NaN p-values are never flagged and count
-// toward m.
-func BH(pvalues []float64, q float64) []bool {
-	m := len(pvalues)
-	flagged := make([]bool, m)
-	order := make([]int, m)
-	for i := range order {
-		order[i] = i
-	}
-	key := func(i int) float64 {
-		if math.IsNaN(pvalues[i]) {
-			return math.Inf(1)
-		}
-		return pvalues[i]
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(key(a), key(b)) })
-	k := 0
-	for rank, i := range order {
-		if key(i) <= float64(rank+1)*q/float64(m) {
-			k = rank + 1
-		}
-	}
-	for _, i := range order[:k] {
-		flagged[i] = true
-	}
-	return flagged
 }
 
 // ChanceLine returns the sentence a report prints under a statistical

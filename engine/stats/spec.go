@@ -50,7 +50,7 @@ type PositionRate struct {
 // the drafts, at most len(drafts): the trial's accepted prefix. A rejected
 // draft is never resampled as itself (the residual max(p - q, 0) is 0 where
 // p < q, which is where rejections happen), so this is the emitted length
-// of any trial that obeys SpecStructure.
+// of any trial that obeys the structural rules (engine/compare).
 func EmittedLength(trial, drafts []int32) int {
 	e := 0
 	for e < len(drafts) && e < len(trial) && trial[e] == drafts[e] {
@@ -96,33 +96,6 @@ func AcceptanceByPosition(trials [][]int32, drafts []int32) ([]PositionRate, err
 		reached = accepted
 	}
 	return rates, nil
-}
-
-// CompareAcceptance judges measured rates against theory (a_i for each
-// position, as many as rates) with a two-sided exact binomial test of
-// Accepted out of Reached (BinomialTest). It returns each position's
-// p-value, and one sentence for each below threshold (DefaultPValue when 0).
-func CompareAcceptance(rates []PositionRate, theory []float64, threshold float64) ([]float64, []string, error) {
-	if len(theory) != len(rates) {
-		return nil, nil, fmt.Errorf("%d theoretical acceptance rates for %d positions", len(theory), len(rates))
-	}
-	if threshold == 0 {
-		threshold = DefaultPValue
-	}
-	pvalues := make([]float64, len(rates))
-	var out []string
-	for i, r := range rates {
-		a := theory[i]
-		if !(a >= 0 && a <= 1) {
-			return nil, nil, fmt.Errorf("theoretical acceptance rate %v at position %d is not a probability", a, r.Position)
-		}
-		pvalues[i] = BinomialTest(r.Accepted, r.Reached, a)
-		if pvalues[i] < threshold {
-			out = append(out, fmt.Sprintf("position %d accepted %d of the %d trials that reached it (%.4g, 95%% interval %.4g to %.4g) where theory gives %.4g, p = %.2g < %g",
-				r.Position, r.Accepted, r.Reached, r.Rate, r.Lo, r.Hi, a, pvalues[i], threshold))
-		}
-	}
-	return pvalues, out, nil
 }
 
 // EmittedHistogram returns how many trials emitted each length 0..K (see
@@ -189,7 +162,7 @@ func ExpectedAcceptanceLength(accept []float64) float64 {
 // trials that reached it (emitted length >= j). Those follow
 // PositionDistribution for j < K and the target p_K for j = K; judge them
 // with GoodnessOfFit. Tokens there that are -1 or outside [0, vocab) are not
-// counted; missing says how many (SpecStructure reports them). It returns an
+// counted; missing says how many (the structural rules report them). It returns an
 // error for a position outside [0, K], a vocab that is not positive, or a
 // trial that does not hold K+1 tokens.
 func PositionCounts(trials [][]int32, drafts []int32, j, vocab int) (counts []int64, missing int64, err error) {
@@ -295,118 +268,4 @@ func ResidualDistribution(p, q []float64, draft int) ([]float64, error) {
 		r[i] /= s
 	}
 	return r, nil
-}
-
-// PositionDistribution returns the law of the token at a draft position given
-// that the chain reaches it: a·δ(x) + (1 - a)·r, with a the
-// AcceptanceProbability and r the ResidualDistribution. With a one-hot draft
-// (q nil) it is p itself: speculative sampling is lossless.
-func PositionDistribution(p, q []float64, draft int) ([]float64, error) {
-	a, err := AcceptanceProbability(p, q, draft)
-	if err != nil {
-		return nil, err
-	}
-	r, err := ResidualDistribution(p, q, draft)
-	if err != nil {
-		return nil, err
-	}
-	for i := range r {
-		r[i] *= 1 - a
-	}
-	r[draft] += a
-	return r, nil
-}
-
-// SpecStructure returns one sentence per structural rule that one
-// speculative output row breaks, none when it obeys them all. tokens holds
-// the K+1 output tokens, drafts the K draft tokens, emitted and accepted the
-// row's spec_emitted and spec_accepted, vocab the vocabulary size V (0 skips
-// the range rule). The rules:
-//
-//   - the row holds K+1 tokens (nothing else is checked when it does not);
-//   - 0 <= emitted <= K, and emitted <= accepted <= K (spec_accepted counts
-//     acceptances at every position, the accepted prefix among them);
-//   - every token is -1 or inside [0, V);
-//   - the first emitted tokens equal the drafts;
-//   - position emitted holds one resampled or bonus token, not -1, and, when
-//     emitted < K, not the rejected draft (its residual mass is 0);
-//   - every later position holds -1;
-//   - emitted + 1 tokens are not -1.
-//
-// A row whose target has no distribution ends with -1 at position emitted;
-// docs/SEMANTICS.md reports such rows on their own and skips these rules.
-func SpecStructure(tokens, drafts []int32, emitted, accepted, vocab int) []string {
-	k := len(drafts)
-	if len(tokens) != k+1 {
-		return []string{fmt.Sprintf("row holds %d tokens, want %d for %d drafts", len(tokens), k+1, k)}
-	}
-	var out []string
-	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	validEmitted := emitted >= 0 && emitted <= k
-	if !validEmitted {
-		say("spec_emitted = %d is outside [0, %d]", emitted, k)
-	}
-	if accepted < 0 || accepted > k {
-		say("spec_accepted = %d is outside [0, %d]", accepted, k)
-	} else if accepted < emitted && validEmitted {
-		say("spec_accepted = %d is below spec_emitted = %d", accepted, emitted)
-	}
-	if vocab > 0 {
-		bad, first := 0, -1
-		for i, t := range tokens {
-			if t != -1 && (t < 0 || int(t) >= vocab) {
-				bad++
-				if first < 0 {
-					first = i
-				}
-			}
-		}
-		if bad > 0 {
-			say("%d tokens outside [0, %d), first %d at position %d", bad, vocab, tokens[first], first)
-		}
-	}
-	nonFill := 0
-	for _, t := range tokens {
-		if t != -1 {
-			nonFill++
-		}
-	}
-	if !validEmitted {
-		return out
-	}
-	bad, first := 0, -1
-	for i := range emitted {
-		if tokens[i] != drafts[i] {
-			bad++
-			if first < 0 {
-				first = i
-			}
-		}
-	}
-	if bad > 0 {
-		say("%d of the %d accepted tokens differ from the drafts, first at position %d (token %d, draft %d)",
-			bad, emitted, first, tokens[first], drafts[first])
-	}
-	switch t := tokens[emitted]; {
-	case t == -1:
-		say("position %d holds -1, not a resampled or bonus token", emitted)
-	case emitted < k && t == drafts[emitted]:
-		say("position %d holds the draft token %d although spec_emitted = %d says it was rejected", emitted, t, emitted)
-	}
-	bad, first = 0, -1
-	for i := emitted + 1; i <= k; i++ {
-		if tokens[i] != -1 {
-			bad++
-			if first < 0 {
-				first = i
-			}
-		}
-	}
-	if bad > 0 {
-		say("%d tokens after position %d are not -1, first %d at position %d", bad, emitted, tokens[first], first)
-	}
-	if nonFill != emitted+1 {
-		say("%d tokens are not -1 where spec_emitted + 1 = %d", nonFill, emitted+1)
-	}
-	return out
 }

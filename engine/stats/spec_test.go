@@ -69,43 +69,6 @@ func TestBinomialTest(t *testing.T) {
 	}
 }
 
-func TestSpecStructure(t *testing.T) {
-	drafts := []int32{11, 22, 33, 44}
-	const vocab = 100
-	tests := []struct {
-		name              string
-		tokens            []int32
-		emitted, accepted int
-		want              []string // substrings, one per expected sentence
-	}{
-		{"all accepted with bonus", []int32{11, 22, 33, 44, 55}, 4, 4, nil},
-		{"rejected at 2", []int32{11, 22, 7, -1, -1}, 2, 3, nil},
-		{"rejected at 0", []int32{9, -1, -1, -1, -1}, 0, 0, nil},
-		{"wrong length", []int32{11, 22, 7, -1}, 2, 2, []string{"row holds 4 tokens, want 5"}},
-		{"emitted out of range", []int32{11, 22, 7, -1, -1}, 5, 5, []string{"spec_emitted = 5 is outside [0, 4]", "spec_accepted = 5 is outside"}},
-		{"accepted below emitted", []int32{11, 22, 7, -1, -1}, 2, 1, []string{"spec_accepted = 1 is below spec_emitted = 2"}},
-		{"token outside vocab", []int32{11, 22, 100, -1, -1}, 2, 2, []string{"1 tokens outside [0, 100), first 100 at position 2"}},
-		{"prefix differs from drafts", []int32{11, 23, 7, -1, -1}, 2, 2, []string{"1 of the 2 accepted tokens differ from the drafts, first at position 1 (token 23, draft 22)"}},
-		{"no resampled token", []int32{11, 22, -1, -1, -1}, 2, 2, []string{"position 2 holds -1, not a resampled or bonus token", "2 tokens are not -1 where spec_emitted + 1 = 3"}},
-		{"rejected draft resampled as itself", []int32{11, 22, 33, -1, -1}, 2, 2, []string{"position 2 holds the draft token 33 although spec_emitted = 2"}},
-		{"no -1 fill", []int32{11, 22, 7, 8, -1}, 2, 2, []string{"1 tokens after position 2 are not -1, first 8 at position 3", "4 tokens are not -1 where spec_emitted + 1 = 3"}},
-		{"emitted undercounts", []int32{11, 22, 33, 44, 55}, 3, 4, []string{"position 3 holds the draft token 44", "1 tokens after position 3", "5 tokens are not -1 where spec_emitted + 1 = 4"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := SpecStructure(tt.tokens, drafts, tt.emitted, tt.accepted, vocab)
-			if len(got) != len(tt.want) {
-				t.Fatalf("violations %q, want %d containing %q", got, len(tt.want), tt.want)
-			}
-			for i, w := range tt.want {
-				if !strings.Contains(got[i], w) {
-					t.Errorf("violation %d = %q, want it to contain %q", i, got[i], w)
-				}
-			}
-		})
-	}
-}
-
 // specRow is one row of chain speculative sampling: K+1 target distributions,
 // K draft distributions (nil: one-hot drafts) and the K drafts.
 type specRow struct {
@@ -252,13 +215,10 @@ func TestSpeculativeTrials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, v, err := CompareAcceptance(rates, accept, 0); err != nil || len(v) > 0 {
-				t.Errorf("acceptance against theory: %q %v", v, err)
-			}
-			wrong := slices.Clone(accept)
-			wrong[1] = math.Min(1, wrong[1]+0.1)
-			if _, v, _ := CompareAcceptance(rates, wrong, 0); len(v) != 1 || !strings.Contains(v[0], "position 1 accepted") {
-				t.Errorf("a wrong theory at position 1 gave %q", v)
+			for i, r := range rates {
+				if p := BinomialTest(r.Accepted, r.Reached, accept[i]); p < 1e-6 {
+					t.Errorf("position %d accepted %d of %d, theory %v: p = %v", i, r.Accepted, r.Reached, accept[i], p)
+				}
 			}
 
 			hist, err := EmittedHistogram(out, row.drafts)
