@@ -9,9 +9,9 @@ BIN     := bin/sampviz
 # about 3 s a target on 2 cores.
 FUZZTIME ?= 30000x
 # Fuzz targets, as package:FuzzName.
-FUZZ_TARGETS := ./engine/dump:FuzzSafetensors ./engine/dump:FuzzNPZ ./engine/dump:FuzzNPY
+FUZZ_TARGETS := ./engine/dump:FuzzSafetensors ./engine/dump:FuzzNPZ ./engine/dump:FuzzNPY ./engine/session:FuzzJob
 
-.PHONY: all build run test deps fmt-check vet gotest fuzz
+.PHONY: all build run test deps fmt-check vet tidy-check gotest memory-test fuzz
 
 all: build
 
@@ -24,7 +24,7 @@ run: build
 deps:
 	$(GO) mod download
 
-test: deps templ-check browser-deps fmt-check vet gotest fuzz browser-test
+test: deps templ-check browser-deps fmt-check vet tidy-check gotest memory-test fuzz browser-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -32,6 +32,15 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# go.mod and go.sum must be what `go mod tidy` writes.
+tidy-check:
+	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go mod tidy would change go.mod or go.sum:"; $(GO) mod tidy -diff; exit 1; }
+
+# The tests that measure a process's peak memory run without the race
+# detector, which multiplies memory (they skip under -race).
+memory-test:
+	$(GO) test -count=1 -run 'TestMemoryBudget' ./cmd/sampviz/
 
 gotest:
 	$(GO) test -race -count=1 ./...

@@ -256,15 +256,6 @@ func (p *Param) CheckChoice(s string) error {
 	return &ParamError{Param: p, Value: strconv.Quote(s)}
 }
 
-// FormatFloat writes v the short way that reads back to the same float64:
-// "0.7", "1e-05", "NaN", "+Inf".
-func FormatFloat(v float64) string {
-	if math.IsInf(v, 1) {
-		return "+Inf"
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
 // Overrides are the parameters a person sets on the command line, in the
 // web form or in an API request; each non-nil field replaces what the dump
 // says, for every row. The JSON keys are the parameters' names.

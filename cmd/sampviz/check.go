@@ -34,6 +34,7 @@ type checkFlags struct {
 	tolerances bool
 	example    bool
 	maxRows    int
+	maxMemory  byteSize
 
 	atol, rtol             float64
 	nativeAtol, nativeRtol float64
@@ -59,6 +60,8 @@ func newCheckFlags(stderr io.Writer) *checkFlags {
 	fs.BoolVar(&c.tolerances, "tolerances", false, "print the default tolerance table and exit")
 	fs.BoolVar(&c.example, "example", false, "check the built-in example dump instead of a file")
 	fs.IntVar(&c.maxRows, "max-rows", 20, "failing rows described per output in the text report (0: all)")
+	c.maxMemory = byteSize(defaultMaxMemory())
+	fs.Var(&c.maxMemory, "max-memory", "most memory a dump may take to judge; one that needs more is refused (default: half the machine's memory, at most 8GiB)")
 
 	fs.Float64Var(&c.atol, "atol", 0, "strict tolerance: absolute part (default: the table's, by dtype)")
 	fs.Float64Var(&c.rtol, "rtol", 0, "strict tolerance: relative part (default: the table's, by dtype)")
@@ -168,6 +171,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		sess, job.Backend = session.New(b), ""
 	}
 
+	sess.MaxMemory = int64(c.maxMemory)
+	limitMemory(sess.MaxMemory)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	report, err := sess.Execute(ctx, job, nil)

@@ -24,9 +24,24 @@ import (
 // worker` that the server's cuda backend starts beside it.
 const mainEnv = "SAMPVIZ_TEST_MAIN"
 
+// peakEnv names a file where this binary, run as sampviz's main, writes its
+// peak resident memory (VmHWM) when it ends: rusage cannot tell it, since a
+// child started by fork and exec counts its parent's pages before the exec.
+const peakEnv = "SAMPVIZ_TEST_PEAK"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
-		os.Exit(dispatch(os.Args[1:]))
+		code := dispatch(os.Args[1:])
+		if path := os.Getenv(peakEnv); path != "" {
+			if status, err := os.ReadFile("/proc/self/status"); err == nil {
+				for _, line := range strings.Split(string(status), "\n") {
+					if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+						os.WriteFile(path, []byte(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB"))), 0o644)
+					}
+				}
+			}
+		}
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

@@ -199,7 +199,8 @@ func TestNPZMalformed(t *testing.T) {
 		{"inflated size disagrees with header", zipOf(t, member{name: "logits.npy", content: append(append([]byte(nil), bigHeader...), logits.Data...), method: zip.Deflate}), "logits", []string{"inflates to", "shape [100] of <f4 need"}},
 		{"inflates past declared size", zipOf(t, member{name: "logits.npy", content: good, method: zip.Deflate, compressed: deflated.Bytes()}), "logits", []string{"inflates past its declared"}},
 		{"inflates short of declared size", zipOf(t, member{name: "logits.npy", content: good, method: zip.Deflate, compressed: truncated.Bytes()}), "logits", []string{"fewer than its declared"}},
-		{"zip bomb", zipOf(t, member{name: "logits.npy", content: good, method: zip.Deflate, declared: 1 << 40}), "logits", []string{"more than deflate can produce"}},
+		{"zip member declares more than its header", zipOf(t, member{name: "logits.npy", content: good, method: zip.Deflate, declared: 1 << 40}), "logits", []string{"inflates to 1099511627776 bytes, but its npy header and shape [2, 5]"}},
+		{"zip bomb", zipOf(t, member{name: "logits.npy", content: append(npyHeaderFor("<f4", []int{1 << 20, 1 << 10}), make([]byte, 64)...), method: zip.Deflate, declared: uint64(len(npyHeaderFor("<f4", []int{1 << 20, 1 << 10}))) + 4<<30}), "logits", []string{"inflating the zip member takes 4 GiB of memory", "more than the 1 GiB this run may hold"}},
 		{"header longer than member", zipOf(t, member{name: "logits.npy", content: header[:20], method: zip.Deflate}), "logits", []string{"npy header is 128 bytes, but the zip member inflates to 20"}},
 		{"crc mismatch stored", zipOf(t, member{name: "logits.npy", content: good, badCRC: true}), "logits", []string{"CRC-32"}},
 		{"crc mismatch deflated", zipOf(t, member{name: "logits.npy", content: good, method: zip.Deflate, badCRC: true}), "logits", []string{"CRC-32"}},
@@ -213,7 +214,7 @@ func TestNPZMalformed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("dump.npz", tt.data)
+			_, err := parseAndLoad("dump.npz", tt.data)
 			checkError(t, err, "dump.npz", tt.tensor, tt.words...)
 		})
 	}
@@ -240,7 +241,7 @@ func TestNPZAccepted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := Parse("dump.npz", tt.data)
+			f, err := parseAndLoad("dump.npz", tt.data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -276,7 +277,7 @@ func TestDetect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := Parse(tt.file, tt.data)
+			f, err := parseAndLoad(tt.file, tt.data)
 			if err != nil {
 				t.Fatal(err)
 			}

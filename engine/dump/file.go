@@ -21,7 +21,9 @@ const (
 
 // File is a parsed dump: its tensors, still in their stored dtypes, and its
 // metadata. Tensors of a File from Open alias a read-only memory mapping:
-// they are valid until Close and must never be written to.
+// they are valid until Close and must never be written to. The data of a
+// deflated npz member or a big-endian array is nil until Load reads it
+// (load.go).
 type File struct {
 	// Name is the file's base name, used in messages.
 	Name   string
@@ -34,9 +36,16 @@ type File struct {
 	// Notices are things skipped while reading that are not errors (zip
 	// members that are not .npy arrays).
 	Notices []string
+	// Limit bounds the memory Load may take, inflating and converting
+	// tensors (DefaultLoadLimit when 0).
+	Limit int64
 
 	unmap  func() error
 	mapped []byte // the mapping of a File from Open
+	// deferred holds the tensors whose data Load must inflate or convert
+	// (their Data is nil until then), held what Load took so far.
+	deferred map[string]*deferredData
+	held     int64
 }
 
 // Tensor returns the tensor called name, or nil.

@@ -11,8 +11,10 @@ import (
 )
 
 // The fuzz targets feed arbitrary bytes to Parse and, when they parse, to
-// BuildRun: neither may panic, hang or allocate past the input, every
-// failure must be a *Error, and Parse must leave its input unchanged.
+// BuildRun with a memory limit of fuzzLimit: neither may panic, hang or
+// allocate past the input and the limit, every failure must be a *Error,
+// and Parse must leave its input unchanged. (engine/session's FuzzJob goes
+// on to the budget, the backend and the judge.)
 
 func FuzzSafetensors(f *testing.F) {
 	for _, seed := range fuzzSeeds(f, func(meta map[string]string, ts []*engine.Tensor) []byte {
@@ -104,6 +106,9 @@ func fuzzSeeds(tb testing.TB, write func(map[string]string, []*engine.Tensor) []
 	return seeds
 }
 
+// fuzzLimit is the memory a fuzzed dump may take inflating or converting.
+const fuzzLimit = 16 << 20
+
 func fuzzOne(t *testing.T, name string, data []byte) {
 	before := bytes.Clone(data)
 	f, err := Parse(name, data)
@@ -117,6 +122,7 @@ func fuzzOne(t *testing.T, name string, data []byte) {
 		}
 		return
 	}
+	f.Limit = fuzzLimit
 	run, err := BuildRun(f, engine.Overrides{})
 	if err != nil {
 		if !errors.As(err, &de) {

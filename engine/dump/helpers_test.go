@@ -186,3 +186,20 @@ func checkError(t *testing.T, err error, file, tensor string, words ...string) {
 		}
 	}
 }
+
+// parseAndLoad parses data and loads every tensor, as a run that uses them
+// all would: the errors of deflated members come from Load.
+func parseAndLoad(name string, data []byte) (*File, error) {
+	f, err := Parse(name, data)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(f.Tensors))
+	for i, t := range f.Tensors {
+		names[i] = t.Name
+	}
+	if err := f.Load(names...); err != nil {
+		return nil, err
+	}
+	return f, nil
+}

@@ -207,22 +207,6 @@ func (h *npyHeader) parseDescr() *npyRuleError {
 	return nil
 }
 
-// tensorData returns the tensor's bytes from data (exactly h.dataLen bytes),
-// byte-swapped into a new buffer when the array is big-endian (or in place
-// when owned says data is ours).
-func (h *npyHeader) tensorData(data []byte, owned bool) []byte {
-	data = data[:h.dataLen:h.dataLen]
-	if !h.bigEndian || h.itemSize == 1 {
-		return data
-	}
-	out := data
-	if !owned {
-		out = make([]byte, len(data))
-	}
-	swapBytes(out, data, h.itemSize)
-	return out
-}
-
 // swapBytes reverses every size-byte element of src into dst (which may be src).
 func swapBytes(dst, src []byte, size int) {
 	for i := 0; i+size <= len(src); i += size {
@@ -235,32 +219,41 @@ func swapBytes(dst, src []byte, size int) {
 // parseBareNPY reads a single .npy file: one tensor, named logits.
 func parseBareNPY(file string, data []byte) (*File, error) {
 	const name = "logits"
-	t, err := npyTensor(file, name, data)
-	if err != nil {
-		return nil, err
-	}
-	return &File{Name: file, Format: NPY, Tensors: []*engine.Tensor{t}}, nil
-}
-
-// npyTensor parses a whole npy array held in b, aliasing b.
-func npyTensor(file, name string, b []byte) (*engine.Tensor, error) {
-	h, rerr := parseNPYHeader(b)
+	f := &File{Name: file, Format: NPY}
+	h, rerr := parseNPYHeader(data)
 	if rerr != nil {
 		return nil, tensorError(file, name, "%s", rerr.rule)
 	}
-	return h.tensor(file, name, b[h.dataOffset:], false)
+	t, err := h.tensor(f, name, data[h.dataOffset:])
+	if err != nil {
+		return nil, err
+	}
+	f.Tensors = []*engine.Tensor{t}
+	return f, nil
 }
 
-// tensor builds the tensor from data, which must be exactly the array's
-// bytes; owned says whether data may be swapped in place.
-func (h *npyHeader) tensor(file, name string, data []byte, owned bool) (*engine.Tensor, error) {
+// tensor builds the tensor of the array whose bytes are data, exactly the
+// array's, aliasing them; a big-endian array is byte-swapped into a buffer
+// of its own when f loads it.
+func (h *npyHeader) tensor(f *File, name string, data []byte) (*engine.Tensor, error) {
 	if h.text != 0 {
-		return nil, tensorError(file, name, "npy dtype %q holds strings, not numbers", h.descr)
+		return nil, tensorError(f.Name, name, "npy dtype %q holds strings, not numbers", h.descr)
 	}
 	if len(data) != h.dataLen {
-		return nil, tensorError(file, name, "%d bytes of npy data, but shape %s of %s needs %d", len(data), formatShape(h.shape), h.descr, h.dataLen)
+		return nil, tensorError(f.Name, name, "%d bytes of npy data, but shape %s of %s needs %d", len(data), formatShape(h.shape), h.descr, h.dataLen)
 	}
-	return &engine.Tensor{Name: name, DType: h.dtype, Shape: intShape(h.shape), Data: h.tensorData(data, owned)}, nil
+	t := &engine.Tensor{Name: name, DType: h.dtype, Shape: intShape(h.shape)}
+	if !h.bigEndian || h.itemSize == 1 {
+		t.Data = data[:h.dataLen:h.dataLen]
+		return t, nil
+	}
+	size := h.itemSize
+	f.deferLoad(t, int64(h.dataLen), "byte-swapping the big-endian array", func() ([]byte, error) {
+		out := make([]byte, len(data))
+		swapBytes(out, data, size)
+		return out, nil
+	})
+	return t, nil
 }
 
 // npyText decodes a string array of one element (shape () or (1,)) as numpy

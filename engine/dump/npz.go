@@ -13,13 +13,14 @@ import (
 	"github.com/sampviz/sampviz/engine"
 )
 
-// maxDeflateRatio is the most deflate can expand its input (258-byte matches
-// coded in under two bits each); a member that claims more is forged.
-const maxDeflateRatio = 1032
+// maxMetadata bounds the __metadata__ member, which is read at once: a JSON
+// object of settings is a few hundred bytes.
+const maxMetadata = 1 << 20
 
 // parseNPZ reads a zip archive of .npy members, as numpy's savez and
 // savez_compressed write it. Stored members alias data; deflated ones are
-// inflated once into their final buffer.
+// read up to the end of their npy header here and inflated by File.Load,
+// once, into their final buffer (load.go).
 func parseNPZ(file string, data []byte) (*File, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) { // names are never used as paths here
@@ -40,40 +41,24 @@ func parseNPZ(file string, data []byte) (*File, error) {
 			return nil, tensorError(file, name, "appears twice in the archive")
 		}
 		seen[name] = true
-		h, body, owned, err := memberArray(file, name, data, zf)
-		if err != nil {
+		if err := f.addMember(name, data, zf); err != nil {
 			return nil, err
 		}
-		if name == metadataKey {
-			meta, err := npzMetadata(file, &h, body)
-			if err != nil {
-				return nil, err
-			}
-			f.Meta = meta
-			continue
-		}
-		t, err := h.tensor(file, name, body, owned)
-		if err != nil {
-			return nil, err
-		}
-		f.Tensors = append(f.Tensors, t)
 	}
 	return f, nil
 }
 
-// memberArray returns the npy header and the data bytes of one member.
-// owned reports whether the bytes are a buffer of their own (inflated) rather
-// than a slice of the archive.
-func memberArray(file, name string, data []byte, zf *zip.File) (h npyHeader, body []byte, owned bool, err error) {
-	fail := func(format string, args ...any) (npyHeader, []byte, bool, error) {
-		return h, nil, false, tensorError(file, name, format, args...)
+// addMember reads one member's npy header and files its tensor (or the
+// metadata).
+func (f *File) addMember(name string, data []byte, zf *zip.File) error {
+	file := f.Name
+	fail := func(format string, args ...any) error { return tensorError(file, name, format, args...) }
+	off, err := zf.DataOffset()
+	if err != nil {
+		return &Error{File: file, Tensor: name, Rule: "zip member has a bad local header", Err: err}
 	}
 	switch zf.Method {
 	case zip.Store:
-		off, err := zf.DataOffset()
-		if err != nil {
-			return h, nil, false, &Error{File: file, Tensor: name, Rule: "zip member has a bad local header", Err: err}
-		}
 		size := zf.UncompressedSize64
 		if zf.CompressedSize64 != size {
 			return fail("stored zip member is %d bytes but inflates to %d", zf.CompressedSize64, size)
@@ -89,92 +74,155 @@ func memberArray(file, name string, data []byte, zf *zip.File) (h npyHeader, bod
 		if rerr != nil {
 			return fail("%s", rerr.rule)
 		}
-		return h, raw[h.dataOffset:], false, nil
+		return f.addArray(name, &h, raw[h.dataOffset:])
 	case zip.Deflate:
-		off, err := zf.DataOffset()
-		if err != nil {
-			return h, nil, false, &Error{File: file, Tensor: name, Rule: "zip member has a bad local header", Err: err}
-		}
 		if off < 0 || off > int64(len(data)) || zf.CompressedSize64 > uint64(int64(len(data))-off) {
 			return fail("zip member's %d compressed bytes lie past the end of the file", zf.CompressedSize64)
 		}
-		return inflateMember(file, name, zf)
+		h, err := memberHeader(file, name, zf)
+		if err != nil {
+			return err
+		}
+		if name == metadataKey {
+			if h.dataLen > maxMetadata {
+				return fail("is %d bytes; metadata is a JSON object of settings, at most %d bytes", h.dataLen, maxMetadata)
+			}
+			body, err := inflateMember(file, name, zf, &h)
+			if err != nil {
+				return err
+			}
+			return f.addArray(name, &h, body)
+		}
+		if h.text != 0 {
+			return fail("npy dtype %q holds strings, not numbers", h.descr)
+		}
+		t := &engine.Tensor{Name: name, DType: h.dtype, Shape: intShape(h.shape)}
+		f.Tensors = append(f.Tensors, t)
+		f.deferLoad(t, int64(h.dataLen), "inflating the zip member", func() ([]byte, error) {
+			body, err := inflateMember(file, name, zf, &h)
+			if err != nil || !h.bigEndian || h.itemSize == 1 {
+				return body, err
+			}
+			swapBytes(body, body, h.itemSize)
+			return body, nil
+		})
+		return nil
 	}
 	return fail("zip member uses compression method %d; npz members must be stored or deflated", zf.Method)
 }
 
-// inflateMember reads a deflated member's npy header, then inflates its data
-// once into a buffer of exactly the size the header needs, refusing sizes
-// that the archive's directory or deflate itself cannot back.
-func inflateMember(file, name string, zf *zip.File) (npyHeader, []byte, bool, error) {
-	var h npyHeader
-	fail := func(format string, args ...any) (npyHeader, []byte, bool, error) {
-		return h, nil, false, tensorError(file, name, format, args...)
-	}
-	inflateErr := func(err error) (npyHeader, []byte, bool, error) {
-		if errors.Is(err, zip.ErrChecksum) {
-			return fail("zip member fails its CRC-32 check")
+// addArray files the array h of a member whose data bytes are body: the
+// metadata, or a tensor.
+func (f *File) addArray(name string, h *npyHeader, body []byte) error {
+	if name == metadataKey {
+		meta, err := npzMetadata(f.Name, h, body)
+		if err != nil {
+			return err
 		}
-		return h, nil, false, &Error{File: file, Tensor: name, Rule: "cannot inflate the zip member", Err: err}
+		f.Meta = meta
+		return nil
 	}
-	declared := zf.UncompressedSize64
-	if declared/maxDeflateRatio > zf.CompressedSize64 {
-		return fail("zip member claims %d bytes inflated from %d, more than deflate can produce", declared, zf.CompressedSize64)
+	t, err := h.tensor(f, name, body)
+	if err != nil {
+		return err
 	}
+	f.Tensors = append(f.Tensors, t)
+	return nil
+}
+
+// memberHeader inflates a deflated member up to the end of its npy header
+// and checks that the header's shape accounts for the member's declared
+// size.
+func memberHeader(file, name string, zf *zip.File) (npyHeader, error) {
+	var h npyHeader
 	rc, err := zf.Open()
 	if err != nil {
-		return inflateErr(err)
+		return h, inflateError(file, name, err)
 	}
 	defer rc.Close()
-	// The prelude, then the rest of the header: at most maxNPYHeader bytes.
+	declared := zf.UncompressedSize64
+	header, _, err := readNPYHeader(file, name, rc, declared)
+	if err != nil {
+		return h, err
+	}
+	h, rerr := parseNPYHeader(header)
+	if rerr != nil {
+		return h, tensorError(file, name, "%s", rerr.rule)
+	}
+	if want := uint64(h.dataOffset) + uint64(h.dataLen); want != declared {
+		return h, tensorError(file, name, "zip member inflates to %d bytes, but its npy header and shape %s of %s need %d", declared, formatShape(h.shape), h.descr, want)
+	}
+	return h, nil
+}
+
+// readNPYHeader reads the npy header from the start of a member's stream
+// that inflates to declared bytes: the prelude, then at most maxNPYHeader
+// bytes.
+func readNPYHeader(file, name string, r io.Reader, declared uint64) (header []byte, total int, err error) {
 	prelude := make([]byte, 12, 12+256)
-	if n, err := io.ReadFull(rc, prelude); err != nil {
+	if n, err := io.ReadFull(r, prelude); err != nil {
 		if err != io.ErrUnexpectedEOF && err != io.EOF {
-			return inflateErr(err)
+			return nil, 0, inflateError(file, name, err)
 		}
 		prelude = prelude[:n] // a short member: npyHeaderLen says what is wrong
 	}
 	total, rerr := npyHeaderLen(prelude)
 	if rerr != nil {
-		return fail("%s", rerr.rule)
+		return nil, 0, tensorError(file, name, "%s", rerr.rule)
 	}
 	if uint64(total) > declared {
-		return fail("npy header is %d bytes, but the zip member inflates to %d", total, declared)
+		return nil, 0, tensorError(file, name, "npy header is %d bytes, but the zip member inflates to %d", total, declared)
 	}
-	header := prelude
+	header = prelude
 	if total > len(prelude) {
 		header = append(prelude, make([]byte, total-len(prelude))...)
-		if _, err := io.ReadFull(rc, header[len(prelude):]); err != nil {
-			return inflateErr(err)
+		if _, err := io.ReadFull(r, header[len(prelude):]); err != nil {
+			return nil, 0, inflateError(file, name, err)
 		}
 	}
-	h, rerr = parseNPYHeader(header)
-	if rerr != nil {
-		return fail("%s", rerr.rule)
+	return header, total, nil
+}
+
+// inflateError turns an error of the zip reader into an *Error.
+func inflateError(file, name string, err error) error {
+	if errors.Is(err, zip.ErrChecksum) {
+		return tensorError(file, name, "zip member fails its CRC-32 check")
 	}
-	body := header[total:] // the part of the data the prelude read, if any
-	if want := uint64(h.dataOffset) + uint64(h.dataLen); want != declared {
-		return fail("zip member inflates to %d bytes, but its npy header and shape %s of %s need %d", declared, formatShape(h.shape), h.descr, want)
+	return &Error{File: file, Tensor: name, Rule: "cannot inflate the zip member", Err: err}
+}
+
+// inflateMember inflates the data of a deflated member whose header
+// memberHeader read as h, once, into a buffer of exactly the size the header
+// needs (the caller has budgeted it), and checks that the member ends there
+// and passes its CRC.
+func inflateMember(file, name string, zf *zip.File, h *npyHeader) ([]byte, error) {
+	rc, err := zf.Open()
+	if err != nil {
+		return nil, inflateError(file, name, err)
 	}
-	// The deflate bound and the file-size check above bound this buffer.
+	defer rc.Close()
+	header, _, err := readNPYHeader(file, name, rc, zf.UncompressedSize64)
+	if err != nil {
+		return nil, err
+	}
 	buf := make([]byte, h.dataLen)
-	n := copy(buf, body)
+	n := copy(buf, header[h.dataOffset:]) // the part of the data the prelude read, if any
 	if _, err := io.ReadFull(rc, buf[n:]); err != nil {
 		if err == io.ErrUnexpectedEOF || err == io.EOF {
-			return fail("zip member inflates to fewer than its declared %d bytes", declared)
+			return nil, tensorError(file, name, "zip member inflates to fewer than its declared %d bytes", zf.UncompressedSize64)
 		}
-		return inflateErr(err)
+		return nil, inflateError(file, name, err)
 	}
 	// Reading to the end makes archive/zip check the CRC and the size.
 	var probe [1]byte
 	switch n, err := io.ReadFull(rc, probe[:]); {
 	case n == 0 && err == io.EOF:
 	case n > 0 || errors.Is(err, zip.ErrFormat):
-		return fail("zip member inflates past its declared %d bytes", declared)
+		return nil, tensorError(file, name, "zip member inflates past its declared %d bytes", zf.UncompressedSize64)
 	default:
-		return inflateErr(err)
+		return nil, inflateError(file, name, err)
 	}
-	return h, buf, true, nil
+	return buf, nil
 }
 
 // npzMetadata decodes the __metadata__ member: a 0-d string array holding a

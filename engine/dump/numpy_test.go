@@ -25,6 +25,9 @@ func TestNumpyNPZ(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
+			if err := f.Load("logits", "temperature", "top_k", "seed", "tokens", "mask", "ids"); err != nil {
+				t.Fatal(err)
+			}
 			if f.Format != NPZ {
 				t.Errorf("format %q, want npz", f.Format)
 			}
@@ -104,6 +107,9 @@ func TestNumpyNPY(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
+			if err := f.Load("logits"); err != nil {
+				t.Fatal(err)
+			}
 			lg := f.Tensor("logits")
 			if lg == nil || lg.DType != tt.dtype || !slices.Equal(lg.Shape, tt.shape) {
 				t.Fatalf("logits = %+v, want %s %v", lg, tt.dtype, tt.shape)

@@ -25,19 +25,56 @@ func Load(path string, o engine.Overrides) (*engine.Run, *File, error) {
 	return run, f, nil
 }
 
-// BuildRun turns a parsed dump into a Run, reading the op table
+// UsedTensors lists the tensors of f that run reads or judges: its inputs,
+// its per-row parameters and its external outputs.
+func UsedTensors(f *File, run *engine.Run) []string {
+	spec := run.Op.Spec()
+	var names []string
+	for _, t := range f.Tensors {
+		if spec != nil && spec.Uses(t.Name) {
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
+
+// LoadRun loads (File.Load) every tensor run uses, so that the run can be
+// read; BuildRun loads only those whose values it checks. Errors are
+// *Error.
+func LoadRun(f *File, run *engine.Run) error {
+	return f.Load(UsedTensors(f, run)...)
+}
+
+// BuildRun turns a parsed dump into a Run (Inspect), then loads every
+// tensor the run uses (LoadRun) so that it can be run. Errors are *Error.
+func BuildRun(f *File, o engine.Overrides) (*engine.Run, error) {
+	run, err := Inspect(f, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := LoadRun(f, run); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// Inspect turns a parsed dump into a Run, reading the op table
 // (engine.OpSpec) and the parameter table (engine.Param): the op from the
 // override, the `op` metadata or the tensors present; the op's inputs with
 // their dtypes, shapes and values checked; the parameters resolved from the
 // table's defaults, then metadata, then tensors, then overrides (an override
 // applies to every row); the external outputs with their shapes checked.
 // Tensors outside DUMPS.md, or that the op does not use, become notices. The
-// Run's tensors alias f's. Errors are *Error.
-func BuildRun(f *File, o engine.Overrides) (*engine.Run, error) {
+// Run's tensors alias f's. It loads (File.Load) only the small tensors
+// whose values it checks: the run's big tensors may hold no data yet, so a
+// run from Inspect describes a dump (shapes, op, parameters) and serves a
+// memory budget, and LoadRun makes it runnable. Errors are *Error.
+func Inspect(f *File, o engine.Overrides) (*engine.Run, error) {
 	if f == nil {
 		return nil, fileError("dump", "no file to build a run from")
 	}
 	b := &builder{
+		f:       f,
 		file:    f.Name,
 		o:       o,
 		tensors: map[string]*engine.Tensor{},
@@ -90,6 +127,7 @@ func BuildRun(f *File, o engine.Overrides) (*engine.Run, error) {
 
 // builder holds the state of one BuildRun.
 type builder struct {
+	f       *File
 	file    string
 	o       engine.Overrides
 	run     *engine.Run
@@ -172,6 +210,9 @@ func (b *builder) inferOp() (engine.Op, error) {
 	case has("samples", "seed", "offset"):
 		return engine.OpSample, nil
 	case has("tokens"):
+		if err := b.f.Load("temperature"); err != nil {
+			return "", err
+		}
 		if zero, given := b.greedyTemperature(); given {
 			if zero {
 				return engine.OpArgmax, nil
@@ -311,8 +352,14 @@ func (b *builder) wantDims(t *engine.Tensor, dims []string) error {
 	return nil
 }
 
-// wantValues checks what t's elements hold (engine.TensorSpec.Values).
+// wantValues checks what t's elements hold (engine.TensorSpec.Values),
+// loading it first.
 func (b *builder) wantValues(t *engine.Tensor, ts engine.TensorSpec) error {
+	if ts.Values != "" {
+		if err := b.f.Load(t.Name); err != nil {
+			return err
+		}
+	}
 	switch {
 	case ts.Values == "token":
 		v, cols := b.dims["V"], max(t.Dim(1), 1)
@@ -374,6 +421,9 @@ func (b *builder) params() error {
 		}
 		at, err := b.perRow(t, param)
 		if err != nil {
+			return err
+		}
+		if err := b.f.Load(t.Name); err != nil {
 			return err
 		}
 		for r := range rows {

@@ -12,6 +12,9 @@ type InputError struct {
 	Msg string
 	// Err is the cause (a *dump.Error), or nil.
 	Err error
+	// OverBudget says the job is refused for the memory it needs (HTTP 413)
+	// rather than for a broken rule (400).
+	OverBudget bool
 }
 
 func (e *InputError) Error() string { return e.Msg }

@@ -41,7 +41,7 @@ func (s *Session) Execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 	if err != nil {
 		return nil, err
 	}
-	run, f, err := load(job)
+	run, f, err := s.load(job, b, job.OutputsPath != "")
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,6 @@ func (s *Session) Execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 		device *engine.Device
 	)
 	if b != nil {
-		run.SetWorkDefaults(job.Overrides)
 		if ours, err = runBackend(ctx, b, run); err != nil {
 			return nil, err
 		}
@@ -82,7 +81,7 @@ func (s *Session) Execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 // without running kernels, telling sink as Execute does. It returns
 // ErrNoOutputs when nothing was stored there.
 func (s *Session) Rejudge(ctx context.Context, job Job, sink Sink) (*engine.Report, error) {
-	run, f, err := load(job)
+	run, f, err := s.load(job, nil, true)
 	if err != nil {
 		return nil, err
 	}

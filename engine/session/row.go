@@ -16,7 +16,7 @@ import (
 // tokens. It works before the kernels have finished: the dump's own outputs
 // are shown, and a spec_verify row says why it has no trace yet.
 func (s *Session) Row(ctx context.Context, job Job, r, top int) (*explain.RowDetail, error) {
-	run, f, err := load(job)
+	run, f, err := s.load(job, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (s *Session) Row(ctx context.Context, job Job, r, top int) (*explain.RowDet
 // finished. A run that is not spec_verify, or a row, position or control out
 // of range, gives a *lesson.Error.
 func (s *Session) Teach(ctx context.Context, job Job, r int, l lesson.Lesson) (*lesson.State, error) {
-	run, f, err := load(job)
+	run, f, err := s.load(job, nil, false)
 	if err != nil {
 		return nil, err
 	}

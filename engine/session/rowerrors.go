@@ -92,8 +92,11 @@ type distEntry struct {
 	d     ref.Dist
 }
 
-// distCacheSize bounds the cache: a few rows per worker.
-const distCacheSize = 16
+// distCacheSize bounds the cache: the strict and native references of the
+// row each worker is on, and of one row more. Each holds a few float64s per
+// token, so the bound is what the server's memory budget counts
+// (budget.go).
+func distCacheSize() int { return 2*runtime.GOMAXPROCS(0) + 2 }
 
 // get returns the distribution of key, computing it with compute unless
 // another worker has or is computing it. The result must not be changed.
@@ -108,7 +111,7 @@ func (c *distCache) get(key distKey, compute func(*ref.Dist)) *ref.Dist {
 	}
 	e := &distEntry{key: key, ready: make(chan struct{})}
 	c.entries = append(c.entries, e)
-	if len(c.entries) > distCacheSize {
+	if len(c.entries) > distCacheSize() {
 		c.entries = c.entries[1:] // readers of the oldest keep their pointer
 	}
 	c.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -31,6 +32,10 @@ type Session struct {
 	backends []engine.Backend
 	// Workers is the number of rows judged at once (0: every core).
 	Workers int
+	// MaxMemory bounds what one job may hold at its peak (0: no bound):
+	// a job that needs more is refused before anything big is read
+	// (budget.go).
+	MaxMemory int64
 }
 
 // New returns a session over backends, the default first. With none, jobs
@@ -98,29 +103,73 @@ type Job struct {
 	Tolerances *engine.Tolerances
 }
 
-// load builds the job's run: Job.Run, or the dump at DumpPath read with the
-// job's overrides, named as its uploader named it. The returned File (nil
+// open builds the job's run from Job.Run, or from the headers of the dump
+// at DumpPath read with the job's overrides (dump.Inspect: the big tensors
+// are not read yet), named as its uploader named it. The returned File (nil
 // for Job.Run) must be closed once the run is no longer used. A dump that
 // cannot be used is an *InputError.
-func load(job Job) (*engine.Run, *dump.File, error) {
+func (s *Session) open(job Job) (*engine.Run, *dump.File, error) {
 	if job.Run != nil {
 		return job.Run, nil, nil
 	}
-	run, f, err := dump.Load(job.DumpPath, job.Overrides)
-	if err != nil {
-		var de *dump.Error
-		if errors.As(err, &de) {
+	f, err := dump.Open(job.DumpPath)
+	if err == nil {
+		f.Limit = s.MaxMemory
+		var run *engine.Run
+		if run, err = dump.Inspect(f, job.Overrides); err == nil {
 			if job.FileName != "" {
-				de.File = job.FileName
+				run.Source = job.FileName
 			}
-			return nil, nil, &InputError{Msg: de.Error(), Err: de}
+			return run, f, nil
 		}
-		return nil, nil, fmt.Errorf("load %s: %w", job.FileName, err)
+		f.Close()
 	}
-	if job.FileName != "" {
-		run.Source = job.FileName
+	return nil, nil, inputError(job, err)
+}
+
+// inputError names the uploader's file in a *dump.Error and makes it an
+// *InputError; other errors are wrapped.
+func inputError(job Job, err error) error {
+	var de *dump.Error
+	if errors.As(err, &de) {
+		if job.FileName != "" {
+			de.File = job.FileName
+		}
+		return &InputError{Msg: de.Error(), Err: de}
+	}
+	return fmt.Errorf("load %s: %w", job.FileName, err)
+}
+
+// load opens the job's run (open), checks what running b on it (nil: no
+// backend) and judging it would hold against MaxMemory, and then reads its
+// tensors. stored says the outputs go to pages (the server).
+func (s *Session) load(job Job, b engine.Backend, stored bool) (*engine.Run, *dump.File, error) {
+	run, f, err := s.open(job)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b != nil {
+		run.SetWorkDefaults(job.Overrides)
+	}
+	if err := overBudget(run.Source, need(run, f, b, s.workers(), stored), s.MaxMemory); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if f != nil {
+		if err := dump.LoadRun(f, run); err != nil {
+			f.Close()
+			return nil, nil, inputError(job, err)
+		}
 	}
 	return run, f, nil
+}
+
+// workers is the number of rows judged at once.
+func (s *Session) workers() int {
+	if s.Workers > 0 {
+		return s.Workers
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // DumpInfo describes a dump for the run header and the index.
@@ -138,22 +187,47 @@ type DumpInfo struct {
 	// Source is the dump's `source` metadata.
 	Source  string   `json:"source,omitempty"`
 	Notices []string `json:"notices,omitempty"`
+	// Memory is what the job was estimated to hold at its peak (budget.go).
+	Memory int64 `json:"memory,omitempty"`
 }
 
-// Inspect reads the dump at path, which its uploader named name, and
-// describes it: the dump must parse and build a run. A dump that cannot be
-// used gives an *InputError whose message is one sentence naming the file,
-// the tensor and the rule it broke.
+// Inspect reads the headers of the dump at path, which its uploader named
+// name, and describes it: the dump must parse and build a run. A dump that
+// cannot be used gives an *InputError whose message is one sentence naming
+// the file, the tensor and the rule it broke.
 func (s *Session) Inspect(ctx context.Context, path, name string) (*DumpInfo, error) {
-	run, f, err := load(Job{DumpPath: path, FileName: name})
+	return s.Admit(ctx, Job{DumpPath: path, FileName: name, Backend: NoBackend})
+}
+
+// Admit describes the job's dump as Inspect does and checks that the job
+// (its backend's outputs with its overrides' draws and trials, the judge,
+// and with an OutputsPath the pages) fits in MaxMemory; one that does not
+// is an *InputError with OverBudget set. It reads headers only.
+func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
+	b, err := s.backend(job.Backend)
+	if err != nil {
+		return nil, err
+	}
+	run, f, err := s.open(job)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if b != nil {
+		run.SetWorkDefaults(job.Overrides)
+	}
+	n := need(run, f, b, s.workers(), job.OutputsPath != "")
+	if err := overBudget(run.Source, n, s.MaxMemory); err != nil {
+		return nil, err
+	}
 	info := &DumpInfo{
 		Op: run.Op, DType: run.InputDType(), Rows: run.Rows(), Vocab: run.Vocab(), External: []string{},
-		Source: run.Meta["source"], Notices: append(append([]string(nil), f.Notices...), run.Notices...),
+		Source: run.Meta["source"], Memory: n.Total,
 	}
+	if f != nil {
+		info.Notices = append(info.Notices, f.Notices...)
+	}
+	info.Notices = append(info.Notices, run.Notices...)
 	switch run.Op.Spec().Inputs[0].Name {
 	case "logits":
 		info.Input, info.Shape = "logits", run.Logits.Shape

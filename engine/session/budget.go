@@ -1,0 +1,200 @@
+package session
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/dump"
+)
+
+// A job's memory is known before it runs: the dump's header gives every
+// shape and dtype, and the op, the draws and the trials fix what our
+// backend writes and what the judge holds. need counts what a job holds at
+// its peak, stage by stage, and the session refuses a job whose need is
+// over Session.MaxMemory before it reads anything big: a dump that would
+// take the machine's memory is an *InputError (HTTP 413, exit status 2),
+// never a crash.
+//
+// The figures per token and per row below were measured on the CPU backend
+// (engine/session's TestMemoryBudget keeps them honest: every accepted
+// run's peak resident memory stays within the budget plus 10%).
+const (
+	// judgeBytesPerToken is what one judging worker holds per token of the
+	// vocabulary (its row buffers, workspace and the reference
+	// distributions of its row): measured 145.
+	judgeBytesPerToken = 160
+	// distBytesPerToken is one cached reference distribution (the server's
+	// error summaries keep distCacheSize of them): measured up to 30.
+	distBytesPerToken = 32
+	// reportBytesPerRow is one row of one output in the report, the
+	// stream and their JSON.
+	reportBytesPerRow = 4 << 10
+	// traceBytesPerStep is one traced speculative step: engine.SpecStep and
+	// its stored tensors.
+	traceBytesPerStep = 24 + 17
+	// runtimeBytes is the process before any job: the Go runtime, the
+	// binary's tables, the HTTP server.
+	runtimeBytes = 48 << 20
+	// heapSlack is the garbage collector's margin over the live heap when
+	// the process runs under its memory limit (debug.SetMemoryLimit).
+	heapSlack = 1.1
+)
+
+// Need is the memory a job holds at its peak, by what holds it.
+type Need struct {
+	Parts []NeedPart
+	// Total is the peak: the larger of the backend's stage and the judge's,
+	// each the sum of what it holds.
+	Total int64
+}
+
+// NeedPart is one holder of memory.
+type NeedPart struct {
+	What  string
+	Bytes int64
+}
+
+// String says the need in words: "3.1 GiB (the dump's tensors 1.0 GiB, our
+// outputs 2.0 GiB, ...)".
+func (n Need) String() string {
+	if w := n.Words(); w != "" {
+		return engine.FormatBytes(n.Total) + " (" + w + ")"
+	}
+	return engine.FormatBytes(n.Total)
+}
+
+// Words lists the parts of 1 MiB or more: "the dump's tensors 1.0 GiB, our
+// outputs 2.0 GiB".
+func (n Need) Words() string {
+	var parts []string
+	for _, p := range n.Parts {
+		if p.Bytes >= 1<<20 {
+			parts = append(parts, p.What+" "+engine.FormatBytes(p.Bytes))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// need estimates the memory of running b (nil: none) on run, whose tensors
+// come from f (nil for a run built in memory), judging with workers
+// workers; stored says the outputs are stored and streamed to pages (the
+// server).
+func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored bool) Need {
+	rows, vocab := int64(run.Rows()), int64(run.Vocab())
+	k := int64(run.DraftLen())
+	p := &run.Params
+	var n Need
+	add := func(what string, bytes float64) int64 {
+		v := int64(bytes)
+		if v > 0 {
+			n.Parts = append(n.Parts, NeedPart{What: what, Bytes: v})
+		}
+		return v
+	}
+
+	// The dump's tensors: mapped pages the run reads, or inflated buffers.
+	var input int64
+	if f != nil {
+		for _, name := range dump.UsedTensors(f, run) {
+			if t := f.Tensor(name); t != nil {
+				input += int64(t.NumElements()) * int64(t.DType.Size())
+			}
+		}
+	} else {
+		for _, t := range append([]*engine.Tensor{run.Logits, run.TargetLogits, run.DraftTokens, run.DraftProbs,
+			run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx}, externals(run)...) {
+			if t != nil {
+				input += int64(len(t.Data))
+			}
+		}
+	}
+	add("the dump's tensors", float64(input))
+
+	// Our backend's outputs.
+	var ours, trace int64
+	if b != nil {
+		switch run.Op {
+		case engine.OpArgmax:
+			ours = 4 * rows
+		case engine.OpSoftmax, engine.OpRenorm:
+			ours = 4 * rows * vocab
+		case engine.OpSample:
+			ours = 4*rows*int64(1+max(p.Draws, 0)) + 8*rows // the seed reruns' tokens too
+		case engine.OpSpecVerify:
+			trials := int64(max(p.Trials, 1))
+			ours = 4*rows*(k+1) + 8*rows
+			if trials > 1 {
+				ours += 4 * trials * rows * (k + 1)
+			}
+			trace = min(trials, 16) * rows * (k + 1) * traceBytesPerStep
+		case engine.OpNgramMatch:
+			ours = 4 * rows * int64(p.MaxDraftTokens)
+		}
+		add("our outputs", heapSlack*float64(ours+trace))
+	}
+
+	// The backend's stage: the GPU worker's shared memory holds the inputs
+	// (F64 as F32) and the outputs beside our copies.
+	var shm int64
+	if b != nil && b.Name() == "cuda" {
+		shm = input + ours + trace
+		for _, t := range []*engine.Tensor{run.Logits, run.TargetLogits, run.DraftProbs} {
+			if t != nil && t.DType == engine.F64 {
+				shm -= int64(t.NumElements()) * 4
+			}
+		}
+		add("the GPU worker's shared memory", float64(shm))
+	}
+
+	// The judge's stage.
+	w := int64(min(max(workers, 1), max(run.Rows(), 1)))
+	per := judgeBytesPerToken * vocab
+	switch run.Op {
+	case engine.OpSample:
+		per += 8 * vocab // draw counts
+	case engine.OpSpecVerify:
+		per = judgeBytesPerToken * vocab * (k + 1)
+		per += int64(max(p.Trials, 1)) * (4*(k+1) + 24) // one row's trials
+	}
+	judge := add("the judge", heapSlack*float64(w*per))
+	outputs := int64(len(externals(run)))
+	if b != nil {
+		outputs++
+	}
+	report := add("the report", heapSlack*float64(rows*max(outputs, 1)*reportBytesPerRow))
+	var pages int64
+	if stored {
+		g := int64(runtime.GOMAXPROCS(0))
+		pages = add("the pages' error summaries", heapSlack*float64(g*40*vocab+int64(2*g+2)*distBytesPerToken*vocab+rows*max(outputs, 1)*reportBytesPerRow))
+	}
+	base := add("the process", runtimeBytes)
+
+	backendStage := base + input + shm + int64(heapSlack*float64(ours+trace))
+	judgeStage := base + input + int64(heapSlack*float64(ours+trace)) + judge + report + pages
+	n.Total = max(backendStage, judgeStage)
+	return n
+}
+
+// externals lists the run's external output tensors.
+func externals(run *engine.Run) []*engine.Tensor {
+	var ts []*engine.Tensor
+	for _, t := range run.External {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// overBudget returns the *InputError of a job whose need is over max (0:
+// no limit), or nil.
+func overBudget(source string, n Need, limit int64) error {
+	if limit <= 0 || n.Total <= limit {
+		return nil
+	}
+	return &InputError{
+		Msg: fmt.Sprintf("%s needs about %s of memory to judge (%s), more than the %s allowed (--max-memory)",
+			source, engine.FormatBytes(n.Total), n.Words(), engine.FormatBytes(limit)),
+		OverBudget: true,
+	}
+}
