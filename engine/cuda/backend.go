@@ -167,7 +167,7 @@ func (b *Backend) run(ctx context.Context, run *engine.Run, inPlace bool) (*engi
 		}
 	}
 	for _, w := range p.writes {
-		copy(pr.shm.data[w.off:], w.data)
+		w.writeTo(pr.shm.data)
 	}
 	rep, err := b.call(ctx, pr, &request{Kind: kindRun, Run: &p.req}, b.opts.Watchdog, run.Op)
 	if err != nil {

@@ -24,17 +24,49 @@ type plan struct {
 	decode func(shm []byte) *engine.Output
 }
 
+// write is one input placed in the shared memory: data copied as it is,
+// or n bytes that fill writes there (a conversion, done in place so that no
+// converted copy of a whole tensor is ever held).
 type write struct {
 	off  int64
 	data []byte
+	n    int64
+	fill func(dst []byte)
 }
 
 // put places data in the shared memory and returns its slot.
 func (p *plan) put(data []byte) slot {
 	off := (p.size + 255) &^ 255
 	p.size = off + int64(len(data))
-	p.writes = append(p.writes, write{off, data})
+	p.writes = append(p.writes, write{off: off, data: data, n: int64(len(data))})
 	return slot{Off: off, Bytes: int64(len(data))}
+}
+
+// putFloats places a float input as the kernels read it: F32, F16 and BF16
+// as stored, F64 rounded to F32 (as engine/cpu reads it) straight into the
+// shared memory.
+func (p *plan) putFloats(t *engine.Tensor) slot {
+	if t.DType != engine.F64 {
+		return p.put(t.Data)
+	}
+	n := t.NumElements()
+	off := (p.size + 255) &^ 255
+	p.size = off + 4*int64(n)
+	p.writes = append(p.writes, write{off: off, n: 4 * int64(n), fill: func(dst []byte) {
+		for i := range n {
+			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(t.Float32(i)))
+		}
+	}})
+	return slot{Off: off, Bytes: 4 * int64(n)}
+}
+
+// writeTo writes the input into the shared memory shm.
+func (w write) writeTo(shm []byte) {
+	if w.fill != nil {
+		w.fill(shm[w.off : w.off+w.n])
+		return
+	}
+	copy(shm[w.off:], w.data)
 }
 
 // reserve makes room for an output of n 32-bit words filled with poison.
@@ -53,20 +85,6 @@ func svDType(d engine.DType) int {
 		return svBF16
 	}
 	return svF32
-}
-
-// floatData returns t's bytes as the kernels read them: F32, F16 and BF16
-// as stored, F64 rounded to F32 (as engine/cpu reads it).
-func floatData(t *engine.Tensor) []byte {
-	if t.DType != engine.F64 {
-		return t.Data
-	}
-	n := t.NumElements()
-	b := make([]byte, 4*n)
-	for i := range n {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(t.Float32(i)))
-	}
-	return b
 }
 
 // int32Data returns t's elements as little-endian int32; an element that
@@ -233,7 +251,7 @@ func logitsPlan(run *engine.Run) (p *plan, rows, vocab int, err error) {
 	}
 	p = &plan{req: runRequest{Op: run.Op, DType: svDType(run.Logits.DType), Rows: rows, Vocab: vocab,
 		In: map[string]slot{}, Out: map[string]slot{}}}
-	p.req.In["logits"] = p.put(floatData(run.Logits))
+	p.req.In["logits"] = p.putFloats(run.Logits)
 	return p, rows, vocab, nil
 }
 
@@ -377,14 +395,14 @@ func specPlan(run *engine.Run) (*plan, error) {
 	p := &plan{req: runRequest{Op: run.Op, Rows: rows, Vocab: vocab, K: k, Trials: trials, TraceTrials: traced,
 		In: map[string]slot{}, Out: map[string]slot{}}}
 	flags := rp.flags | svDType(run.TargetLogits.DType)<<specTargetShift
-	p.req.In["target"] = p.put(floatData(run.TargetLogits))
+	p.req.In["target"] = p.putFloats(run.TargetLogits)
 	p.req.In["params"] = p.put(rp.bytes())
 	if rows*k > 0 {
 		p.req.In["drafts"] = p.put(drafts)
 	}
 	if run.DraftProbs != nil && rows*k > 0 {
 		flags |= svDType(run.DraftProbs.DType) << specDraftShift
-		p.req.In["qprobs"] = p.put(floatData(run.DraftProbs))
+		p.req.In["qprobs"] = p.putFloats(run.DraftProbs)
 	}
 	p.req.Flags = flags
 	tokens := p.reserve(trials*rows*steps, poisonToken)
