@@ -40,7 +40,7 @@ tidy-check:
 # The tests that measure a process's peak memory run without the race
 # detector, which multiplies memory (they skip under -race).
 memory-test:
-	$(GO) test -count=1 -run 'TestMemoryBudget' ./cmd/sampviz/
+	$(GO) test -count=1 -run 'TestMemoryBudget|TestHostileCorpus' ./cmd/sampviz/
 
 gotest:
 	$(GO) test -race -count=1 ./...
