@@ -12,9 +12,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"io"
 	"strings"
 
 	"github.com/sampviz/sampviz/engine"
