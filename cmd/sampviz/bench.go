@@ -107,7 +107,7 @@ func benchCases(quick bool) []benchEntry {
 // benchRow is one line of the report (and of --json).
 // minXFloor is the smallest floor whose ratio the table shows: an empty
 // kernel takes about 4 us between the bench's events on an H100
-// (docs/PERF.md, csrc/probe), so below a few microseconds "x floor"
+// (docs/PERF.md, csrc/dev/bwprobe.cu), so below a few microseconds "x floor"
 // measures the launch, not the kernel.
 const minXFloor = 5 * time.Microsecond
 

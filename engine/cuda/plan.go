@@ -165,7 +165,7 @@ func resolveParams(p *engine.Params, rows, vocab int, need engine.ParamGroup) (*
 	return rp, nil
 }
 
-// fastMaxK is csrc/fastrow.cuh's kFastMaxK: the largest top_k its fast
+// fastMaxK is csrc/fast_layout.cuh's kFastMaxK: the largest top_k its fast
 // path serves.
 const fastMaxK = 256
 
