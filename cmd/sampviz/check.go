@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/compare"
@@ -31,6 +32,8 @@ type checkFlags struct {
 	backend    string
 	kernels    string
 	jsonOut    bool
+	junit      string
+	format     string
 	tolerances bool
 	example    bool
 	maxRows    int
@@ -48,15 +51,19 @@ func newCheckFlags(stderr io.Writer) *checkFlags {
 	fs := c.fs
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: sampviz check [flags] DUMP\n\n"+
+		fmt.Fprintln(fs.Output(), "usage: sampviz check [flags] DUMP...\n\n"+
 			"Runs the dump's op on a backend, computes the float64 reference, and judges\n"+
 			"our output and every external output in the dump. Exit status: 0 when\n"+
-			"everything passes, 1 when any violation is found, 2 when the file cannot be used.\n\nflags:")
+			"everything passes, 1 when any violation is found, 2 when the file cannot be used.\n"+
+			"Several dumps, folders (their dumps, recursively) and patterns (*.safetensors)\n"+
+			"give one line per file and a total, and the worst exit status.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.backend, "backend", "auto", "where our kernels run: cpu, cuda, auto, or none (judge only the dump's external outputs)")
 	fs.StringVar(&c.kernels, "kernels", "", "path of libsampviz_kernels.so (default: $SAMPVIZ_KERNELS, next to the binary, ./build)")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the report as JSON")
+	fs.StringVar(&c.junit, "junit", "", "also write a JUnit XML report to this file: a test case per dump, a failure per failing row")
+	fs.StringVar(&c.format, "format", "text", "text, or github: GitHub Actions annotations (::error file=...::) per failing row")
 	fs.BoolVar(&c.tolerances, "tolerances", false, "print the default tolerance table and exit")
 	fs.BoolVar(&c.example, "example", false, "check the built-in example dump instead of a file")
 	fs.IntVar(&c.maxRows, "max-rows", 20, "failing rows described per output in the text report (0: all)")
@@ -144,23 +151,20 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case c.example && len(pos) > 0:
-		return fail("give a dump or --example, not both")
-	case !c.example && len(pos) != 1:
+		return fail("give dumps or --example, not both")
+	case !c.example && len(pos) == 0:
 		c.fs.Usage()
 		return exitUnusable
+	case c.format != "text" && c.format != "github":
+		return fail("--format %q: want text or github", c.format)
 	}
-	job := session.Job{Overrides: c.overrides, Tolerances: c.tolerancesSet(), Backend: session.NoBackend}
-	if c.example {
-		if job.Run, err = exampleRun(c.overrides); err != nil {
-			return fail("%v", err)
-		}
-	} else {
-		job.DumpPath = pos[0]
+	files, err := expandDumps(pos)
+	if err != nil {
+		return fail("%v", err)
 	}
 	var sess *session.Session
-	if c.backend == session.NoBackend {
-		sess = session.New()
-	} else {
+	backend := session.NoBackend
+	if c.backend != session.NoBackend {
 		b, err := openBackend(c.backend, c.kernels)
 		if err != nil {
 			return fail("%v", err)
@@ -168,30 +172,77 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		if cl, ok := b.(io.Closer); ok {
 			defer cl.Close()
 		}
-		sess, job.Backend = session.New(b), ""
+		sess, backend = session.New(b), ""
+	} else {
+		sess = session.New()
 	}
-
 	sess.MaxMemory = int64(c.maxMemory)
 	limitMemory(sess.MaxMemory)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	report, err := sess.Execute(ctx, job, nil)
-	if err != nil {
-		return fail("%v", err)
+
+	judge := func(file string) checked {
+		job := session.Job{Overrides: c.overrides, Tolerances: c.tolerancesSet(), Backend: backend, DumpPath: file}
+		out := checked{File: file}
+		if c.example {
+			out.File = "example.safetensors"
+			if job.Run, err = exampleRun(c.overrides); err != nil {
+				out.Exit, out.Error = exitUnusable, err.Error()
+				return out
+			}
+		}
+		start := time.Now()
+		rep, err := sess.Execute(ctx, job, nil)
+		out.Took = time.Since(start)
+		switch {
+		case err != nil:
+			out.Exit, out.Error = exitUnusable, err.Error()
+		case !rep.Pass:
+			out.Exit, out.Report = exitViolated, rep
+		default:
+			out.Report = rep
+		}
+		return out
 	}
-	if c.jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
+	if c.example {
+		files = []string{""}
+	}
+	var results []checked
+	exit := exitOK
+	for _, f := range files {
+		r := judge(f)
+		results = append(results, r)
+		exit = max(exit, r.Exit)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if c.junit != "" {
+		if err := writeJUnit(c.junit, results); err != nil {
+			return fail("write %s: %v", c.junit, err)
+		}
+	}
+	switch {
+	case c.format == "github":
+		writeGitHub(stdout, results, c.maxRows)
+	case len(results) > 1 && c.jsonOut:
+		if err := writeManyJSON(stdout, results, exit); err != nil {
 			return fail("write report: %v", err)
 		}
-	} else {
-		writeTextReport(stdout, report, c.maxRows)
+	case len(results) > 1:
+		writeSummary(stdout, results)
+	case results[0].Error != "":
+		return fail("%s", results[0].Error)
+	case c.jsonOut:
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(results[0].Report); err != nil {
+			return fail("write report: %v", err)
+		}
+	default:
+		writeTextReport(stdout, results[0].Report, c.maxRows)
 	}
-	if !report.Pass {
-		return exitViolated
-	}
-	return exitOK
+	return exit
 }
 
 // writeToleranceTable prints the default tolerances per dtype.
