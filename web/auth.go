@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/sampviz/sampviz/web/view"
 )
 
 // tokenCookie carries the token after a ?token= link was opened once.
@@ -72,9 +74,9 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 		s.log.Info("refused request without token", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sampviz"`)
 		if strings.HasPrefix(r.URL.Path, "/api/") {
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": sentence(errBadToken.Error())})
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": view.Sentence(errBadToken.Error())})
 			return
 		}
-		http.Error(w, sentence(errBadToken.Error()), http.StatusUnauthorized)
+		http.Error(w, view.Sentence(errBadToken.Error()), http.StatusUnauthorized)
 	})
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/session"
+	"github.com/sampviz/sampviz/web/live"
 	"github.com/sampviz/sampviz/web/store"
+	"github.com/sampviz/sampviz/web/view"
 )
 
 // judged is a run with the judgement a URL asks for.
@@ -24,11 +26,11 @@ type judged struct {
 	j   store.Judgement
 	// tol is the asked-for tolerances of a re-judgement, nil for own.
 	tol   *engine.Tolerances
-	topic *topic
+	topic *live.Topic
 }
 
 // query returns the URL query that names this judgement ("" for own).
-func (v *judged) query() url.Values { return toleranceValues(v.tol) }
+func (v *judged) query() url.Values { return view.ToleranceValues(v.tol) }
 
 // lookupRun reads run id and decodes its metadata.
 func (s *Server) lookupRun(id string) (store.Run, *session.DumpInfo, engine.Overrides, error) {
@@ -63,15 +65,15 @@ func (s *Server) lookupJudged(r *http.Request, create bool) (*judged, error) {
 	}
 	tol, err := parseTolerances(r.URL.Query())
 	if err != nil {
-		return nil, badRequest(sentence(err.Error()))
+		return nil, badRequest(view.Sentence(err.Error()))
 	}
 	own, err := s.store.Judgement(run.ID, "")
 	if err != nil {
 		return nil, internal(err)
 	}
 	v := &judged{run: run, info: *info, params: p, own: own, j: own}
-	ownTopic := s.liveTopic(run, own, info)
-	if ot := ownTopic.judgedWith(); tol != nil && ot != nil && *ot == *tol {
+	ownTopic := s.runs.Topic(run, own, info)
+	if ot := ownTopic.JudgedWith(); tol != nil && ot != nil && *ot == *tol {
 		tol = nil // the run's own tolerances: its own judgement
 	}
 	if tol == nil {
@@ -84,7 +86,7 @@ func (s *Server) lookupJudged(r *http.Request, create bool) (*judged, error) {
 		j, err := s.store.Judgement(run.ID, key)
 		if err == nil {
 			v.j = j
-			v.topic = s.liveTopic(run, j, info)
+			v.topic = s.runs.Topic(run, j, info)
 			return v, nil
 		}
 		if !errors.Is(err, store.ErrNotFound) {
@@ -99,43 +101,41 @@ func (s *Server) lookupJudged(r *http.Request, create bool) (*judged, error) {
 	}
 }
 
-// queueRejudge records and queues a re-judgement of run with tol.
+// queueRejudge records and queues a re-judgement of run with tol, unless
+// another request queued it first.
 func (s *Server) queueRejudge(run store.Run, info *session.DumpInfo, p engine.Overrides, own store.Judgement, key string, tol *engine.Tolerances) error {
 	if own.State != store.Done {
 		return &httpError{Status: http.StatusConflict, Msg: fmt.Sprintf("Run %s has not finished; it can be re-judged with other tolerances once it has.", run.ID)}
 	}
-	if !s.queue.reserve() {
-		return errQueueFull(s.queue.length())
+	if !s.runs.Reserve() {
+		return errQueueFull(s.runs.Waiting())
 	}
 	tj, err := json.Marshal(tol)
 	if err != nil {
-		s.queue.release()
+		s.runs.Release()
 		return internal(err)
 	}
 	created, err := s.store.CreateJudgement(run.ID, key, tj)
 	if err != nil || !created {
-		s.queue.release() // an error, or another request queued it first
+		s.runs.Release() // an error, or another request queued it first
 		if err != nil {
 			return internal(err)
 		}
 		return nil
 	}
-	job := session.Job{
-		DumpPath: s.store.DumpPath(run.DumpSHA, run.DumpExt), FileName: run.FileName,
-		OutputsPath: s.store.OutputsPath(run.ID), Backend: run.Backend, Overrides: p, Tolerances: tol,
-	}
-	t := &task{job: job, runID: run.ID, key: key, rejudge: true, topic: newTopic(run.ID, key, info.Rows, info.Vocab, Status{State: store.Queued})}
-	s.enqueue(t)
+	s.runs.Enqueue(live.Task{Job: s.job(run, p, tol), RunID: run.ID, Key: key, Rejudge: true, Rows: info.Rows, Vocab: info.Vocab})
 	s.log.Info("re-judgement queued", "run", run.ID, "judgement", key)
 	return nil
 }
 
-// job returns the runner's job for a judged view.
-func (s *Server) job(v *judged) session.Job {
-	return session.Job{
-		DumpPath: s.store.DumpPath(v.run.DumpSHA, v.run.DumpExt), FileName: v.run.FileName,
-		OutputsPath: s.store.OutputsPath(v.run.ID), Backend: v.run.Backend, Overrides: v.params, Tolerances: v.tol,
+// parseRow reads the {row} path value of a run with rows rows.
+func parseRow(r *http.Request, rows int) (int, error) {
+	s := r.PathValue("row")
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n >= rows {
+		return 0, notFound(fmt.Sprintf("There is no row %s: this run has rows 0 to %d.", s, rows-1))
 	}
+	return n, nil
 }
 
 // report reads the stored report of a finished judgement.
@@ -146,11 +146,11 @@ func (s *Server) report(v *judged) (*engine.Report, error) {
 		}
 		return nil, &httpError{Status: http.StatusConflict, Msg: fmt.Sprintf("Run %s has not finished; its report is ready when it has.", v.run.ID)}
 	}
-	var rep engine.Report
-	if err := readJSON(s.store.JudgementPath(v.run.ID, v.j.Key, "report.json"), &rep); err != nil {
+	rep, err := s.runs.Report(v.run.ID, v.j.Key)
+	if err != nil {
 		return nil, internal(err)
 	}
-	return &rep, nil
+	return rep, nil
 }
 
 // rowReports returns row r of every output: from the report when the
@@ -175,20 +175,10 @@ func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.Ro
 		}
 		return outs, rows, nil
 	}
-	outs, _ := v.topic.snapshot()
+	outs, _ := v.topic.Snapshot()
 	rows := make([]*engine.RowReport, len(outs))
 	for i := range outs {
-		rows[i] = v.topic.report(i, r)
+		rows[i] = v.topic.RowReport(i, r)
 	}
 	return outs, rows, nil
-}
-
-// parseRow reads the {row} path value of a run with rows rows.
-func parseRow(r *http.Request, rows int) (int, error) {
-	s := r.PathValue("row")
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n >= rows {
-		return 0, notFound(fmt.Sprintf("There is no row %s: this run has rows 0 to %d.", s, rows-1))
-	}
-	return n, nil
 }

@@ -7,12 +7,12 @@ import (
 	"github.com/sampviz/sampviz/engine/explain"
 	"github.com/sampviz/sampviz/engine/lesson"
 	"github.com/sampviz/sampviz/engine/session"
+	"github.com/sampviz/sampviz/web/live"
 )
 
 // Runner is the judging session behind the server (engine/session
-// implements it; tests use a fake, web/webtest). The server calls Execute
-// and Rejudge from one goroutine at a time (its executor) and the rest from
-// handlers.
+// implements it; tests use a fake, web/webtest). The executor calls Execute
+// and Rejudge from one goroutine at a time; handlers call the rest.
 type Runner interface {
 	// Backends lists the backends a run may use, the default first.
 	Backends() []engine.Device
@@ -20,10 +20,9 @@ type Runner interface {
 	// describes it. A dump that cannot be used gives a *session.InputError,
 	// whose message is shown to the person who uploaded it.
 	Inspect(ctx context.Context, path, name string) (*session.DumpInfo, error)
-	// Execute and Rejudge judge a job, telling sink every row as it is
-	// judged (session.Session.Execute, Rejudge).
-	Execute(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
-	Rejudge(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
+	// Judge's Execute and Rejudge judge a job, telling sink every row as it
+	// is judged; the executor (web/live) calls them.
+	live.Judge
 	// Row describes row r of a job for the row page (session.Session.Row).
 	Row(ctx context.Context, job session.Job, r, top int) (*explain.RowDetail, error)
 	// Teach runs lesson l on row r of a spec_verify job

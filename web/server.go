@@ -1,11 +1,15 @@
 // Package web is sampviz's face: the HTTP server behind `sampviz serve`. It
-// takes dump uploads, queues runs for one kernel executor, streams each
-// judged row to the browser over a websocket, and renders the pages (templ
-// components next to their handlers) and a JSON API beside them.
+// takes dump uploads, queues their runs, streams each judged row to the
+// browser over a websocket, and renders the pages (templ components next to
+// their handlers) and a JSON API beside them.
 //
-// The work itself sits behind the Runner interface: this package never
-// parses a dump, runs a kernel or judges an output. It never fetches
-// anything at run time either: the page script and ECharts are embedded.
+// It is HTTP only: the live state of the runs (the queue, the executor, the
+// topic each page watches) is web/live's, the view models (charts, words,
+// page data) are web/view's, and the work itself sits behind the Runner
+// interface. This package never parses a dump, runs a kernel or judges an
+// output, and never imports the backends, the reference, the judge or the
+// dump readers. It never fetches anything at run time either: the page
+// script and ECharts are embedded.
 package web
 
 import (
@@ -14,11 +18,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"sync"
 
 	"github.com/sampviz/sampviz/engine"
-	"github.com/sampviz/sampviz/engine/session"
+	"github.com/sampviz/sampviz/web/live"
 	"github.com/sampviz/sampviz/web/store"
 )
 
@@ -70,23 +73,21 @@ type Scenario struct {
 }
 
 // Server is sampviz's web server. Create it with New, serve Handler, and
-// Close it to stop the executor and close the data directory.
+// Close it to stop the executor (web/live) and close the data directory.
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	store  *store.Store
 	runner Runner
-	queue  *queue
-	mux    *http.ServeMux
+	runs   *live.Runs
 	socket SocketTimings
 
-	ctx    context.Context // ends when Close starts
+	ctx    context.Context // ends when Close starts: stops the executor
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the executor and open websockets
+	wg     sync.WaitGroup // open websockets
 
 	mu     sync.Mutex
-	closed bool              // Close has begun: no new websocket may start
-	topics map[string]*topic // by topicKey(run, judgement)
+	closed bool // Close has begun: no new websocket may start
 	// rowSlots bounds the row pages being computed at once.
 	rowSlots chan struct{}
 }
@@ -112,56 +113,12 @@ func New(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg: cfg, log: cfg.Log, store: st, runner: cfg.Runner,
-		queue: newQueue(cfg.Queue), socket: cfg.Socket.withDefaults(),
-		ctx: ctx, cancel: cancel,
-		topics:   map[string]*topic{},
+		runs:   live.Start(ctx, live.Config{Store: st, Judge: cfg.Runner, Queue: cfg.Queue, Log: cfg.Log}),
+		socket: cfg.Socket.withDefaults(),
+		ctx:    ctx, cancel: cancel,
 		rowSlots: make(chan struct{}, 2),
 	}
-	s.routes()
-	s.wg.Add(1)
-	go s.executor()
 	return s, nil
-}
-
-// routes is the route table: every URL the server answers, in one place.
-func (s *Server) routes() {
-	m := http.NewServeMux()
-	m.Handle("GET /{$}", s.page(s.handleHome))
-	m.Handle("POST /runs", s.page(s.handleUploadPage))
-	m.Handle("GET /runs/{id}", s.page(s.handleRunPage))
-	m.Handle("GET /runs/{id}/ws", http.HandlerFunc(s.handleRunSocket))
-	m.Handle("GET /runs/{id}/rows", s.page(s.handleJumpToRow))
-	m.Handle("GET /runs/{id}/rows/{row}", s.page(s.handleRowPage))
-	m.Handle("GET /runs/{id}/rows/{row}/teach", s.page(s.handleTeachPage))
-	m.Handle("POST /runs/{id}/rerun", s.page(s.handleRerunPage))
-	m.Handle("POST /scenarios/{name}", s.page(s.handleScenario))
-	m.Handle("GET /static/", staticHandler())
-
-	m.Handle("POST /api/runs", s.api(s.handleUploadAPI))
-	m.Handle("PUT /api/runs", s.api(s.handleUploadAPI))
-	m.Handle("PUT /api/runs/{name}", s.api(s.handleUploadAPI))
-	m.Handle("GET /api/runs", s.api(s.handleListAPI))
-	m.Handle("GET /api/runs/{id}", s.api(s.handleRunAPI))
-	m.Handle("GET /api/runs/{id}/rows/{row}", s.api(s.handleRowAPI))
-	m.Handle("GET /api/runs/{id}/rows/{row}/teach", s.api(s.handleTeachAPI))
-	m.Handle("GET /api/runs/{id}/report.json", s.api(s.handleReportJSON))
-	m.Handle("GET /api/runs/{id}/report.csv", s.api(s.handleReportCSV))
-	m.Handle("POST /api/runs/{id}/rerun", s.api(s.handleRerunAPI))
-
-	m.Handle("/", s.page(func(w http.ResponseWriter, r *http.Request) error {
-		return &httpError{Status: http.StatusNotFound, Msg: "There is no page at " + r.URL.Path + "."}
-	}))
-	s.mux = m
-}
-
-// Handler returns the server's handler, with the token check when a token
-// is configured.
-func (s *Server) Handler() http.Handler {
-	var h http.Handler = s.mux
-	if s.cfg.Token != "" {
-		h = s.requireToken(h)
-	}
-	return securityHeaders(h)
 }
 
 // Close stops taking work, cancels the running job, closes every websocket
@@ -171,6 +128,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel()
+	s.runs.Wait()
 	s.wg.Wait()
 	return s.store.Close()
 }
@@ -187,81 +145,5 @@ func (s *Server) hold() bool {
 	return true
 }
 
+// release ends what hold began.
 func (s *Server) release() { s.wg.Done() }
-
-// securityHeaders sets the headers every answer carries.
-func securityHeaders(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Referrer-Policy", "same-origin")
-		hd.Set("X-Frame-Options", "DENY")
-		// Everything the pages load is ours; nothing comes from elsewhere.
-		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'")
-		h.ServeHTTP(w, r)
-	})
-}
-
-// topicKey names a judgement's topic.
-func topicKey(runID, key string) string { return runID + "/" + key }
-
-// maxCachedTopics bounds the finished topics kept in memory.
-const maxCachedTopics = 64
-
-// liveTopic returns the topic of a judgement, loading a finished one from
-// its stream file. It returns nil when the judgement has no stream (it
-// failed before judging, or the file is gone).
-func (s *Server) liveTopic(run store.Run, j store.Judgement, info *session.DumpInfo) *topic {
-	k := topicKey(run.ID, j.Key)
-	s.mu.Lock()
-	t := s.topics[k]
-	s.mu.Unlock()
-	if t != nil {
-		return t
-	}
-	var st stored
-	if err := readJSON(s.store.JudgementPath(run.ID, j.Key, "stream.json"), &st); err != nil {
-		// No stream: a failed or interrupted judgement. Its topic says so.
-		t = newTopic(run.ID, j.Key, info.Rows, info.Vocab, Status{State: j.State, Message: j.Message})
-		if j.State == store.Done {
-			t.status = Status{State: store.Failed, Message: "The stored results of this run cannot be read; rerun it."}
-			s.log.Error("read stream", "run", run.ID, "judgement", j.Key, "err", err)
-		}
-	} else {
-		t = topicFromStored(run.ID, j.Key, st)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old := s.topics[k]; old != nil {
-		return old
-	}
-	s.evictLocked()
-	s.topics[k] = t
-	return t
-}
-
-// evictLocked forgets finished topics nobody watches when there are too many.
-func (s *Server) evictLocked() {
-	if len(s.topics) < maxCachedTopics {
-		return
-	}
-	for k, t := range s.topics {
-		t.mu.Lock()
-		idle := t.status.State.Finished() && len(t.subs) == 0
-		t.mu.Unlock()
-		if idle {
-			delete(s.topics, k)
-		}
-	}
-}
-
-// addTopic registers the topic of a queued judgement.
-func (s *Server) addTopic(t *topic) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.evictLocked()
-	s.topics[topicKey(t.runID, t.key)] = t
-}
-
-// retryAfter is what a 429 tells a client to wait, in seconds.
-const retryAfter = 30

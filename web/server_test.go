@@ -32,6 +32,8 @@ import (
 	"github.com/sampviz/sampviz/web/webtest"
 )
 
+var _ web.Runner = (*webtest.Runner)(nil)
+
 // env is a server on a data directory with the fake pipeline.
 type env struct {
 	t    *testing.T

@@ -22,6 +22,7 @@ import (
 	"github.com/sampviz/sampviz/engine/lesson"
 	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web"
+	"github.com/sampviz/sampviz/web/view"
 	"github.com/sampviz/sampviz/web/webtest"
 )
 
@@ -96,7 +97,7 @@ func TestStatisticalViewsWithFakes(t *testing.T) {
 				}
 				var final struct {
 					Charts  json.RawMessage `json:"charts"`
-					Summary *web.Summary    `json:"summary"`
+					Summary *view.Summary   `json:"summary"`
 				}
 				if err := json.Unmarshal(finalUpdate(t, e, tt.id, ""), &final); err != nil {
 					t.Fatal(err)
@@ -331,7 +332,7 @@ func TestStatisticsOfRealRuns(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				var final struct {
 					Charts  json.RawMessage `json:"charts"`
-					Summary *web.Summary    `json:"summary"`
+					Summary *view.Summary   `json:"summary"`
 				}
 				if err := json.Unmarshal(finalUpdate(t, e, tt.id, ""), &final); err != nil {
 					t.Fatal(err)

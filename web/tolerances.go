@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/web/view"
 )
 
 // The query parameters that carry tolerances in a URL, so a re-judged view
@@ -49,32 +50,10 @@ func parseTolerances(q url.Values) (*engine.Tolerances, error) {
 	}, nil
 }
 
-// toleranceValues returns t as URL query values (nil for nil).
-func toleranceValues(t *engine.Tolerances) url.Values {
-	if t == nil {
-		return nil
-	}
-	return url.Values{
-		"satol":  {engine.FormatFloat(t.Strict.Atol)},
-		"srtol":  {engine.FormatFloat(t.Strict.Rtol)},
-		"natol":  {engine.FormatFloat(t.Native.Atol)},
-		"nrtol":  {engine.FormatFloat(t.Native.Rtol)},
-		"pvalue": {engine.FormatFloat(t.PValue)},
-	}
-}
-
 // toleranceKey names the judgement of a set of tolerances: the same
 // tolerances always give the same key, whatever order the URL wrote them in.
 func toleranceKey(t engine.Tolerances) string {
-	s := toleranceValues(&t).Encode() // Encode sorts by key
+	s := view.ToleranceValues(&t).Encode() // Encode sorts by key
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:8])
-}
-
-// withQuery appends a query to path ("" when q is empty).
-func withQuery(path string, q url.Values) string {
-	if len(q) == 0 {
-		return path
-	}
-	return path + "?" + q.Encode()
 }

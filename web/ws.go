@@ -7,48 +7,11 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/sampviz/sampviz/web/live"
 )
 
-// The websocket timings, after gorilla/websocket's chat example.
-const (
-	// writeWait is the time allowed to write one message to the peer.
-	writeWait = 10 * time.Second
-	// pongWait is the time allowed to read the next pong from the peer.
-	pongWait = 60 * time.Second
-	// pingPeriod is how often pings go out; it must be less than pongWait.
-	pingPeriod = (pongWait * 9) / 10
-	// maxMessageSize bounds what the peer may send: the page sends nothing
-	// but control frames, so anything large is a misbehaving client.
-	maxMessageSize = 512
-	// rowInterval is the least time between two updates to one client, so
-	// that rows judged close together arrive in one message.
-	rowInterval = 100 * time.Millisecond
-	// chartInterval is the least time between two chart updates to one
-	// client: chart options are large, and only the latest one counts.
-	chartInterval = 400 * time.Millisecond
-)
-
-// SocketTimings are the websocket timings; zero fields take the constants
-// above. Tests shorten them to watch a stuck client being dropped.
-type SocketTimings struct {
-	WriteWait  time.Duration
-	PongWait   time.Duration
-	PingPeriod time.Duration
-}
-
-func (t SocketTimings) withDefaults() SocketTimings {
-	if t.WriteWait <= 0 {
-		t.WriteWait = writeWait
-	}
-	if t.PongWait <= 0 {
-		t.PongWait = pongWait
-	}
-	if t.PingPeriod <= 0 || t.PingPeriod >= t.PongWait {
-		t.PingPeriod = t.PongWait * 9 / 10
-	}
-	return t
-}
-
+// upgrader takes websockets from this server's pages only (sameOrigin).
 var upgrader = websocket.Upgrader{
 	ReadBufferSize:  1024,
 	WriteBufferSize: 32 << 10,
@@ -103,22 +66,22 @@ func (s *Server) handleRunSocket(w http.ResponseWriter, r *http.Request) {
 // streamTopic is the connection's writer; it starts the reader and returns
 // when the topic is final and sent, the peer goes away, a write fails or
 // the server closes.
-func (s *Server) streamTopic(conn *websocket.Conn, t *topic) {
+func (s *Server) streamTopic(conn *websocket.Conn, t *live.Topic) {
 	tm := s.socket
-	sub := t.subscribe()
-	defer t.unsubscribe(sub)
+	sub := t.Subscribe()
+	defer t.Unsubscribe(sub)
 	gone := make(chan struct{})
 	go s.readPeer(conn, gone, tm)
 	defer conn.Close()
 
 	ping := time.NewTicker(tm.PingPeriod)
 	defer ping.Stop()
-	var cur cursor
+	var cur live.Cursor
 	var lastCharts time.Time
 	var chartTimer <-chan time.Time
 	for {
 		now := time.Now()
-		u, pending := t.next(&cur, now.Sub(lastCharts) >= chartInterval)
+		u, pending := t.Next(&cur, now.Sub(lastCharts) >= live.ChartInterval)
 		if u != nil {
 			if u.Charts != nil {
 				lastCharts = now
@@ -139,10 +102,10 @@ func (s *Server) streamTopic(conn *websocket.Conn, t *topic) {
 		}
 		chartTimer = nil
 		if pending {
-			chartTimer = time.After(time.Until(lastCharts.Add(chartInterval)))
+			chartTimer = time.After(time.Until(lastCharts.Add(live.ChartInterval)))
 		}
 		select {
-		case <-sub.wake:
+		case <-sub.Wake():
 			// Let rows judged close together gather into one message.
 			select {
 			case <-time.After(rowInterval):
@@ -167,7 +130,8 @@ func (s *Server) streamTopic(conn *websocket.Conn, t *topic) {
 	}
 }
 
-func (s *Server) writeUpdate(conn *websocket.Conn, u *update, tm SocketTimings) error {
+// writeUpdate sends one update within the write deadline.
+func (s *Server) writeUpdate(conn *websocket.Conn, u *live.Update, tm SocketTimings) error {
 	b, err := encodeUpdate(u)
 	if err != nil {
 		s.log.Error("encode websocket update", "err", err)
@@ -180,7 +144,7 @@ func (s *Server) writeUpdate(conn *websocket.Conn, u *update, tm SocketTimings) 
 // encodeUpdate marshals u. The chart options, shared by every reader and
 // already JSON, are spliced in as they are rather than re-encoded (and
 // re-validated) once per reader.
-func encodeUpdate(u *update) ([]byte, error) {
+func encodeUpdate(u *live.Update) ([]byte, error) {
 	charts := u.Charts
 	v := *u
 	v.Charts = nil

@@ -1,8 +1,11 @@
 // Package webtest provides a fake web.Runner for the server's tests: a
 // struct of function fields, so a test sets only the behaviour it needs, and
 // a ready-made fake pipeline (NewPipeline) that judges made-up rows of a tiny
-// JSON "dump" with fresh random numbers. It never runs a kernel and never
-// computes a real reference: it exercises the server, not the engine.
+// JSON "dump" with fresh random numbers, and random judged rows
+// (RandomUpdate, RandomSpecStats) for the tests of web/live and web/view. It
+// never runs a kernel and never computes a real reference: it exercises the
+// server, not the engine. It never imports web either (web's tests check that
+// Runner fits web.Runner), so the packages below web may use it.
 package webtest
 
 import (
@@ -21,7 +24,6 @@ import (
 	"github.com/sampviz/sampviz/engine/explain"
 	"github.com/sampviz/sampviz/engine/lesson"
 	"github.com/sampviz/sampviz/engine/session"
-	"github.com/sampviz/sampviz/web"
 )
 
 // Runner is a web.Runner made of functions; nil functions answer with an
@@ -34,8 +36,6 @@ type Runner struct {
 	RowFunc      func(ctx context.Context, job session.Job, r, top int) (*explain.RowDetail, error)
 	TeachFunc    func(ctx context.Context, job session.Job, r int, l lesson.Lesson) (*lesson.State, error)
 }
-
-var _ web.Runner = (*Runner)(nil)
 
 var errNotSet = errors.New("webtest: function not set")
 

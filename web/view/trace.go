@@ -1,4 +1,4 @@
-package web
+package view
 
 import (
 	"fmt"
@@ -17,19 +17,19 @@ import (
 // arrow keys) and keeps it in the URL (?trial=&step=). Without the script,
 // the buttons are links and the page renders the step the URL names.
 
-// traceView is a row's trace as the row page shows it.
-type traceView struct {
+// Trace is a row's trace as the row page shows it.
+type Trace struct {
 	Trials int `json:"trials"`
 	Steps  int `json:"steps"`
 	// Index is the step shown first: Trial*Steps + Position of the URL.
 	Index int         `json:"index"`
-	Items []traceItem `json:"items"`
+	Items []TraceItem `json:"items"`
 	// Charts draws p, q and the residual at each position (Steps entries).
 	Charts []map[string]any `json:"charts"`
 }
 
-// traceItem is one step of one trial, in words.
-type traceItem struct {
+// TraceItem is one step of one trial, in words.
+type TraceItem struct {
 	Trial    int `json:"trial"`
 	Position int `json:"position"`
 	// Title says where the step is; Cells fill the step table (traceHeader
@@ -41,31 +41,31 @@ type traceItem struct {
 	// chain stopped) or "none".
 	Outcome string `json:"outcome"`
 	// Marks pin the draft and the token drawn here on the position's chart.
-	Marks []traceMark `json:"marks"`
+	Marks []TraceMark `json:"marks"`
 	// URL is the row page showing this step.
 	URL string `json:"url"`
 }
 
-// traceMark is a pin on a position chart: a category (token label) and the
+// TraceMark is a pin on a position chart: a category (token label) and the
 // height to put it at.
-type traceMark struct {
+type TraceMark struct {
 	Name  string `json:"name"`
 	Coord [2]any `json:"coord"`
 	Color string `json:"color"`
 }
 
-// traceHeader names the step table's columns.
-var traceHeader = []string{"draft x", "u", "p(x)", "q(x)", "p(x)/q(x)", "min(1, p/q)", "u·q(x) < p(x)?", "token emitted here"}
+// TraceHeader names the step table's columns.
+var TraceHeader = []string{"draft x", "u", "p(x)", "q(x)", "p(x)/q(x)", "min(1, p/q)", "u·q(x) < p(x)?", "token emitted here"}
 
-// newTraceView puts sd's trace into words, starting at trial t, position i
+// NewTrace puts sd's trace into words, starting at trial t, position i
 // (clamped into range), with step links built on base (the row page's URL
 // query, without trial and step).
-func newTraceView(sd *explain.SpecDetail, t, i int, path string, base url.Values, logScale bool) *traceView {
+func NewTrace(sd *explain.SpecDetail, t, i int, path string, base url.Values, logScale bool) *Trace {
 	tr := sd.Trace
 	if tr == nil || tr.Trials == 0 || tr.Steps == 0 {
 		return nil
 	}
-	v := &traceView{Trials: tr.Trials, Steps: tr.Steps}
+	v := &Trace{Trials: tr.Trials, Steps: tr.Steps}
 	t = min(max(t, 0), tr.Trials-1)
 	i = min(max(i, 0), tr.Steps-1)
 	v.Index = t*tr.Steps + i
@@ -93,7 +93,7 @@ func newTraceView(sd *explain.SpecDetail, t, i int, path string, base url.Values
 			}
 		}
 		for j, s := range steps {
-			it := traceItem{Trial: ti, Position: j, Marks: []traceMark{}}
+			it := TraceItem{Trial: ti, Position: j, Marks: []TraceMark{}}
 			it.Title = fmt.Sprintf("Trial %d of %d, position %d of %d", ti, tr.Trials, j, sd.K)
 			if j == sd.K {
 				it.Title = fmt.Sprintf("Trial %d of %d, position %d: the bonus", ti, tr.Trials, j)
@@ -105,7 +105,7 @@ func newTraceView(sd *explain.SpecDetail, t, i int, path string, base url.Values
 				}
 				if b, ok := bars[j][int(tok)]; ok {
 					if h := height(b); h > 0 && finite(h) {
-						it.Marks = append(it.Marks, traceMark{Name: name, Coord: [2]any{fmt.Sprintf("#%d", tok), h}, Color: color})
+						it.Marks = append(it.Marks, TraceMark{Name: name, Coord: [2]any{fmt.Sprintf("#%d", tok), h}, Color: color})
 					}
 				}
 			}
@@ -123,7 +123,7 @@ func newTraceView(sd *explain.SpecDetail, t, i int, path string, base url.Values
 			}
 			q.Set("trial", strconv.Itoa(ti))
 			q.Set("step", strconv.Itoa(j))
-			it.URL = withQuery(path, q)
+			it.URL = WithQuery(path, q)
 			v.Items = append(v.Items, it)
 		}
 	}
@@ -199,9 +199,9 @@ func describeStep(sd *explain.SpecDetail, s engine.SpecStep, j, emitted int) (ce
 	return cells, b.String(), outcome
 }
 
-// traceURL returns the URL of step index of v, wrapping around at both
+// TraceURL returns the URL of step index of v, wrapping around at both
 // ends.
-func traceURL(v *traceView, index int) string {
+func TraceURL(v *Trace, index int) string {
 	n := len(v.Items)
 	return v.Items[((index%n)+n)%n].URL
 }

@@ -1,4 +1,4 @@
-package web
+package view
 
 import (
 	"fmt"
@@ -13,28 +13,28 @@ import (
 // page: goodness of fit of many draws, speculative trials against the
 // laws, and the laws themselves.
 
-// fitLine says a row's goodness of fit in one line with its numbers.
-func fitLine(f *engine.Fit) string {
+// FitLine says a row's goodness of fit in one line with its numbers.
+func FitLine(f *engine.Fit) string {
 	s := fmt.Sprintf("Goodness of fit of %d draws: %s test, statistic %s on %d degrees of freedom over %d bins, p = %s; total variation %s (a correct sampler stays under %s at this N); cosine similarity %s.",
-		f.Draws, f.Test, sci(f.Statistic), f.DF, f.Bins, sci(f.PValue), sci(f.TV), sci(f.TVBound), sci(f.Cosine))
+		f.Draws, f.Test, Sci(f.Statistic), f.DF, f.Bins, Sci(f.PValue), Sci(f.TV), Sci(f.TVBound), Sci(f.Cosine))
 	if f.ZeroMassDraws > 0 {
 		s += fmt.Sprintf(" %d draws landed on tokens the reference gives no mass.", f.ZeroMassDraws)
 	}
 	return s
 }
 
-// specStatsLine says a row's speculative statistics in one line.
-func specStatsLine(s *engine.SpecStats) string {
+// SpecStatsLine says a row's speculative statistics in one line.
+func SpecStatsLine(s *engine.SpecStats) string {
 	parts := []string{fmt.Sprintf("%d trials", s.Trials)}
 	if s.MeanAcceptanceLength > 0 {
-		parts = append(parts, fmt.Sprintf("mean acceptance length %s against %s in theory", shortFloat(float64(s.MeanAcceptanceLength)), shortFloat(float64(s.TheoryMeanAcceptanceLength))))
+		parts = append(parts, fmt.Sprintf("mean acceptance length %s against %s in theory", ShortFloat(float64(s.MeanAcceptanceLength)), ShortFloat(float64(s.TheoryMeanAcceptanceLength))))
 	}
 	if len(s.Emitted) > 0 {
-		parts = append(parts, "emitted lengths against their exact law: p = "+sci(s.EmittedPValue))
+		parts = append(parts, "emitted lengths against their exact law: p = "+Sci(s.EmittedPValue))
 	}
 	var low []string
 	for _, p := range s.Positions {
-		low = append(low, fmt.Sprintf("%d: %d of %d (theory %s, p = %s)", p.Position, p.Accepted, p.Reached, sci(p.Theory), sci(p.PValue)))
+		low = append(low, fmt.Sprintf("%d: %d of %d (theory %s, p = %s)", p.Position, p.Accepted, p.Reached, Sci(p.Theory), Sci(p.PValue)))
 	}
 	if len(low) > 0 {
 		parts = append(parts, "accepted by position "+strings.Join(low, "; "))
@@ -46,23 +46,23 @@ func specStatsLine(s *engine.SpecStats) string {
 				worst = j
 			}
 		}
-		parts = append(parts, fmt.Sprintf("output tokens against exact speculative sampling at %d positions, smallest p = %s at position %d", n, sci(s.Lossless[worst].PValue), worst))
+		parts = append(parts, fmt.Sprintf("output tokens against exact speculative sampling at %d positions, smallest p = %s at position %d", n, Sci(s.Lossless[worst].PValue), worst))
 	}
 	return "Speculative trials: " + strings.Join(parts, "; ") + "."
 }
 
-// lawRow is one line of a spec_verify row's table of laws.
-type lawRow struct {
+// LawRow is one line of a spec_verify row's table of laws.
+type LawRow struct {
 	Position, Draft, P, Q, Accept, Emitted string
 }
 
-// lawRows lists, per draft position, the draft, p and q of the draft, the
+// LawRows lists, per draft position, the draft, p and q of the draft, the
 // acceptance probability, and the probability that the chain emits exactly
 // that many drafts; the last line is the bonus position.
-func lawRows(sd *explain.SpecDetail) []lawRow {
-	var rows []lawRow
+func LawRows(sd *explain.SpecDetail) []LawRow {
+	var rows []LawRow
 	for j := 0; j <= sd.K; j++ {
-		r := lawRow{Position: strconv.Itoa(j)}
+		r := LawRow{Position: strconv.Itoa(j)}
 		if j < len(sd.Emitted) {
 			r.Emitted = prob(sd.Emitted[j])
 		}
@@ -92,19 +92,19 @@ func lawRows(sd *explain.SpecDetail) []lawRow {
 	return rows
 }
 
-// lawsLine says what the table of laws shows.
-func lawsLine(sd *explain.SpecDetail) string {
+// LawsLine says what the table of laws shows.
+func LawsLine(sd *explain.SpecDetail) string {
 	q := "the dump's draft probabilities q_i"
 	if sd.OneHot {
 		q = "one-hot drafts (the dump has no draft_probs, so q_i(x_i) = 1)"
 	}
 	return fmt.Sprintf("%d draft positions with %s. Position i accepts its draft with probability a_i = min(1, p_i(x_i)/q_i(x_i)); the chain emits j drafts with probability a_0···a_{j−1}(1 − a_j), and its mean acceptance length is %s.",
-		sd.K, q, shortFloat(float64(sd.MeanAcceptanceLength)))
+		sd.K, q, ShortFloat(float64(sd.MeanAcceptanceLength)))
 }
 
-// samplesLine says how many draws each sampling output made of the row and
+// SamplesLine says how many draws each sampling output made of the row and
 // how many fall outside the vocabulary.
-func samplesLine(d *explain.SampleDetail) string {
+func SamplesLine(d *explain.SampleDetail) string {
 	var parts []string
 	for i, o := range d.Outputs {
 		p := fmt.Sprintf("%s drew this row %d times", o.Label(), d.Draws[i])

@@ -1,12 +1,9 @@
-package web
+package view
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/explain"
 )
 
@@ -60,7 +57,7 @@ func TestNgramSentence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := ngramSentence(&tt.n)
+			s := NgramSentence(&tt.n)
 			for _, w := range tt.want {
 				if !strings.Contains(s, w) {
 					t.Errorf("%q does not say %q", s, w)
@@ -85,40 +82,16 @@ func TestDraftCells(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, c := range draftCells(tt.got, tt.want) {
+			for _, c := range DraftCells(tt.got, tt.want) {
 				s := c.Text
 				if c.Diff {
 					s += "!"
 				}
 				got = append(got, s)
 			}
-			if g := strings.Join(got, " "); g != tt.cells || draftVerdict(tt.got, tt.want) != tt.verdict {
-				t.Errorf("cells %q verdict %q, want %q and %q", g, draftVerdict(tt.got, tt.want), tt.cells, tt.verdict)
+			if g := strings.Join(got, " "); g != tt.cells || DraftVerdict(tt.got, tt.want) != tt.verdict {
+				t.Errorf("cells %q verdict %q, want %q and %q", g, DraftVerdict(tt.got, tt.want), tt.cells, tt.verdict)
 			}
 		})
-	}
-}
-
-func TestRowNgramRenders(t *testing.T) {
-	n := &explain.NgramDetail{
-		Prompt: []int64{1, 2, 3, 9, 8}, Generated: []int64{7, 2, 3}, MaxNgram: 2, N: 2, Source: "prompt", Start: 1,
-		Budget: 100, Limit: 2, MaxDraftTokens: 2, Reference: []int64{9, 8},
-		Drafts: []explain.NamedDraft{{OutputInfo: engine.OutputInfo{Name: "draft_out", External: true}, Tokens: []int64{9, 7}}},
-	}
-	var b bytes.Buffer
-	if err := rowNgram(n).Render(context.Background(), &b); err != nil {
-		t.Fatal(err)
-	}
-	html := b.String()
-	for _, want := range []string{
-		`data-testid="ngram-prompt"`,
-		`<span class="tok match">2</span><span class="tok match">3</span><span class="tok draft">9</span><span class="tok draft">8</span>`,
-		`<span class="tok pattern">2</span><span class="tok pattern">3</span>`,
-		`<span class="tok diff">7</span>`,
-		"differs",
-	} {
-		if !strings.Contains(html, want) {
-			t.Errorf("rendered row lacks %s", want)
-		}
 	}
 }

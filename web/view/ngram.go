@@ -1,4 +1,4 @@
-package web
+package view
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"github.com/sampviz/sampviz/engine/explain"
 )
 
-// tokenSpan is one piece of a token sequence as the n-gram view draws it: a
+// TokenSpan is one piece of a token sequence as the n-gram view draws it: a
 // token with its role, or an elision of tokens that play none.
-type tokenSpan struct {
+type TokenSpan struct {
 	Text string
 	// Class is "" (no role), "pattern", "match", "draft" or "elided".
 	Class string
@@ -32,7 +32,7 @@ type markedRange struct {
 
 // tokenSpans lays out seq with the classes of marks, eliding long runs of
 // unmarked tokens so that the match stays in view.
-func tokenSpans(seq []int64, marks ...markedRange) []tokenSpan {
+func tokenSpans(seq []int64, marks ...markedRange) []TokenSpan {
 	class := make([]string, len(seq))
 	keep := make([]bool, len(seq))
 	for i := range seq {
@@ -46,18 +46,18 @@ func tokenSpans(seq []int64, marks ...markedRange) []tokenSpan {
 			}
 		}
 	}
-	var out []tokenSpan
+	var out []TokenSpan
 	for i := 0; i < len(seq); {
 		if !keep[i] {
 			j := i
 			for j < len(seq) && !keep[j] {
 				j++
 			}
-			out = append(out, tokenSpan{Text: fmt.Sprintf("… %d tokens …", j-i), Class: "elided"})
+			out = append(out, TokenSpan{Text: fmt.Sprintf("… %d tokens …", j-i), Class: "elided"})
 			i = j
 			continue
 		}
-		out = append(out, tokenSpan{Text: strconv.FormatInt(seq[i], 10), Class: class[i]})
+		out = append(out, TokenSpan{Text: strconv.FormatInt(seq[i], 10), Class: class[i]})
 		i++
 	}
 	return out
@@ -75,9 +75,9 @@ func ngramMarks(n *explain.NgramDetail, source string) []markedRange {
 	}
 }
 
-// ngramGenerated lays out the generated tokens: the pattern (their last N),
+// NgramGenerated lays out the generated tokens: the pattern (their last N),
 // and the match and draft when the match lies among them.
-func ngramGenerated(n *explain.NgramDetail) []tokenSpan {
+func NgramGenerated(n *explain.NgramDetail) []TokenSpan {
 	marks := ngramMarks(n, "generated")
 	if n.N > 0 {
 		marks = append(marks, markedRange{len(n.Generated) - n.N, len(n.Generated), "pattern"})
@@ -85,14 +85,14 @@ func ngramGenerated(n *explain.NgramDetail) []tokenSpan {
 	return tokenSpans(n.Generated, marks...)
 }
 
-// ngramPrompt lays out the prompt, with the match and draft when the match
+// NgramPrompt lays out the prompt, with the match and draft when the match
 // lies there.
-func ngramPrompt(n *explain.NgramDetail) []tokenSpan {
+func NgramPrompt(n *explain.NgramDetail) []TokenSpan {
 	return tokenSpans(n.Prompt, ngramMarks(n, "prompt")...)
 }
 
-// ngramSentence says how the row was drafted.
-func ngramSentence(n *explain.NgramDetail) string {
+// NgramSentence says how the row was drafted.
+func NgramSentence(n *explain.NgramDetail) string {
 	budget := fmt.Sprintf("Rows draft in order from one shared budget; when this row's turn came %d draft tokens were left, so it could propose min(max_draft_tokens %d, %d) = %d.",
 		n.Budget, n.MaxDraftTokens, n.Budget, n.Limit)
 	switch {
@@ -113,35 +113,35 @@ func ngramSentence(n *explain.NgramDetail) string {
 		tried = fmt.Sprintf(" (no longer n-gram, up to %d, occurs earlier)", min(n.MaxNgram, len(n.Generated)))
 	}
 	return fmt.Sprintf("The last %d generated tokens [%s]%s first occur in %s at position %d; the draft is the %s after them. %s",
-		n.N, joinTokens(n.Generated[len(n.Generated)-n.N:]), tried, where, n.Start, plural(len(n.Reference), "token"), budget)
+		n.N, joinTokens(n.Generated[len(n.Generated)-n.N:]), tried, where, n.Start, Plural(len(n.Reference), "token"), budget)
 }
 
-// draftCell is one token of an output's draft, marked where it differs
+// DraftCell is one token of an output's draft, marked where it differs
 // from the reference's.
-type draftCell struct {
+type DraftCell struct {
 	Text string
 	Diff bool
 }
 
-// draftCells compares an output's draft with the reference position by
+// DraftCells compares an output's draft with the reference position by
 // position; positions past either end count as different.
-func draftCells(got, want []int64) []draftCell {
-	var out []draftCell
+func DraftCells(got, want []int64) []DraftCell {
+	var out []DraftCell
 	for j := range max(len(got), len(want)) {
 		switch {
 		case j >= len(got):
-			out = append(out, draftCell{Text: "(missing)", Diff: true})
+			out = append(out, DraftCell{Text: "(missing)", Diff: true})
 		default:
-			out = append(out, draftCell{Text: strconv.FormatInt(got[j], 10), Diff: j >= len(want) || got[j] != want[j]})
+			out = append(out, DraftCell{Text: strconv.FormatInt(got[j], 10), Diff: j >= len(want) || got[j] != want[j]})
 		}
 	}
 	return out
 }
 
-// draftVerdict says in a few words whether an output's draft is the
+// DraftVerdict says in a few words whether an output's draft is the
 // reference's.
-func draftVerdict(got, want []int64) string {
-	for _, c := range draftCells(got, want) {
+func DraftVerdict(got, want []int64) string {
+	for _, c := range DraftCells(got, want) {
 		if c.Diff {
 			return "differs"
 		}

@@ -1,0 +1,48 @@
+package web
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/session"
+	"github.com/sampviz/sampviz/web/live"
+	"github.com/sampviz/sampviz/web/store"
+)
+
+// createRun records run and queues its judgement in a place the caller
+// reserved (live.Runs.Reserve).
+func (s *Server) createRun(run store.Run, info *session.DumpInfo, p engine.Overrides) (store.Run, error) {
+	var err error
+	run.ID = store.NewID()
+	run.Created = time.Now()
+	if run.Info, err = json.Marshal(info); err != nil {
+		return store.Run{}, internal(err)
+	}
+	if run.Params, err = json.Marshal(p); err != nil {
+		return store.Run{}, internal(err)
+	}
+	if err := s.store.CreateRun(run); err != nil {
+		return store.Run{}, internal(err)
+	}
+	s.runs.Enqueue(live.Task{Job: s.job(run, p, nil), RunID: run.ID, Rows: info.Rows, Vocab: info.Vocab})
+	s.log.Info("run queued", "run", run.ID, "file", run.FileName, "op", info.Op, "backend", run.Backend)
+	return run, nil
+}
+
+// job returns the session's job for run with parameters p, to judge with tol
+// (nil: the run's own tolerances).
+func (s *Server) job(run store.Run, p engine.Overrides, tol *engine.Tolerances) session.Job {
+	return session.Job{
+		DumpPath: s.store.DumpPath(run.DumpSHA, run.DumpExt), FileName: run.FileName,
+		OutputsPath: s.store.OutputsPath(run.ID), Backend: run.Backend, Overrides: p, Tolerances: tol,
+	}
+}
+
+// defaultBackend names the backend new runs use.
+func (s *Server) defaultBackend() string {
+	if bs := s.runner.Backends(); len(bs) > 0 {
+		return bs[0].Backend
+	}
+	return "cpu"
+}

@@ -1,0 +1,102 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/session"
+	"github.com/sampviz/sampviz/web/store"
+	"github.com/sampviz/sampviz/web/view"
+)
+
+// Judge is the part of the judging session the executor calls
+// (engine/session implements it), from one goroutine at a time.
+type Judge interface {
+	// Execute and Rejudge judge a job, telling sink every row as it is
+	// judged (session.Session.Execute, Rejudge).
+	Execute(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
+	Rejudge(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
+}
+
+// executor runs the queued tasks, one at a time, through the judging
+// session, and records how each ended in the store.
+type executor struct {
+	queue *queue
+	judge Judge
+	store *store.Store
+	log   *slog.Logger
+}
+
+// run runs queued tasks until ctx ends, then fails the tasks still waiting
+// as interrupted.
+func (e *executor) run(ctx context.Context) {
+	for {
+		t, err := e.queue.pop(ctx)
+		if err != nil {
+			for _, t := range e.queue.drain() {
+				e.fail(t, errors.New("server stopped"), store.Interrupted)
+			}
+			return
+		}
+		e.execute(ctx, t)
+	}
+}
+
+// execute runs one task: kernels (unless re-judging), then the judgement,
+// streaming rows into the task's topic. Whatever happens, the judgement
+// ends Done or Failed and the executor goes on.
+func (e *executor) execute(ctx context.Context, t *task) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.fail(t, fmt.Errorf("panic: %v", p), "sampviz hit an internal error on this run; the server log has the details.")
+		}
+	}()
+	if err := e.store.SetRunning(t.RunID, t.Key); err != nil {
+		e.fail(t, err, "sampviz could not record this run; the server log has the details.")
+		return
+	}
+	t.topic.setRunning()
+	var rep *engine.Report
+	var err error
+	if t.Rejudge {
+		rep, err = e.judge.Rejudge(ctx, t.Job, t.topic)
+	} else {
+		rep, err = e.judge.Execute(ctx, t.Job, t.topic)
+	}
+	if err != nil {
+		msg := err.Error()
+		if ctx.Err() != nil {
+			msg = store.Interrupted
+		}
+		e.fail(t, err, msg)
+		return
+	}
+	sum := view.Summarize(rep)
+	// The topic holds the rows; the stored stream must agree with the
+	// report even if the session skipped the sink.
+	t.topic.setSummary(sum)
+	if err := saveJudgement(e.store, t, rep); err != nil {
+		e.fail(t, err, "sampviz could not store the results of this run; the server log has the details.")
+		return
+	}
+	// The topic first, then the index: whoever sees the run finished in the
+	// index finds its final state in the topic too.
+	t.topic.finish(sum)
+	if err := e.store.Finish(t.RunID, t.Key, sum.Verdict); err != nil {
+		e.fail(t, err, "sampviz could not record the results of this run; the server log has the details.")
+		return
+	}
+	e.log.Info("run finished", "run", t.RunID, "judgement", t.Key, "pass", sum.Pass, "failed_rows", sum.FailedRows, "rows", sum.Rows)
+}
+
+// fail records a failed task: msg for the page, err for the log.
+func (e *executor) fail(t *task, err error, msg string) {
+	e.log.Error("run failed", "run", t.RunID, "judgement", t.Key, "err", err)
+	t.topic.fail(msg)
+	if ferr := e.store.Fail(t.RunID, t.Key, msg); ferr != nil {
+		e.log.Error("record failed run", "run", t.RunID, "err", ferr)
+	}
+}

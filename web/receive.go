@@ -1,0 +1,172 @@
+package web
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"github.com/sampviz/sampviz/web/view"
+)
+
+// Dump file extensions, as DUMPS.md names the containers.
+var dumpExts = []string{".safetensors", ".npz", ".npy"}
+
+// upload is a body received into a temporary file in the data directory.
+type upload struct {
+	name string // what the uploader called it
+	ext  string
+	path string // the temporary file
+	sha  string
+	size int64
+	// known says whether the name or the first bytes look like a dump.
+	known bool
+}
+
+// receive streams the upload into a temporary file, hashing it on the way.
+func (s *Server) receive(r *http.Request) (*upload, error) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct == "multipart/form-data" {
+		mr, err := r.MultipartReader()
+		if err != nil {
+			return nil, badRequest("The upload is not a readable form; send the dump as the form's file, or as the raw request body.")
+		}
+		for {
+			part, err := mr.NextPart()
+			if err != nil {
+				if tooLarge(err) {
+					return nil, s.errTooLarge("the upload")
+				}
+				return nil, badRequest("The form carried no file: choose a dump (.safetensors, .npz or .npy) and send it again.")
+			}
+			if part.FileName() == "" {
+				part.Close()
+				continue
+			}
+			up, err := s.receiveBody(part, cleanName(part.FileName()))
+			part.Close()
+			return up, err
+		}
+	}
+	name := r.PathValue("name")
+	if name == "" {
+		name = r.URL.Query().Get("name")
+	}
+	if name == "" {
+		if _, params, err := mime.ParseMediaType(r.Header.Get("Content-Disposition")); err == nil {
+			name = params["filename"]
+		}
+	}
+	return s.receiveBody(r.Body, cleanName(name))
+}
+
+// receiveBody copies body into a temporary file named after its container.
+func (s *Server) receiveBody(body io.Reader, name string) (*upload, error) {
+	br := bufio.NewReaderSize(body, 64<<10)
+	head, err := br.Peek(9)
+	if err != nil && !errors.Is(err, io.EOF) {
+		if tooLarge(err) {
+			return nil, s.errTooLarge(name)
+		}
+		return nil, &httpError{Status: http.StatusBadRequest, Msg: fmt.Sprintf("The upload of %s was cut off before its end; send it again.", name), Err: err}
+	}
+	if len(head) == 0 {
+		return nil, badRequest(fmt.Sprintf("%s is empty: choose a dump file (.safetensors, .npz or .npy).", name))
+	}
+	ext := dumpExt(name, head)
+	if name == "" || name == "upload" {
+		name = "upload" + ext
+	}
+	f, err := s.store.TempFile("upload-*" + ext)
+	if err != nil {
+		return nil, internal(err)
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), br)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		if tooLarge(err) {
+			return nil, s.errTooLarge(name)
+		}
+		return nil, &httpError{Status: http.StatusBadRequest, Msg: fmt.Sprintf("The upload of %s was cut off before its end; send it again.", name), Err: err}
+	}
+	return &upload{name: name, ext: ext, path: f.Name(), sha: hex.EncodeToString(h.Sum(nil)), size: n, known: looksLikeDump(name, head)}, nil
+}
+
+// looksLikeDump reports whether a file's name or first bytes say it is a
+// dump: a dump extension, numpy's or zip's magic, or a safetensors header
+// (an 8-byte length, then '{').
+func looksLikeDump(name string, head []byte) bool {
+	lower := strings.ToLower(name)
+	for _, e := range dumpExts {
+		if strings.HasSuffix(lower, e) {
+			return true
+		}
+	}
+	return bytes.HasPrefix(head, []byte("\x93NUMPY")) || bytes.HasPrefix(head, []byte("PK\x03\x04")) ||
+		bytes.HasPrefix(head, []byte("PK\x05\x06")) || len(head) >= 9 && head[8] == '{'
+}
+
+// dumpExt picks the container extension: the name's when it has a known
+// one, else the one its first bytes say (numpy's magic, a zip's, or
+// safetensors, whose parser then says whether it is one).
+func dumpExt(name string, head []byte) string {
+	lower := strings.ToLower(name)
+	for _, e := range dumpExts {
+		if strings.HasSuffix(lower, e) {
+			return e
+		}
+	}
+	switch {
+	case bytes.HasPrefix(head, []byte("\x93NUMPY")):
+		return ".npy"
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")), bytes.HasPrefix(head, []byte("PK\x05\x06")):
+		return ".npz"
+	}
+	return ".safetensors"
+}
+
+// cleanName keeps the base name of what a client called its file, without
+// control characters, and at most 120 characters long.
+func cleanName(name string) string {
+	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, name)
+	if name == "." || name == "/" || name == "" {
+		return "upload"
+	}
+	if r := []rune(name); len(r) > 120 {
+		name = string(r[:120])
+	}
+	return name
+}
+
+// tooLarge reports whether err is a body cut off at the upload limit.
+func tooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+// errTooLarge is the 413 of an upload named name over the limit.
+func (s *Server) errTooLarge(name string) *httpError {
+	return &httpError{
+		Status: http.StatusRequestEntityTooLarge,
+		Msg:    fmt.Sprintf("%s is larger than this server's upload limit of %s (sampviz serve --max-upload).", name, view.FormatBytes(s.cfg.MaxUpload)),
+	}
+}

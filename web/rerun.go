@@ -1,0 +1,86 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/web/store"
+	"github.com/sampviz/sampviz/web/view"
+)
+
+// handleRerunPage takes the run page's rerun form and goes to the new run.
+func (s *Server) handleRerunPage(w http.ResponseWriter, r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The rerun form could not be read; send it again.")
+	}
+	run, err := s.rerun(r.PathValue("id"), r.PostForm)
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/runs/"+run.ID, http.StatusSeeOther)
+	return nil
+}
+
+// handleRerunAPI takes a rerun as JSON (rerunRequest) or as the form, and
+// answers 201 with the new run.
+func (s *Server) handleRerunAPI(w http.ResponseWriter, r *http.Request) error {
+	form := url.Values{}
+	ct := r.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "application/json") {
+		var req rerunRequest
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return badRequest("The rerun request is not the JSON this API takes: " + err.Error() + ".")
+		}
+		req.Overrides.Each(func(p *engine.Param, text string) { form.Set(p.Name, text) })
+		form.Set("backend", req.Backend)
+	} else {
+		if err := r.ParseForm(); err != nil {
+			return badRequest("The rerun form could not be read; send it again.")
+		}
+		form = r.PostForm
+	}
+	run, err := s.rerun(r.PathValue("id"), form)
+	if err != nil {
+		return err
+	}
+	return s.answerRun(w, r, run.ID, http.StatusCreated)
+}
+
+// rerunRequest is the JSON body of POST /api/runs/{id}/rerun.
+type rerunRequest struct {
+	engine.Overrides
+	Backend string `json:"backend,omitempty"`
+}
+
+// rerun queues a new run of run id's dump with the parameters and backend
+// of a form (empty fields keep the dump's values).
+func (s *Server) rerun(id string, form url.Values) (store.Run, error) {
+	parent, info, _, err := s.lookupRun(id)
+	if err != nil {
+		return store.Run{}, err
+	}
+	p, backend, err := s.parseRerun(form)
+	if err != nil {
+		return store.Run{}, badRequest(view.Sentence(err.Error()))
+	}
+	if backend == "" {
+		backend = parent.Backend
+	}
+	if !s.runs.Reserve() {
+		return store.Run{}, errQueueFull(s.runs.Waiting())
+	}
+	run, err := s.createRun(store.Run{
+		FileName: parent.FileName, DumpSHA: parent.DumpSHA, DumpExt: parent.DumpExt, DumpSize: parent.DumpSize,
+		Backend: backend, Parent: parent.ID,
+	}, info, p)
+	if err != nil {
+		s.runs.Release()
+		return store.Run{}, err
+	}
+	return run, nil
+}

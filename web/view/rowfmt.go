@@ -1,0 +1,150 @@
+package view
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
+)
+
+// The row page's verdicts and numbers in words: each output's verdict on
+// the row, its drift, the row's parameters and filter cuts, and the token
+// table's cells.
+
+// RowClass is the CSS class of one output's row verdict: pass, fail, or
+// running while the output has not reached the row.
+func RowClass(rep *engine.RowReport) string {
+	switch {
+	case rep == nil:
+		return "running"
+	case rep.Pass:
+		return "pass"
+	}
+	return "fail"
+}
+
+// RowWord says one output's row verdict in a few words.
+func RowWord(rep *engine.RowReport) string {
+	switch {
+	case rep == nil:
+		return "no judgement of this row (yet)"
+	case rep.Pass:
+		return "passes"
+	case len(rep.Violations) == 1:
+		return "fails 1 rule"
+	}
+	return fmt.Sprintf("fails %d rules", len(rep.Violations))
+}
+
+// RowsClass is the CSS class of a row over every output: fail when one
+// fails, running while one has not reached it, else pass.
+func RowsClass(reps []*engine.RowReport) string {
+	cls := "pass"
+	for _, r := range reps {
+		switch {
+		case r == nil:
+			cls = "running"
+		case !r.Pass:
+			return "fail"
+		}
+	}
+	return cls
+}
+
+// RowsWord says RowsClass in words.
+func RowsWord(reps []*engine.RowReport) string {
+	switch RowsClass(reps) {
+	case "fail":
+		return "fails"
+	case "running":
+		return "not fully judged yet"
+	}
+	return "passes"
+}
+
+// MatchedText names the reference a passing row matched, if the judge says.
+func MatchedText(rep *engine.RowReport) string {
+	if rep.Matched == "" {
+		return ""
+	}
+	return " (matched the " + rep.Matched + " reference)"
+}
+
+// DriftLine summarises a drift in one line with units.
+func DriftLine(d *engine.Drift) string {
+	return fmt.Sprintf("Against the %s reference: worst |error| %s at token %d, mean %s; %d of %d values outside atol %s + rtol %s·|ref|; KL %s nats; least atol that passes %s.",
+		d.Reference, Sci(d.Abs.Max), d.Abs.Index, Sci(d.Abs.Mean), d.Mismatched, d.Elements,
+		engine.FormatFloat(d.Tolerance.Atol), engine.FormatFloat(d.Tolerance.Rtol), Sci(d.KL), Sci(d.MinAtol))
+}
+
+// RowParamsLine says the row's sampling parameters, and which filters are
+// off.
+func RowParamsLine(d *explain.RowDetail) string {
+	parts := []string{"temperature " + ShortFloat(d.Temperature)}
+	if d.TopK > 0 && d.TopK < d.Vocab {
+		parts = append(parts, "top-k "+strconv.Itoa(d.TopK))
+	} else {
+		parts = append(parts, "top-k off")
+	}
+	if d.TopP < 1 {
+		parts = append(parts, "top-p "+ShortFloat(d.TopP))
+	} else {
+		parts = append(parts, "top-p off")
+	}
+	if d.MinP > 0 {
+		parts = append(parts, "min-p "+ShortFloat(d.MinP))
+	} else {
+		parts = append(parts, "min-p off")
+	}
+	return "This row: " + strings.Join(parts, ", ") + "."
+}
+
+// CutsLine says in words where the filters cut the row, beside the CDF.
+func CutsLine(d *explain.RowDetail) string {
+	c := d.Cuts
+	var parts []string
+	if c.TopKRank > 0 {
+		parts = append(parts, fmt.Sprintf("top-k keeps the %d most probable tokens", c.TopKRank))
+	}
+	if c.TopPMass > 0 {
+		parts = append(parts, fmt.Sprintf("top-p stops once %s of the mass is taken, after %d tokens", ShortFloat(c.TopPMass), c.TopPRank))
+	}
+	if c.MinPProb > 0 {
+		parts = append(parts, fmt.Sprintf("min-p drops tokens below probability %s, keeping %d", ShortFloat(c.MinPProb), c.MinPRank))
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("No filter is active: all %d tokens keep their softmax probability.", d.Vocab)
+	}
+	return Sentence(strings.Join(parts, "; ")) + fmt.Sprintf(" %d of %d tokens survive every filter.", c.Kept, d.Vocab)
+}
+
+// ValueAt writes output i's value at token t ("" when it has none).
+func ValueAt(t explain.TokenDetail, i int) string {
+	if i < len(t.Values) {
+		return Sci(t.Values[i])
+	}
+	return ""
+}
+
+// ErrAt writes output i's error against the reference at token t.
+func ErrAt(t explain.TokenDetail, i int) string {
+	if i < len(t.Values) {
+		return Sci(t.Values[i] - t.Ref)
+	}
+	return ""
+}
+
+// ErrClass marks an error the strict tolerance does not allow.
+func ErrClass(t explain.TokenDetail, i int) string {
+	if i >= len(t.Values) {
+		return ""
+	}
+	e := math.Abs(float64(t.Values[i] - t.Ref))
+	if math.IsNaN(e) || e > float64(t.Allowed) {
+		return "over"
+	}
+	return ""
+}

@@ -1,0 +1,118 @@
+package view
+
+import (
+	"net/url"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/session"
+	"github.com/sampviz/sampviz/web/store"
+)
+
+// What the run page shows, and what of it depends on the run's op and
+// progress.
+
+// RunPage is what the run page shows.
+type RunPage struct {
+	Run     store.Run
+	Info    session.DumpInfo
+	Params  engine.Overrides
+	Own     store.Judgement
+	J       store.Judgement
+	Tol     *engine.Tolerances
+	Status  Status
+	Summary *Summary
+	// Device is where the run's kernels ran (from the report), or the
+	// backend it is queued for.
+	Device   engine.Device
+	Backends []engine.Device
+	// Query is the URL query naming the judgement (tolerances).
+	Query url.Values
+	// View holds the page's view state from the URL.
+	View   RunView
+	Script RunScript
+}
+
+// RunView is the row table's and charts' state, kept in the URL.
+type RunView struct {
+	Failing bool   `json:"failing"`
+	Sort    string `json:"sort"`
+	Output  int    `json:"output"`
+}
+
+// RunScript is the JSON the page script starts from.
+type RunScript struct {
+	Run     string  `json:"run"`
+	WS      string  `json:"ws"`
+	RowBase string  `json:"row_base"`
+	Query   string  `json:"query"`
+	Rows    int     `json:"rows"`
+	Vocab   int     `json:"vocab"`
+	View    RunView `json:"view"`
+}
+
+// Statistical reports whether a run's outputs are judged statistically:
+// many draws per row of a sample run, many trials per row of a spec_verify
+// run (ours through the run's parameters, or the dump's own).
+func Statistical(d RunPage) bool {
+	has := func(name string) bool {
+		for _, e := range d.Info.External {
+			if e == name {
+				return true
+			}
+		}
+		return false
+	}
+	if d.Summary != nil && d.Summary.StatsLine != "" {
+		return true
+	}
+	switch d.Info.Op {
+	case engine.OpSample:
+		return d.Params.Draws != nil && *d.Params.Draws > 0 || has("samples")
+	case engine.OpSpecVerify:
+		return d.Params.Trials != nil && *d.Params.Trials > 1 || has("spec_trials")
+	}
+	return false
+}
+
+// ShowsChart says which of the run page's charts are shown before the
+// first chart options arrive (the page script then shows exactly those it
+// gets options for).
+func ShowsChart(d RunPage, chart string) bool {
+	switch d.Info.Op {
+	case engine.OpSoftmax, engine.OpRenorm:
+		return chart == "worst" || chart == "hist" || chart == "heat"
+	case engine.OpSample:
+		if Statistical(d) {
+			return chart == "pvalue"
+		}
+	case engine.OpSpecVerify:
+		if Statistical(d) {
+			return chart == "pvalue" || chart == "accept" || chart == "emitted"
+		}
+	}
+	return chart == "worst"
+}
+
+// StatsHeader is the run header's statistics line before the page script
+// takes over: the summary's when the run is done.
+func StatsHeader(d RunPage) string {
+	if d.Summary != nil && d.Summary.StatsLine != "" {
+		return d.Summary.StatsLine
+	}
+	if d.Summary != nil {
+		return "No output of this run was judged statistically."
+	}
+	return "Shown when the run finishes: draws or trials per row, and how the rows compare with theory."
+}
+
+// TolValue prefills the re-judge form with the tolerances in force.
+func TolValue(d RunPage, name string) string {
+	t := d.Tol
+	if t == nil && d.Summary != nil {
+		t = &d.Summary.Tolerances
+	}
+	if t == nil {
+		return ""
+	}
+	return ToleranceValues(t).Get(name)
+}
