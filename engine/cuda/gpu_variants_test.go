@@ -190,18 +190,21 @@ func TestGPUVariants(t *testing.T) {
 		unfiltered
 		allFast // every row by the fast path's parameters (the SV_ALL_FAST hint)
 	)
+	modeParams := func(rows, mode int) engine.Params {
+		switch mode {
+		case filtered:
+			return forcedParams(rng, rows, 0.8, 0, 0.9, 0.02)
+		case allFast:
+			return forcedParams(rng, rows, 0.7, 50, 0.9, 0)
+		}
+		return forcedParams(rng, rows, 1.3, 0, 1, 0)
+	}
 	logitsCase := func(op engine.Op, d engine.DType, rows, vocab, mode int, method engine.SampleMethod, draws int) func() (*engine.Run, map[int]bool) {
 		return func() (*engine.Run, map[int]bool) {
 			x, invalid := logits(rng, d, rows, vocab, false)
-			var p engine.Params
-			switch mode {
-			case filtered:
-				p = forcedParams(rng, rows, 0.8, 0, 0.9, 0.02)
-			case unfiltered:
-				p = forcedParams(rng, rows, 1.3, 0, 1, 0)
+			p := modeParams(rows, mode)
+			if mode == unfiltered {
 				p.Temperature[0] = 0 // a greedy row: the indexed argmax
-			case allFast:
-				p = forcedParams(rng, rows, 0.7, 50, 0.9, 0)
 			}
 			p.Method, p.Draws = method, draws
 			return &engine.Run{Op: op, Logits: x, Params: p}, invalid
@@ -210,14 +213,7 @@ func TestGPUVariants(t *testing.T) {
 	specCase := func(d engine.DType, rows, k, vocab, mode int) func() (*engine.Run, map[int]bool) {
 		return func() (*engine.Run, map[int]bool) {
 			run, invalid := specRun(rng, d, rows, k, vocab, 4, engine.DTypeInvalid)
-			switch mode {
-			case filtered:
-				run.Params = forcedParams(rng, rows, 0.8, 0, 0.9, 0.02)
-			case unfiltered:
-				run.Params = forcedParams(rng, rows, 1.3, 0, 1, 0)
-			case allFast:
-				run.Params = forcedParams(rng, rows, 0.7, 50, 0.9, 0)
-			}
+			run.Params = modeParams(rows, mode)
 			run.Params.Trials = 4
 			return run, invalid
 		}
