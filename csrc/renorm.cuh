@@ -155,7 +155,7 @@ __device__ __noinline__ void renorm_full_row(const T *__restrict__ logits, const
 // to do is a large part of a small launch. That path is compiled in only
 // where SERVE (fast_serves): its call costs the fast path a stack frame
 // and spills, which large launches would pay. With CLUSTER (only with SERVE) a
-// row's chunks are one cluster (fastrow.cuh fast_cluster_row).
+// row's chunks are one cluster (fast_row.cuh fast_cluster_row).
 template <typename T, bool SERVE, bool CLUSTER>
 __global__ void __launch_bounds__(kFastBlock, 4)
     renorm_fast_kernel(const T *__restrict__ logits, FastArgs a, float *probs, int zero_fill, float *wbuf) {

@@ -345,7 +345,7 @@ __device__ __noinline__ void sample_full_slot(const T *__restrict__ logits, cons
 // has nothing to do is a large part of a small launch. That path is
 // compiled in only where SERVE (fast_serves): its call costs the fast path
 // a stack frame and spills, which large launches would pay. With CLUSTER (only
-// with SERVE) a row's chunks are one cluster (fastrow.cuh fast_cluster_row).
+// with SERVE) a row's chunks are one cluster (fast_row.cuh fast_cluster_row).
 template <typename T, bool SERVE, bool CLUSTER>
 __global__ void __launch_bounds__(kFastBlock, 4)
     sample_fast_kernel(const T *__restrict__ logits, FastArgs a, int *tokens, SampleArgs sa) {

@@ -235,10 +235,10 @@ __global__ void __launch_bounds__(BLOCK, FILTERS ? 1 : 2)
 // spec_fast_kernel prepares the positions that take the top-k fast path
 // (fastrow.cuh): block (c, slot) scans chunk c of the slot's target row;
 // the row's last block forms the exact normaliser over the kept tokens
-// (fastrow.cuh sparse_sum), writes their probabilities to the slot's list
+// (fast_kept.cuh sparse_sum), writes their probabilities to the slot's list
 // and p_i(x_i). Positions it cannot serve are flagged in a.todo for
 // spec_prepare_kernel. With CLUSTER a position's chunks are one cluster
-// (fastrow.cuh fast_cluster_row).
+// (fast_row.cuh fast_cluster_row).
 template <typename T, bool CLUSTER>
 __global__ void __launch_bounds__(kFastBlock, 4)
     spec_fast_kernel(const T *__restrict__ target, FastArgs a, int k, const int *__restrict__ drafts,
