@@ -9,7 +9,7 @@ BIN     := bin/sampviz
 # about 3 s a target on 2 cores.
 FUZZTIME ?= 30000x
 # Fuzz targets, as package:FuzzName.
-FUZZ_TARGETS := ./engine/dump:FuzzSafetensors ./engine/dump:FuzzNPZ ./engine/dump:FuzzNPY
+FUZZ_TARGETS := ./engine/dump:FuzzSafetensors ./engine/dump:FuzzNPZ ./engine/dump:FuzzNPY ./engine/dump:FuzzPT
 
 .PHONY: all build run test deps fmt-check vet gotest fuzz
 
