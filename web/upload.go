@@ -22,7 +22,7 @@ import (
 )
 
 // Dump file extensions, as DUMPS.md names the containers.
-var dumpExts = []string{".safetensors", ".npz", ".npy"}
+var dumpExts = []string{".safetensors", ".npz", ".npy", ".pt"}
 
 // upload is a body received into a temporary file in the data directory.
 type upload struct {
@@ -73,7 +73,7 @@ func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run
 			if !up.known {
 				// Neither the name nor the content says dump: say that first,
 				// then what the parser found.
-				msg = fmt.Sprintf("%s is not a dump sampviz can read (safetensors, .npz or .npy): %s",
+				msg = fmt.Sprintf("%s is not a dump sampviz can read (safetensors, .npz, .npy or .pt): %s",
 					up.name, strings.TrimPrefix(msg, up.name+": "))
 			}
 			return store.Run{}, nil, &httpError{Status: http.StatusBadRequest, Msg: sentence(msg), Err: err}
@@ -133,7 +133,7 @@ func (s *Server) receive(r *http.Request) (*upload, error) {
 				if tooLarge(err) {
 					return nil, s.errTooLarge("the upload")
 				}
-				return nil, badRequest("The form carried no file: choose a dump (.safetensors, .npz or .npy) and send it again.")
+				return nil, badRequest("The form carried no file: choose a dump (.safetensors, .npz, .npy or .pt) and send it again.")
 			}
 			if part.FileName() == "" {
 				part.Close()
@@ -167,7 +167,7 @@ func (s *Server) receiveBody(body io.Reader, name string) (*upload, error) {
 		return nil, &httpError{Status: http.StatusBadRequest, Msg: fmt.Sprintf("The upload of %s was cut off before its end; send it again.", name), Err: err}
 	}
 	if len(head) == 0 {
-		return nil, badRequest(fmt.Sprintf("%s is empty: choose a dump file (.safetensors, .npz or .npy).", name))
+		return nil, badRequest(fmt.Sprintf("%s is empty: choose a dump file (.safetensors, .npz, .npy or .pt).", name))
 	}
 	ext := dumpExt(name, head)
 	if name == "" || name == "upload" {
