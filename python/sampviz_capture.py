@@ -46,7 +46,6 @@ raise into the engine: a capture that fails is skipped with one warning.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import importlib
 import inspect
@@ -263,8 +262,8 @@ class _Dump:
             fits = t.dim() == len(shape) and all(s is None or t.shape[i] == s for i, s in enumerate(sizes))
             if not fits:
                 want = ", ".join("·" if s is None else str(s) for s in sizes)
-                names = "".join(f"; {s[1]}" for s in shape if isinstance(s, tuple))
-                raise ValueError(f"{key} has shape {tuple(t.shape)}, but it must be [{want}]{names}")
+                names = ", ".join(s[1] for s in shape if isinstance(s, tuple))
+                raise ValueError(f"{key} has shape {tuple(t.shape)}, but it must be [{want}] ({names})")
         if output and self.name:
             key = f"{key}@{self.name}"
         self.tensors[key] = t

@@ -205,7 +205,7 @@ class TestBadInput(Case):
     def test_refused_in_one_sentence(self):
         x = self.logits(2, 5)
         cases = [
-            (ValueError, "probs has shape (2, 6), but it must be [2, 5]; B of logits; V of logits",
+            (ValueError, "probs has shape (2, 6), but it must be [2, 5] (B of logits, V of logits)",
              lambda: sv.renorm(x, torch.zeros(2, 6), top_p=0.9, out=self.dir)),
             (ValueError, "probs is on meta, but logits is on cpu: every tensor of one capture must be on one device",
              lambda: sv.softmax(x, torch.empty(2, 5, device="meta"), out=self.dir)),
@@ -216,7 +216,7 @@ class TestBadInput(Case):
             (TypeError, "tokens is a list, not a torch.Tensor", lambda: sv.argmax(x, [1, 2], out=self.dir)),
             (ValueError, "top_p has shape (3,), but it must be one value, or one per row of logits (2)",
              lambda: sv.renorm(x, top_p=torch.tensor([0.9, 0.8, 0.7]), out=self.dir)),
-            (ValueError, "draft_tokens has shape (2, 3), but it must be [2, 2]",
+            (ValueError, "draft_tokens has shape (2, 3), but it must be [2, 2] (B of target_logits, K of target_logits)",
              lambda: sv.spec_verify(torch.zeros(2, 3, 5), torch.zeros(2, 3, dtype=torch.int64), out=self.dir)),
             (ValueError, "output name 'a/b' must be letters, digits", lambda: sv.softmax(x, name="a/b", out=self.dir)),
             (ValueError, "logits has shape (5,), but it must be [B, V] with B and V at least 1 (add a batch dimension: logits[None])",

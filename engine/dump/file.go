@@ -131,7 +131,7 @@ func detect(name string, data []byte) Format {
 	case bytes.HasPrefix(data, legacyTorchMagic):
 		return PT
 	case bytes.HasPrefix(data, zipMagic), bytes.HasPrefix(data, zipEmptyMagic):
-		if isTorchZip(data) || extIn(name, ".pt", ".pth") {
+		if isTorchZip(data) || isPTName(name) {
 			return PT
 		}
 		return NPZ
@@ -149,17 +149,6 @@ func detect(name string, data []byte) Format {
 		return PT
 	}
 	return ""
-}
-
-// extIn reports whether name's extension is one of exts, in any case.
-func extIn(name string, exts ...string) bool {
-	ext := strings.ToLower(filepath.Ext(name))
-	for _, e := range exts {
-		if ext == e {
-			return true
-		}
-	}
-	return false
 }
 
 func baseName(path string) string {

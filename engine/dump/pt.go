@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,6 +57,12 @@ func isTorchZip(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// isPTName reports whether a file's name says torch.save (.pt, .pth).
+func isPTName(name string) bool {
+	ext := strings.ToLower(filepath.Ext(name))
+	return ext == ".pt" || ext == ".pth"
 }
 
 // parsePT reads a torch.save zip archive. Stored storages alias data.
@@ -668,7 +675,10 @@ func (r *torchZip) checkStorageOverlap() error {
 			spans = append(spans, s)
 		}
 	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].begin < spans[j].begin })
+	sort.Slice(spans, func(i, j int) bool {
+		a, b := spans[i], spans[j]
+		return a.begin < b.begin || a.begin == b.begin && a.key < b.key
+	})
 	for i := 1; i < len(spans); i++ {
 		a, b := spans[i-1], spans[i]
 		if b.begin < a.end {
