@@ -9,7 +9,7 @@ BIN     := bin/sampviz
 # about 3 s a target on 2 cores.
 FUZZTIME ?= 30000x
 # Fuzz targets, as package:FuzzName.
-FUZZ_TARGETS := ./engine/dump:FuzzSafetensors ./engine/dump:FuzzNPZ ./engine/dump:FuzzNPY ./engine/session:FuzzJob
+FUZZ_TARGETS := ./engine/dump:FuzzSafetensors ./engine/dump:FuzzNPZ ./engine/dump:FuzzNPY ./engine/dump:FuzzPT ./engine/session:FuzzJob
 
 .PHONY: all build run test deps fmt-check vet tidy-check gotest memory-test fuzz
 
@@ -24,7 +24,7 @@ run: build
 deps:
 	$(GO) mod download
 
-test: deps templ-check browser-deps fmt-check vet tidy-check gotest memory-test fuzz browser-test
+test: deps templ-check browser-deps python-deps fmt-check vet tidy-check gotest memory-test fuzz python-test browser-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -167,6 +167,40 @@ browser-deps:
 
 browser-test: browser-deps
 	SAMPVIZ_BROWSER_TEST=1 SAMPVIZ_SCREENSHOTS=$(abspath $(SCREENSHOTS)) $(GO) test -count=1 -v -run Browser ./web/e2e/
+
+# --- the capture module (python/) -----------------------------------------------
+# `python-deps` installs Debian's python3-torch and python3-numpy for
+# $(PYTHON) when they are missing (about 230 packages: a minute or two; the
+# apt output goes to build/python-deps.log); when that fails the python tests
+# skip, unless SAMPVIZ_REQUIRE_PYTHON=1 (CI) makes it a failure.
+# `python-test` runs python/test_sampviz_capture.py against bin/sampviz.
+# `gpu-capture` (on the GPU machine, whose $(GPU_PYTHON) has torch and
+# transformers) runs python/gpu_capture_check.py with gpu-bundle's sampviz:
+# real generations through the capture hooks, every dump judged, with its
+# output under $(GPU_OUT)/capture.
+PYTHON     ?= /usr/bin/python3
+GPU_PYTHON ?= python3
+
+.PHONY: python-deps python-test gpu-capture
+
+python-deps:
+	@if $(PYTHON) -c 'import torch, numpy' 2>/dev/null; then exit 0; fi; \
+	mkdir -p build; \
+	echo "python-deps: installing Debian's python3-torch and python3-numpy (a minute or two; log in build/python-deps.log)"; \
+	sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+	if ! { $$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y python3-torch python3-numpy; } >build/python-deps.log 2>&1; then \
+		echo "python-deps: could not install them (build/python-deps.log)"; \
+		if [ "$$SAMPVIZ_REQUIRE_PYTHON" = 1 ]; then exit 1; fi; \
+		echo "python-deps: the python tests will skip"; \
+	fi
+
+python-test: python-deps build
+	SAMPVIZ_BIN=$(abspath $(BIN)) $(PYTHON) -m unittest discover -s python -p 'test_*.py'
+
+gpu-capture:
+	@if [ -e gpu-bundle/sampviz.gz ]; then gunzip -f gpu-bundle/sampviz.gz; fi; \
+	[ -x gpu-bundle/sampviz ] || { echo "no gpu-bundle/sampviz: run make gpu-bundle where Go is"; exit 1; }
+	$(GPU_PYTHON) python/gpu_capture_check.py --sampviz gpu-bundle/sampviz --out $(GPU_OUT)/capture
 
 # --- scenario catalogue (scenarios/) -------------------------------------------
 # `make scenarios` regenerates every scenario folder's dump and scenario.json

@@ -9,6 +9,7 @@ require (
 	github.com/ebitengine/purego v0.11.3
 	github.com/go-echarts/go-echarts/v2 v2.6.7
 	github.com/gorilla/websocket v1.5.3
+	github.com/nlpodyssey/gopickle v0.2.0
 	golang.org/x/net v0.61.0
 	golang.org/x/sys v0.49.0
 	gonum.org/v1/gonum v0.17.0

@@ -44,14 +44,14 @@ func homePage(c view.Chrome, h view.Home) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"card upload\"><h1>Check a sampling kernel</h1><p class=\"lead\">Drop a dump of logits, and optionally what some other implementation produced from them (<code>probs</code>, <code>tokens</code>, <code>samples</code>, …). sampviz runs its own kernels on the logits, computes a float64 reference, and shows row by row where each output departs from it and why.</p><form id=\"upload-form\" method=\"post\" action=\"/runs\" enctype=\"multipart/form-data\" data-testid=\"upload-form\"><label class=\"dropzone\" id=\"dropzone\" data-testid=\"dropzone\"><strong>Drop a dump here</strong> or <span class=\"pick\">choose a file</span> <input type=\"file\" name=\"dump\" id=\"dump-input\" accept=\".safetensors,.npz,.npy\" data-testid=\"file-input\"> <small>safetensors, .npz or .npy; up to ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"card upload\"><h1>Check a sampling kernel</h1><p class=\"lead\">Drop a dump of logits, and optionally what some other implementation produced from them (<code>probs</code>, <code>tokens</code>, <code>samples</code>, …). sampviz runs its own kernels on the logits, computes a float64 reference, and shows row by row where each output departs from it and why.</p><form id=\"upload-form\" method=\"post\" action=\"/runs\" enctype=\"multipart/form-data\" data-testid=\"upload-form\"><label class=\"dropzone\" id=\"dropzone\" data-testid=\"dropzone\"><strong>Drop a dump here</strong> or <span class=\"pick\">choose a file</span> <input type=\"file\" name=\"dump\" id=\"dump-input\" accept=\".safetensors,.npz,.npy,.pt\" data-testid=\"file-input\"> <small>safetensors, .npz, .npy or .pt; up to ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var3 string
 			templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(h.MaxUpload)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `home.templ`, Line: 19, Col: 58}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `home.templ`, Line: 19, Col: 63}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 			if templ_7745c5c3_Err != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 // Dump file extensions, as DUMPS.md names the containers.
-var dumpExts = []string{".safetensors", ".npz", ".npy"}
+var dumpExts = []string{".safetensors", ".npz", ".npy", ".pt"}
 
 // upload is a body received into a temporary file in the data directory.
 type upload struct {
@@ -46,7 +46,7 @@ func (s *Server) receive(r *http.Request) (*upload, error) {
 				if tooLarge(err) {
 					return nil, s.errTooLarge("the upload")
 				}
-				return nil, badRequest("The form carried no file: choose a dump (.safetensors, .npz or .npy) and send it again.")
+				return nil, badRequest("The form carried no file: choose a dump (.safetensors, .npz, .npy or .pt) and send it again.")
 			}
 			if part.FileName() == "" {
 				part.Close()
@@ -80,7 +80,7 @@ func (s *Server) receiveBody(body io.Reader, name string) (*upload, error) {
 		return nil, &httpError{Status: http.StatusBadRequest, Msg: fmt.Sprintf("The upload of %s was cut off before its end; send it again.", name), Err: err}
 	}
 	if len(head) == 0 {
-		return nil, badRequest(fmt.Sprintf("%s is empty: choose a dump file (.safetensors, .npz or .npy).", name))
+		return nil, badRequest(fmt.Sprintf("%s is empty: choose a dump file (.safetensors, .npz, .npy or .pt).", name))
 	}
 	ext := dumpExt(name, head)
 	if name == "" || name == "upload" {

@@ -13,6 +13,7 @@ func TestUploadNames(t *testing.T) {
 		{"npz by name, any case", "Dump.NPZ", "PK\x03\x04", "Dump.NPZ", ".npz"},
 		{"npy by content", "logits", "\x93NUMPY\x01\x00", "logits", ".npy"},
 		{"zip by content", "upload", "PK\x03\x04", "upload", ".npz"},
+		{"pt by name", "capture.pt", "PK\x03\x04", "capture.pt", ".pt"},
 		{"anything else is tried as safetensors", "notes.txt", "hello", "notes.txt", ".safetensors"},
 		{"a path keeps its base", "../../etc/passwd", "x", "passwd", ".safetensors"},
 		{"windows path", `C:\Users\me\dump.npy`, "\x93NUMPY", "dump.npy", ".npy"},

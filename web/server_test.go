@@ -336,7 +336,7 @@ func TestBadUploads(t *testing.T) {
 		status   int
 		sentence string // a part of the one sentence the page shows
 	}{
-		{"not a dump", "notes.txt", []byte("these are my notes, not logits " + fmt.Sprint(rand.Int())), false, 400, "notes.txt is not a dump sampviz can read (safetensors, .npz or .npy): the first 8 bytes"},
+		{"not a dump", "notes.txt", []byte("these are my notes, not logits " + fmt.Sprint(rand.Int())), false, 400, "notes.txt is not a dump sampviz can read (safetensors, .npz, .npy or .pt): the first 8 bytes"},
 		{"a dump's name, without logits", "x.safetensors", webtest.Dump{Rows: 2, Vocab: 2}.Bytes()[1:], false, 400, "x.safetensors: the first 8 bytes"},
 		{"truncated", "cut.safetensors", whole[:len(whole)/2], false, 400, "cut.safetensors: truncated"},
 		{"over the size limit", "huge.safetensors", webtest.Dump{Rows: 2, Vocab: 2, Pad: strings.Repeat("x", 2*limit)}.Bytes(), false, 413, "larger than this server's upload limit of 4 KiB"},

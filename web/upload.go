@@ -82,7 +82,7 @@ func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run
 			if !up.known {
 				// Neither the name nor the content says dump: say that first,
 				// then what the parser found.
-				msg = fmt.Sprintf("%s is not a dump sampviz can read (safetensors, .npz or .npy): %s",
+				msg = fmt.Sprintf("%s is not a dump sampviz can read (safetensors, .npz, .npy or .pt): %s",
 					up.name, strings.TrimPrefix(msg, up.name+": "))
 			}
 			return store.Run{}, nil, &httpError{Status: http.StatusBadRequest, Msg: view.Sentence(msg), Err: err}

@@ -1,5 +1,7 @@
 // Package dump reads and writes sampviz dump files (DUMPS.md): safetensors,
-// .npz archives of .npy members, and bare .npy arrays. It turns a parsed File
+// .npz archives of .npy members, and bare .npy arrays; it also reads
+// torch.save's .pt archives (pt.go, never running their pickles) and folders
+// of SGLang's dumper files (sglang.go). It turns a parsed File
 // into an engine.Run: tensors found by name, shapes and dtypes checked, the op
 // inferred and the sampling parameters resolved from defaults, metadata,
 // tensors and overrides.

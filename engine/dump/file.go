@@ -3,6 +3,7 @@ package dump
 import (
 	"bytes"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,6 +18,7 @@ const (
 	Safetensors Format = "safetensors"
 	NPZ         Format = "npz"
 	NPY         Format = "npy"
+	PT          Format = "pt"
 )
 
 // File is a parsed dump: its tensors, still in their stored dtypes, and its
@@ -73,6 +75,9 @@ func (f *File) Close() error {
 // data. The caller must Close the File when done with its tensors (and with
 // any Run built from them). Errors are *Error.
 func Open(path string) (*File, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return openSGLangDir(path)
+	}
 	name := baseName(path)
 	data, unmap, err := mapFile(path)
 	if err != nil {
@@ -106,8 +111,10 @@ func Parse(name string, data []byte) (*File, error) {
 		f, err = parseNPZ(name, data)
 	case NPY:
 		f, err = parseBareNPY(name, data)
+	case PT:
+		f, err = parsePT(name, data)
 	default:
-		return nil, fileError(name, "not a dump: the content is neither safetensors, .npz nor .npy, and the name has none of their extensions")
+		return nil, fileError(name, "not a dump: the content is neither safetensors, .npz, .npy nor .pt, and the name has none of their extensions")
 	}
 	if err != nil {
 		return nil, err
@@ -130,7 +137,12 @@ func detect(name string, data []byte) Format {
 	switch {
 	case bytes.HasPrefix(data, npyMagic):
 		return NPY
+	case bytes.HasPrefix(data, legacyTorchMagic):
+		return PT
 	case bytes.HasPrefix(data, zipMagic), bytes.HasPrefix(data, zipEmptyMagic):
+		if isTorchZip(data) || isPTName(name) {
+			return PT
+		}
 		return NPZ
 	case len(data) > 8 && data[8] == safetensorsMark:
 		return Safetensors
@@ -142,6 +154,8 @@ func detect(name string, data []byte) Format {
 		return NPZ
 	case ".npy":
 		return NPY
+	case ".pt", ".pth":
+		return PT
 	}
 	return ""
 }
