@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 
 import torch
@@ -179,7 +180,8 @@ def main():
     t0 = time.time()
     texts = corpus(int(args.text_mb * 1e6))
     held_out, texts = texts[:200], texts[200:]
-    tok, tok_path = train_tokenizer(texts, args.out)
+    work = tempfile.mkdtemp(prefix="sampviz-real-")
+    tok, tok_path = train_tokenizer(texts, work)
     data = encode(tok, texts, dev)
     record["text"] = {"files": len(texts) + len(held_out), "chars": sum(map(len, texts)), "tokens": data.numel(),
                       "tokenizer_seconds": round(time.time() - t0, 1)}
