@@ -107,11 +107,17 @@ $(KERNEL_ARCHS): FORCE
 $(KERNEL_LIB): $(KERNEL_OBJ) $(KERNEL_ARCHS)
 	$(NVCC) $(NVCC_FLAGS) -shared -o $@ $(KERNEL_OBJ)
 
+# The bundle's binaries travel to the GPU machine with the working tree, 64
+# MiB in all: they are stripped (panics still name their functions) and read
+# the scenarios from the tree's scenarios/ folder (-tags external_scenarios)
+# rather than carrying them.
+BUNDLE_FLAGS := -ldflags=-s\ -w -tags external_scenarios
+
 gpu-bundle:
 	rm -rf gpu-bundle && mkdir -p gpu-bundle
-	CGO_ENABLED=0 $(GO) test -c -o gpu-bundle/cuda.test ./engine/cuda
-	CGO_ENABLED=0 $(GO) test -c -o gpu-bundle/sampviz.test ./cmd/sampviz
-	CGO_ENABLED=0 $(GO) build -o gpu-bundle/sampviz ./cmd/sampviz
+	CGO_ENABLED=0 $(GO) test -c $(BUNDLE_FLAGS) -o gpu-bundle/cuda.test ./engine/cuda
+	CGO_ENABLED=0 $(GO) test -c $(BUNDLE_FLAGS) -o gpu-bundle/sampviz.test ./cmd/sampviz
+	CGO_ENABLED=0 $(GO) build $(BUNDLE_FLAGS) -o gpu-bundle/sampviz ./cmd/sampviz
 	gzip -f gpu-bundle/cuda.test gpu-bundle/sampviz.test gpu-bundle/sampviz
 
 gpu-test:

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"embed"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -13,10 +12,10 @@ import (
 	"github.com/sampviz/sampviz/engine"
 )
 
-// catalogue holds every scenario folder: its config, README and dump.
-//
-//go:embed */scenario.json */README.md */*.safetensors
-var catalogue embed.FS
+// catalogue holds every scenario folder: its config, README and dump,
+// embedded in the binary (embed.go), or read from a folder in a build for
+// the GPU machine (external.go).
+var catalogue fs.ReadFileFS = embedded
 
 // ConfigFile and ReadmeFile are the names of a scenario folder's config and
 // README; the dump is named by Config.Dump.
@@ -48,6 +47,12 @@ type Config struct {
 	View string `json:"view"`
 	// Expect is the verdict the CPU backend and engine/compare must give.
 	Expect Expect `json:"expect"`
+	// Generator names what wrote the dump when it is not this repository's
+	// Go generator (scenarios/internal/generate): a script run elsewhere,
+	// whose output is committed as it came ("python/real_model_scenarios.py"
+	// on the GPU machine). Such a dump is checked by its verdict, not
+	// regenerated.
+	Generator string `json:"generator,omitempty"`
 	// Determinism, when set, says which external outputs record our
 	// backend's draws for the dump's seeds, and a seed that must draw
 	// differently.

@@ -191,7 +191,9 @@ func TestCatalogueMatchesGenerator(t *testing.T) {
 	}
 	var embedded []string
 	for _, sc := range scenarios.Catalogue() {
-		embedded = append(embedded, sc.Name)
+		if sc.Generator == "" {
+			embedded = append(embedded, sc.Name)
+		}
 	}
 	if !slices.Equal(embedded, generated) {
 		t.Errorf("the catalogue holds %q, the generator writes %q", embedded, generated)

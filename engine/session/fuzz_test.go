@@ -51,7 +51,7 @@ func FuzzJob(f *testing.F) {
 
 // fuzzBudget is the memory budget of a fuzzed job: what a small dump needs,
 // so that a dump that declares more is refused.
-const fuzzBudget = 96 << 20
+const fuzzBudget = 16 << 20
 
 // jobSeeds writes one small dump per op, with outputs to judge, as
 // safetensors and as npz (deflated when it can be), and a few hostile ones.
