@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"os"
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
@@ -45,4 +46,36 @@ func (s *Server) defaultBackend() string {
 		return bs[0].Backend
 	}
 	return "cpu"
+}
+
+// requeue queues again the judgements the last server left queued or
+// running, in the order they were asked for; one whose dump is gone fails
+// with a sentence.
+func (s *Server) requeue() {
+	pending, err := s.store.Unfinished()
+	if err != nil {
+		s.log.Error("list unfinished runs", "err", err)
+		return
+	}
+	for _, p := range pending {
+		run, info, params, err := s.lookupRun(p.ID)
+		if err == nil {
+			_, err = os.Stat(s.store.DumpPath(run.DumpSHA, run.DumpExt))
+		}
+		var tol *engine.Tolerances
+		if err == nil && p.Judgement.Key != "" {
+			tol = new(engine.Tolerances)
+			err = json.Unmarshal(p.Judgement.Tolerances, tol)
+		}
+		if err != nil {
+			s.log.Error("queue again", "run", p.ID, "judgement", p.Judgement.Key, "err", err)
+			if ferr := s.store.Fail(p.ID, p.Judgement.Key, store.Interrupted); ferr != nil {
+				s.log.Error("record failed run", "run", p.ID, "err", ferr)
+			}
+			continue
+		}
+		s.runs.Requeue(live.Task{Job: s.job(run, params, tol), RunID: run.ID, Key: p.Judgement.Key,
+			Rejudge: p.Judgement.Key != "", Rows: info.Rows, Vocab: info.Vocab})
+		s.log.Info("run queued again", "run", run.ID, "judgement", p.Judgement.Key)
+	}
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"syscall"
+
+	"github.com/sampviz/sampviz/web/live"
 )
 
 // httpError is what a handler returns when it cannot answer: Msg is the one
@@ -54,11 +57,21 @@ func asHTTPError(err error) *httpError {
 // retryAfter is what a 429 tells a client to wait, in seconds.
 const retryAfter = 30
 
-// errQueueFull is the 429 of a full queue, where n runs wait.
+// errQueueFull is the 429 of a full queue, which holds n runs.
 func errQueueFull(n int) *httpError {
 	return &httpError{
 		Status:     http.StatusTooManyRequests,
-		Msg:        fmt.Sprintf("sampviz is busy: %d runs are already waiting. Try again in %d seconds.", n, retryAfter),
+		Msg:        fmt.Sprintf("sampviz is busy: its queue of %d runs is full. Try again in %d seconds.", n, retryAfter),
 		RetryAfter: retryAfter,
 	}
+}
+
+// storeError is what a client is told when the data directory refused a
+// write: 507 when the disk is full (the client is not at fault, and nothing
+// stored is lost), else a 500; the cause goes to the log.
+func storeError(err error) *httpError {
+	if errors.Is(err, syscall.ENOSPC) {
+		return &httpError{Status: http.StatusInsufficientStorage, Msg: live.DiskFull, Err: err}
+	}
+	return internal(err)
 }

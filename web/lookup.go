@@ -55,10 +55,10 @@ func (s *Server) lookupRun(id string) (store.Run, *session.DumpInfo, engine.Over
 	return run, &info, p, nil
 }
 
-// lookupJudged finds the run and judgement r's URL names. With create, a
-// re-judgement that does not exist yet is queued (429 when the queue is
-// full, 409 while the run's own judgement is unfinished).
-func (s *Server) lookupJudged(r *http.Request, create bool) (*judged, error) {
+// lookupJudged finds the run and judgement r's URL names. It never
+// creates one: a GET is safe; judging with other tolerances is a POST
+// (manage.go).
+func (s *Server) lookupJudged(r *http.Request) (*judged, error) {
 	run, info, p, err := s.lookupRun(r.PathValue("id"))
 	if err != nil {
 		return nil, err
@@ -81,25 +81,28 @@ func (s *Server) lookupJudged(r *http.Request, create bool) (*judged, error) {
 		return v, nil
 	}
 	v.tol = tol
-	key := toleranceKey(*tol)
-	for attempt := 0; ; attempt++ {
-		j, err := s.store.Judgement(run.ID, key)
-		if err == nil {
-			v.j = j
-			v.topic = s.runs.Topic(run, j, info)
-			return v, nil
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return nil, internal(err)
-		}
-		if !create || attempt > 0 {
-			return nil, notFound(fmt.Sprintf("Run %s has not been judged with these tolerances; open the run page with them to judge it.", run.ID))
-		}
-		if err := s.queueRejudge(run, info, p, own, key, tol); err != nil {
-			return nil, err
-		}
+	j, err := s.store.Judgement(run.ID, toleranceKey(*tol))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, &notJudged{runID: run.ID, tol: *tol, httpError: notFound(fmt.Sprintf("Run %s has not been judged with these tolerances: judge it with them from the run page's form (POST /runs/%s/judgements, or POST /api/runs/%s/judgements).", run.ID, run.ID, run.ID))}
 	}
+	if err != nil {
+		return nil, internal(err)
+	}
+	v.j = j
+	v.topic = s.runs.Topic(run, j, info)
+	return v, nil
 }
+
+// notJudged is the 404 of a URL naming tolerances its run has not been
+// judged with; the run page turns it into a prompt to judge (a POST).
+type notJudged struct {
+	*httpError
+	runID string
+	tol   engine.Tolerances
+}
+
+// Unwrap is the 404 every other handler answers with.
+func (e *notJudged) Unwrap() error { return e.httpError }
 
 // queueRejudge records and queues a re-judgement of run with tol, unless
 // another request queued it first.
@@ -108,7 +111,7 @@ func (s *Server) queueRejudge(run store.Run, info *session.DumpInfo, p engine.Ov
 		return &httpError{Status: http.StatusConflict, Msg: fmt.Sprintf("Run %s has not finished; it can be re-judged with other tolerances once it has.", run.ID)}
 	}
 	if !s.runs.Reserve() {
-		return errQueueFull(s.runs.Waiting())
+		return errQueueFull(s.cfg.Queue)
 	}
 	tj, err := json.Marshal(tol)
 	if err != nil {

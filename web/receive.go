@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 
+	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/web/view"
 )
 
@@ -32,8 +34,10 @@ type upload struct {
 	known bool
 }
 
-// receive streams the upload into a temporary file, hashing it on the way.
-func (s *Server) receive(r *http.Request) (*upload, error) {
+// receive streams the upload into a temporary file, hashing it on the way,
+// at no less than the server's minimum rate (minRate).
+func (s *Server) receive(w http.ResponseWriter, r *http.Request) (*upload, error) {
+	r.Body = newMinRate(r.Body, http.NewResponseController(w), s.cfg.MinUploadRate, s.cfg.UploadWindow)
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct == "multipart/form-data" {
 		mr, err := r.MultipartReader()
@@ -86,19 +90,30 @@ func (s *Server) receiveBody(body io.Reader, name string) (*upload, error) {
 	if name == "" || name == "upload" {
 		name = "upload" + ext
 	}
-	f, err := s.store.TempFile("upload-*" + ext)
+	f, err := s.tempFile("upload-*" + ext)
 	if err != nil {
-		return nil, internal(err)
+		return nil, storeError(err)
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), br)
+	var werr error // the file's side: a full disk is the server's fault
+	n, err := io.Copy(io.MultiWriter(writeErr{f, &werr}, h), br)
+	if err == nil {
+		err = f.Sync() // on disk before it is adopted by a rename
+		werr = err
+	}
 	if cerr := f.Close(); err == nil {
-		err = cerr
+		err, werr = cerr, cerr
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		if tooLarge(err) {
+		switch {
+		case tooLarge(err):
 			return nil, s.errTooLarge(name)
+		case errors.Is(err, errTooSlow):
+			return nil, &httpError{Status: http.StatusRequestTimeout, Err: err,
+				Msg: fmt.Sprintf("The upload of %s arrived slower than %s a second over %s; send it again on a faster link.", name, engine.FormatBytes(s.cfg.MinUploadRate), s.cfg.UploadWindow)}
+		case werr != nil:
+			return nil, storeError(werr)
 		}
 		return nil, &httpError{Status: http.StatusBadRequest, Msg: fmt.Sprintf("The upload of %s was cut off before its end; send it again.", name), Err: err}
 	}
@@ -170,3 +185,59 @@ func (s *Server) errTooLarge(name string) *httpError {
 		Msg:    fmt.Sprintf("%s is larger than this server's upload limit of %s (sampviz serve --max-upload).", name, view.FormatBytes(s.cfg.MaxUpload)),
 	}
 }
+
+// writeErr keeps the error of the writer it wraps, so that a failed copy
+// says whether the client's side or the disk's failed.
+type writeErr struct {
+	w   io.Writer
+	err *error
+}
+
+func (w writeErr) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil {
+		*w.err = err
+	}
+	return n, err
+}
+
+// errTooSlow is an upload that arrived slower than the minimum rate.
+var errTooSlow = errors.New("upload slower than the minimum rate")
+
+// minRate is an upload's body that must arrive at rate bytes a second,
+// measured over each window: a client that sends a byte now and then
+// cannot hold a connection (and the memory of its request) for long. It
+// moves the connection's read deadline on as the body arrives, since the
+// server's ReadTimeout would cut a long upload on a good link.
+type minRate struct {
+	r      io.ReadCloser
+	rc     *http.ResponseController
+	rate   int64
+	window time.Duration
+	start  time.Time // of the current window
+	got    int64     // bytes in the current window
+}
+
+func newMinRate(r io.ReadCloser, rc *http.ResponseController, rate int64, window time.Duration) *minRate {
+	return &minRate{r: r, rc: rc, rate: rate, window: window, start: time.Now()}
+}
+
+func (m *minRate) Read(p []byte) (int, error) {
+	now := time.Now()
+	if now.Sub(m.start) >= m.window {
+		if m.got < int64(float64(m.rate)*m.window.Seconds()) {
+			return 0, errTooSlow
+		}
+		m.start, m.got = now, 0
+	}
+	// The rest of this window is all a read may wait.
+	m.rc.SetReadDeadline(m.start.Add(m.window))
+	n, err := m.r.Read(p)
+	m.got += int64(n)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = errTooSlow
+	}
+	return n, err
+}
+
+func (m *minRate) Close() error { return m.r.Close() }

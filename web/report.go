@@ -14,7 +14,7 @@ import (
 
 // handleReportJSON sends the stored report of the judgement the URL names.
 func (s *Server) handleReportJSON(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.lookupJudged(r, true)
+	v, err := s.lookupJudged(r)
 	if err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (s *Server) handleReportJSON(w http.ResponseWriter, r *http.Request) error 
 
 // handleReportCSV sends that report as CSV: one line per output and row.
 func (s *Server) handleReportCSV(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.lookupJudged(r, true)
+	v, err := s.lookupJudged(r)
 	if err != nil {
 		return err
 	}

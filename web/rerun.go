@@ -72,7 +72,7 @@ func (s *Server) rerun(id string, form url.Values) (store.Run, error) {
 		backend = parent.Backend
 	}
 	if !s.runs.Reserve() {
-		return store.Run{}, errQueueFull(s.runs.Waiting())
+		return store.Run{}, errQueueFull(s.cfg.Queue)
 	}
 	run, err := s.createRun(store.Run{
 		FileName: parent.FileName, DumpSHA: parent.DumpSHA, DumpExt: parent.DumpExt, DumpSize: parent.DumpSize,

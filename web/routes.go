@@ -3,13 +3,14 @@ package web
 import "net/http"
 
 // Handler returns the server's handler: the route table, behind the token
-// check when a token is configured, with the headers every answer carries.
+// check when a token is configured and the guard against other sites'
+// pages (guard.go), with the headers every answer carries.
 func (s *Server) Handler() http.Handler {
 	var h http.Handler = s.routes()
 	if s.cfg.Token != "" {
 		h = s.requireToken(h)
 	}
-	return securityHeaders(h)
+	return securityHeaders(s.guard(h))
 }
 
 // routes is the route table: every URL the server answers, in one place.
@@ -23,6 +24,9 @@ func (s *Server) routes() *http.ServeMux {
 	m.Handle("GET /runs/{id}/rows/{row}", s.page(s.handleRowPage))
 	m.Handle("GET /runs/{id}/rows/{row}/teach", s.page(s.handleTeachPage))
 	m.Handle("POST /runs/{id}/rerun", s.page(s.handleRerunPage))
+	m.Handle("POST /runs/{id}/judgements", s.page(s.handleJudgePage))
+	m.Handle("POST /runs/{id}/cancel", s.page(s.handleCancelPage))
+	m.Handle("POST /runs/{id}/delete", s.page(s.handleDeletePage))
 	m.Handle("POST /scenarios/{name}", s.page(s.handleScenario))
 	m.Handle("GET /static/", staticHandler())
 
@@ -36,6 +40,9 @@ func (s *Server) routes() *http.ServeMux {
 	m.Handle("GET /api/runs/{id}/report.json", s.api(s.handleReportJSON))
 	m.Handle("GET /api/runs/{id}/report.csv", s.api(s.handleReportCSV))
 	m.Handle("POST /api/runs/{id}/rerun", s.api(s.handleRerunAPI))
+	m.Handle("POST /api/runs/{id}/judgements", s.api(s.handleJudgeAPI))
+	m.Handle("POST /api/runs/{id}/cancel", s.api(s.handleCancelAPI))
+	m.Handle("DELETE /api/runs/{id}", s.api(s.handleDeleteAPI))
 
 	m.Handle("/", s.page(func(w http.ResponseWriter, r *http.Request) error {
 		return notFound("There is no page at " + r.URL.Path + ".")

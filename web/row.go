@@ -54,7 +54,7 @@ type rowOutput struct {
 
 // rowData gathers the row page (and the row API) of one row.
 func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
-	v, err := s.lookupJudged(r, true)
+	v, err := s.lookupJudged(r)
 	if err != nil {
 		return nil, err
 	}

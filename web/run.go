@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,7 +15,12 @@ import (
 
 // handleRunPage is "/runs/{id}": the run with the judgement its URL names.
 func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.lookupJudged(r, true)
+	v, err := s.lookupJudged(r)
+	var nj *notJudged
+	if errors.As(err, &nj) {
+		s.render(w, r, http.StatusOK, judgePrompt(s.chrome(), nj.runID, view.ToleranceValues(&nj.tol)))
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -64,7 +70,7 @@ func (s *Server) device(v *judged) engine.Device {
 
 // handleRunAPI describes a run and the judgement its URL names.
 func (s *Server) handleRunAPI(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.lookupJudged(r, true)
+	v, err := s.lookupJudged(r)
 	if err != nil {
 		return err
 	}
@@ -122,7 +128,7 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, id string, st
 	r2 := r.Clone(r.Context())
 	r2.SetPathValue("id", id)
 	r2.URL = &url.URL{Path: "/api/runs/" + id}
-	v, err := s.lookupJudged(r2, false)
+	v, err := s.lookupJudged(r2)
 	if err != nil {
 		return err
 	}

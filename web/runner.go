@@ -20,6 +20,10 @@ type Runner interface {
 	// describes it. A dump that cannot be used gives a *session.InputError,
 	// whose message is shown to the person who uploaded it.
 	Inspect(ctx context.Context, path, name string) (*session.DumpInfo, error)
+	// Admit describes a job's dump as Inspect does and checks that the job
+	// fits the session's memory budget; one that does not is a
+	// *session.InputError with OverBudget set (session.Session.Admit).
+	Admit(ctx context.Context, job session.Job) (*session.DumpInfo, error)
 	// Judge's Execute and Rejudge judge a job, telling sink every row as it
 	// is judged; the executor (web/live) calls them.
 	live.Judge

@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,9 +15,10 @@ import (
 // view that shows its point.
 func (s *Server) handleScenario(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
+	rerun := r.URL.Query().Get("rerun") == "1" || r.FormValue("rerun") == "1"
 	for _, sc := range s.cfg.Scenarios {
 		if sc.Name == name {
-			run, err := s.openScenario(r.Context(), sc)
+			run, err := s.openScenario(r.Context(), sc, rerun)
 			if err != nil {
 				return err
 			}
@@ -26,17 +29,9 @@ func (s *Server) handleScenario(w http.ResponseWriter, r *http.Request) error {
 	return notFound(fmt.Sprintf("There is no scenario %q.", name))
 }
 
-// openScenario creates a run from a built-in scenario.
-func (s *Server) openScenario(ctx context.Context, sc Scenario) (store.Run, error) {
-	if !s.runs.Reserve() {
-		return store.Run{}, errQueueFull(s.runs.Waiting())
-	}
-	reserved := true
-	defer func() {
-		if reserved {
-			s.runs.Release()
-		}
-	}()
+// openScenario opens a built-in scenario: its last finished run with the
+// same parameters on the default backend, or (none, or rerun) a new run.
+func (s *Server) openScenario(ctx context.Context, sc Scenario, rerun bool) (store.Run, error) {
 	f, err := sc.Open()
 	if err != nil {
 		return store.Run{}, internal(fmt.Errorf("open scenario %s: %w", sc.Name, err))
@@ -47,12 +42,34 @@ func (s *Server) openScenario(ctx context.Context, sc Scenario) (store.Run, erro
 		return store.Run{}, err
 	}
 	defer os.Remove(up.path)
-	info, err := s.runner.Inspect(ctx, up.path, up.name)
+	if !rerun {
+		params, err := json.Marshal(sc.Params)
+		if err != nil {
+			return store.Run{}, internal(err)
+		}
+		if run, err := s.store.Finished(up.sha, up.ext, params, s.defaultBackend()); err == nil {
+			return run, nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return store.Run{}, internal(err)
+		}
+	}
+	if !s.runs.Reserve() {
+		return store.Run{}, errQueueFull(s.cfg.Queue)
+	}
+	reserved := true
+	defer func() {
+		if reserved {
+			s.runs.Release()
+		}
+	}()
+	job := s.job(store.Run{FileName: up.name, Backend: s.defaultBackend()}, sc.Params, nil)
+	job.DumpPath = up.path
+	info, err := s.runner.Admit(ctx, job)
 	if err != nil {
 		return store.Run{}, internal(fmt.Errorf("inspect scenario %s: %w", sc.Name, err))
 	}
 	if _, err := s.store.AdoptDump(up.path, up.sha, up.ext); err != nil {
-		return store.Run{}, internal(err)
+		return store.Run{}, storeError(err)
 	}
 	run, err := s.createRun(store.Run{FileName: up.name, DumpSHA: up.sha, DumpExt: up.ext, DumpSize: up.size, Backend: s.defaultBackend()}, info, sc.Params)
 	if err != nil {

@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/web/live"
@@ -31,6 +33,10 @@ const (
 	DefaultMaxUpload = 4 << 30
 	// DefaultQueue is how many runs may wait for the executor.
 	DefaultQueue = 16
+	// DefaultMinUploadRate and DefaultUploadWindow: an upload slower than
+	// 64 KB/s over 30 s is cut.
+	DefaultMinUploadRate = 64 << 10
+	DefaultUploadWindow  = 30 * time.Second
 )
 
 // Config configures a Server.
@@ -41,6 +47,20 @@ type Config struct {
 	Runner Runner
 	// Token, when set, is required on every request and websocket.
 	Token string
+	// Listen is the address the server listens on; its host is one of the
+	// names a request's Host may give (guard.go).
+	Listen string
+	// AllowHosts are other names the server answers to (--allow-host).
+	AllowHosts []string
+	// KeepRuns and MaxData bound the data directory (0: no bound): past
+	// either, the oldest finished runs nobody watches are removed.
+	KeepRuns int
+	MaxData  int64
+	// MinUploadRate is the slowest an upload may arrive, in bytes a second
+	// over UploadWindow (DefaultMinUploadRate and DefaultUploadWindow when
+	// 0); a slower one is cut with 408.
+	MinUploadRate int64
+	UploadWindow  time.Duration
 	// MaxUpload bounds an upload in bytes (DefaultMaxUpload when 0).
 	MaxUpload int64
 	// Queue bounds the runs waiting for the executor (DefaultQueue when 0).
@@ -90,6 +110,9 @@ type Server struct {
 	closed bool // Close has begun: no new websocket may start
 	// rowSlots bounds the row pages being computed at once.
 	rowSlots chan struct{}
+	// tempFile creates an upload's temporary file (store.TempFile; tests
+	// make it fail as a full disk does).
+	tempFile func(pattern string) (*os.File, error)
 }
 
 // New opens cfg.DataDir and starts the executor.
@@ -106,6 +129,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.MinUploadRate <= 0 {
+		cfg.MinUploadRate = DefaultMinUploadRate
+	}
+	if cfg.UploadWindow <= 0 {
+		cfg.UploadWindow = DefaultUploadWindow
+	}
 	st, err := store.Open(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("open data directory %s: %w", cfg.DataDir, err)
@@ -113,11 +142,15 @@ func New(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg: cfg, log: cfg.Log, store: st, runner: cfg.Runner,
-		runs:   live.Start(ctx, live.Config{Store: st, Judge: cfg.Runner, Queue: cfg.Queue, Log: cfg.Log}),
+		runs: live.Start(ctx, live.Config{Store: st, Judge: cfg.Runner, Queue: cfg.Queue, Log: cfg.Log,
+			KeepRuns: cfg.KeepRuns, MaxData: cfg.MaxData}),
 		socket: cfg.Socket.withDefaults(),
 		ctx:    ctx, cancel: cancel,
 		rowSlots: make(chan struct{}, 2),
+		tempFile: st.TempFile,
 	}
+	s.requeue()
+	s.runs.Retain()
 	return s, nil
 }
 

@@ -473,20 +473,27 @@ func TestRestartKeepsRuns(t *testing.T) {
 	}
 }
 
-func TestInterruptedRunFailsOnRestart(t *testing.T) {
+// Runs that were running or queued when the server stopped are queued
+// again when it starts, and finish.
+func TestInterruptedRunsRunAgainOnRestart(t *testing.T) {
 	gate := make(chan struct{})
 	e := newEnv(t, func(_ *web.Config, p *webtest.Pipeline) { p.Gate = gate })
-	r := e.uploadRaw(randomDump(3, 8).Bytes())
-	for decode[runJSON](t, e.do("GET", "/api/runs/"+r.ID, nil)).State != "running" {
+	held := e.uploadRaw(randomDump(3, 8).Bytes())
+	for decode[runJSON](t, e.do("GET", "/api/runs/"+held.ID, nil)).State != "running" {
 		time.Sleep(10 * time.Millisecond)
+	}
+	var waiting []string
+	for range 3 {
+		waiting = append(waiting, e.uploadRaw(randomDump(2+rand.IntN(4), 8).Bytes()).ID)
 	}
 	cfg := web.Config{DataDir: e.dir, Runner: e.fake, Log: quietLog()}
 	e.stop() // cancels the held run
 	e.pipe.Gate = nil
 	e.start(cfg)
-	got := decode[runJSON](t, e.do("GET", "/api/runs/"+r.ID, nil))
-	if got.State != "failed" || !strings.Contains(got.Message, "server stopped") {
-		t.Errorf("interrupted run after restart: %s %q", got.State, got.Message)
+	for _, id := range append([]string{held.ID}, waiting...) {
+		if got := e.wait(id, ""); got.State != "done" {
+			t.Errorf("run %s after restart: %s %q, want done", id, got.State, got.Message)
+		}
 	}
 }
 
@@ -707,13 +714,36 @@ func TestRejudgeWithToleranceInURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := "?" + tt.query.Encode()
-			res := e.do("GET", "/runs/"+r.ID+q, nil)
+			own := tt.wantFailing == len(dump.Fail)
+			if !own && tt.status == 200 {
+				// A GET of tolerances not judged yet asks for the POST and starts nothing.
+				before := e.pipe.Rejudged()
+				prompt := readAll(t, e.do("GET", "/runs/"+r.ID+q, nil))
+				if v, ok := byTestID(t, prompt, "judge-prompt"); !ok || !strings.Contains(v, "has not been judged") {
+					t.Errorf("GET of new tolerances: no prompt to judge, got %q", v)
+				}
+				if res := e.do("GET", "/api/runs/"+r.ID+q, nil); res.StatusCode != 404 {
+					t.Errorf("API GET of new tolerances: status %d, want 404", res.StatusCode)
+				}
+				time.Sleep(20 * time.Millisecond)
+				if e.pipe.Rejudged() != before {
+					t.Error("a GET judged again")
+				}
+			}
+			res := e.do("POST", "/runs/"+r.ID+"/judgements", strings.NewReader(tt.query.Encode()), "Content-Type", "application/x-www-form-urlencoded")
 			page := readAll(t, res)
-			if res.StatusCode != tt.status {
-				t.Fatalf("status %d, want %d: %s", res.StatusCode, tt.status, page)
+			wantStatus := tt.status
+			if wantStatus == 200 {
+				wantStatus = http.StatusSeeOther
+			}
+			if res.StatusCode != wantStatus {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, wantStatus, page)
 			}
 			if tt.wantFailing < 0 {
 				return
+			}
+			if loc := res.Header.Get("Location"); !strings.HasPrefix(loc, "/runs/"+r.ID+"?") {
+				t.Errorf("redirect to %q, want the run page with the tolerances", loc)
 			}
 			got := e.wait(r.ID, q)
 			if got.Verdict == nil || got.Verdict.FailedRows != tt.wantFailing {

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
 )
 
 // staticFiles are the page's CSS, its script and the vendored ECharts
@@ -22,6 +23,11 @@ func staticHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The files change only with the binary; an hour saves reloads
 		// without hiding an upgrade for long.
+		// The files are named in the pages; a folder lists nothing.
+		if strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		files.ServeHTTP(w, r)
 	})

@@ -497,7 +497,7 @@ func TestPValueThresholdLine(t *testing.T) {
 	tol := webtest.DefaultTolerances
 	tol.PValue = math.Pow(10, -2-float64(rand.IntN(3)))
 	q := "?" + toleranceQuery(tol).Encode()
-	readAll(t, e.do("GET", "/runs/"+r.ID+q, nil)) // queues the re-judgement
+	readAll(t, e.do("POST", "/api/runs/"+r.ID+"/judgements", strings.NewReader(toleranceQuery(tol).Encode()), "Content-Type", "application/x-www-form-urlencoded"))
 	e.wait(r.ID, q)
 	if final := finalUpdate(t, e, r.ID, q); !bytes.Contains(final, []byte(`fails below p = `+fmt.Sprint(tol.PValue))) {
 		t.Errorf("the p-value chart has no threshold line at %g", tol.PValue)

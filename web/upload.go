@@ -48,15 +48,6 @@ func (s *Server) handleUploadAPI(w http.ResponseWriter, r *http.Request) error {
 // body), checks it with the runner and creates its run, queued. Nothing is
 // stored unless the dump is valid and the queue has room.
 func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run, *session.DumpInfo, error) {
-	if !s.runs.Reserve() {
-		return store.Run{}, nil, errQueueFull(s.runs.Waiting())
-	}
-	reserved := true
-	defer func() {
-		if reserved {
-			s.runs.Release()
-		}
-	}()
 	// The query may set the run's parameters and backend, as a rerun's form
 	// does (?trials=1000): checked before anything is read.
 	p, backend, err := s.parseRerun(r.URL.Query())
@@ -69,28 +60,44 @@ func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run
 	// Past the limit the reader fails and the connection is closed after the
 	// answer, so a huge upload is cut off rather than read to its end.
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUpload)
-	up, err := s.receive(r)
+	up, err := s.receive(w, r)
 	if err != nil {
 		return store.Run{}, nil, err
 	}
 	defer os.Remove(up.path) // a no-op once adopted
-	info, err := s.runner.Inspect(r.Context(), up.path, up.name)
+	job := s.job(store.Run{FileName: up.name, Backend: backend}, p, nil)
+	job.DumpPath = up.path
+	info, err := s.runner.Admit(r.Context(), job)
 	if err != nil {
 		var bad *session.InputError
 		if errors.As(err, &bad) {
 			msg := bad.Error()
-			if !up.known {
+			status := http.StatusBadRequest
+			if bad.OverBudget {
+				status = http.StatusRequestEntityTooLarge
+			} else if !up.known {
 				// Neither the name nor the content says dump: say that first,
 				// then what the parser found.
 				msg = fmt.Sprintf("%s is not a dump sampviz can read (safetensors, .npz, .npy or .pt): %s",
 					up.name, strings.TrimPrefix(msg, up.name+": "))
 			}
-			return store.Run{}, nil, &httpError{Status: http.StatusBadRequest, Msg: view.Sentence(msg), Err: err}
+			return store.Run{}, nil, &httpError{Status: status, Msg: view.Sentence(msg), Err: err}
 		}
 		return store.Run{}, nil, internal(fmt.Errorf("inspect %s: %w", up.name, err))
 	}
+	// Only a body that is in and checked takes a place in the queue: a slow
+	// client holds no place while it sends.
+	if !s.runs.Reserve() {
+		return store.Run{}, nil, errQueueFull(s.cfg.Queue)
+	}
+	reserved := true
+	defer func() {
+		if reserved {
+			s.runs.Release()
+		}
+	}()
 	if _, err := s.store.AdoptDump(up.path, up.sha, up.ext); err != nil {
-		return store.Run{}, nil, internal(err)
+		return store.Run{}, nil, storeError(err)
 	}
 	run, err := s.createRun(store.Run{
 		FileName: up.name, DumpSHA: up.sha, DumpExt: up.ext, DumpSize: up.size,

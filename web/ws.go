@@ -3,7 +3,6 @@ package web
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -11,34 +10,19 @@ import (
 	"github.com/sampviz/sampviz/web/live"
 )
 
-// upgrader takes websockets from this server's pages only (sameOrigin).
+// upgrader takes websockets from this server's pages only (sameOrigin,
+// guard.go: scheme, host and port).
 var upgrader = websocket.Upgrader{
 	ReadBufferSize:  1024,
 	WriteBufferSize: 32 << 10,
 	CheckOrigin:     sameOrigin,
 }
 
-// sameOrigin accepts a websocket from a page of this server (its Origin's
-// host is the Host it asked for) or from a client that sends no Origin (not
-// a browser). Any other page is refused: a site the person visits must not
-// read their runs.
-func sameOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil {
-		return false
-	}
-	return u.Host == r.Host
-}
-
 // handleRunSocket streams a judgement to one page: everything so far, then
 // each change, then the final state, after which it closes. One reader and
 // one writer goroutine per connection.
 func (s *Server) handleRunSocket(w http.ResponseWriter, r *http.Request) {
-	v, err := s.lookupJudged(r, false)
+	v, err := s.lookupJudged(r)
 	if err != nil {
 		he := s.logError(r, err)
 		http.Error(w, he.Msg, he.Status)

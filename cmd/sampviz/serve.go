@@ -36,7 +36,23 @@ type serveFlags struct {
 	insecure            bool
 	backend, kernels    string
 	maxUpload           byteSize
-	queue               int
+	maxMemory, maxData  byteSize
+	queue, keepRuns     int
+	allowHosts          hostList
+}
+
+// hostList is a repeatable flag of host names.
+type hostList []string
+
+func (h *hostList) String() string { return strings.Join(*h, ",") }
+
+func (h *hostList) Set(s string) error {
+	for _, name := range strings.Split(s, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			*h = append(*h, name)
+		}
+	}
+	return nil
 }
 
 // byteSize is a flag of bytes that takes "4GiB", "512MiB", "100MB" or a
@@ -85,6 +101,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&fl.kernels, "kernels", "", "path of libsampviz_kernels.so for the cuda backend")
 	fs.Var(&fl.maxUpload, "max-upload", "largest dump an upload may carry (4GiB, 500MB, ...)")
 	fs.IntVar(&fl.queue, "queue", web.DefaultQueue, "runs that may wait for the kernel executor before uploads get 429")
+	fl.maxMemory = byteSize(defaultMaxMemory())
+	fs.Var(&fl.maxMemory, "max-memory", "most memory one run may take; an upload that needs more gets 413 (default: half the machine's memory, at most 8GiB)")
+	fs.Var(&fl.maxData, "max-data", "most the data directory may hold; past it the oldest finished runs nobody watches are removed (default: no bound)")
+	fs.IntVar(&fl.keepRuns, "keep-runs", 0, "runs the data directory keeps; past it the oldest finished runs nobody watches are removed (0: all)")
+	fs.Var(&fl.allowHosts, "allow-host", "another host name this server answers to (repeat, or comma-separate); localhost, IP addresses and the --listen host always are")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: sampviz serve [flags]\n\nServes the web UI: drop a dump, watch its rows get judged live, open a row to see why it failed.\n\nflags:")
 		fs.PrintDefaults()
@@ -112,10 +133,14 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeBackends()
 
+	sess := session.New(backends...)
+	sess.MaxMemory = int64(fl.maxMemory)
+	limitMemory(sess.MaxMemory)
 	srv, err := web.New(web.Config{
-		DataDir: fl.data, Runner: session.New(backends...), Token: fl.token,
+		DataDir: fl.data, Runner: sess, Token: fl.token,
 		MaxUpload: int64(fl.maxUpload), Queue: fl.queue, Log: log,
-		Scenarios: webScenarios(),
+		Scenarios: webScenarios(), Listen: fl.listen, AllowHosts: fl.allowHosts,
+		KeepRuns: fl.keepRuns, MaxData: int64(fl.maxData),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "sampviz serve: %v\n", err)
@@ -128,7 +153,16 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sampviz serve: cannot listen on %s: %v\n", fl.listen, err)
 		return exitUnusable
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := &http.Server{
+		Handler: srv.Handler(), ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// A request has 10 s for its headers and a minute for a small body;
+		// an upload moves its own deadline on as it arrives, at least at
+		// the minimum upload rate (web.Config.MinUploadRate). Answers have
+		// two minutes (a websocket sets its own deadlines after the
+		// upgrade), and an idle connection closes after 30 s.
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 30 * time.Second,
+	}
 
 	url := "http://" + ln.Addr().String() + "/"
 	if fl.token != "" {

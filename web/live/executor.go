@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"syscall"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/session"
@@ -28,20 +30,28 @@ type executor struct {
 	judge Judge
 	store *store.Store
 	log   *slog.Logger
+	// after runs after every task (retention).
+	after func()
 }
 
 // run runs queued tasks until ctx ends, then fails the tasks still waiting
 // as interrupted.
 func (e *executor) run(ctx context.Context) {
 	for {
-		t, err := e.queue.pop(ctx)
+		t, tctx, err := e.queue.pop(ctx)
 		if err != nil {
+			// The tasks still waiting stay queued in the store: the next
+			// server queues them again (Runs.Requeue).
 			for _, t := range e.queue.drain() {
-				e.fail(t, errors.New("server stopped"), store.Interrupted)
+				t.topic.fail(store.Interrupted)
 			}
 			return
 		}
-		e.execute(ctx, t)
+		e.execute(tctx, t)
+		e.queue.letGo(t)
+		if e.after != nil {
+			e.after()
+		}
 	}
 }
 
@@ -67,11 +77,19 @@ func (e *executor) execute(ctx context.Context, t *task) {
 		rep, err = e.judge.Execute(ctx, t.Job, t.topic)
 	}
 	if err != nil {
-		msg := err.Error()
-		if ctx.Err() != nil {
-			msg = store.Interrupted
+		switch {
+		case e.queue.isCancelled(t):
+			e.cancelled(t)
+		case ctx.Err() != nil:
+			// The server is stopping: the judgement stays queued in the
+			// store for the next one.
+			t.topic.fail(store.Interrupted)
+			if rerr := e.store.Requeue(t.RunID, t.Key); rerr != nil {
+				e.log.Error("queue again", "run", t.RunID, "err", rerr)
+			}
+		default:
+			e.fail(t, err, clientMessage(err, e.store.Dir()))
 		}
-		e.fail(t, err, msg)
 		return
 	}
 	sum := view.Summarize(rep)
@@ -79,7 +97,11 @@ func (e *executor) execute(ctx context.Context, t *task) {
 	// report even if the session skipped the sink.
 	t.topic.setSummary(sum)
 	if err := saveJudgement(e.store, t, rep); err != nil {
-		e.fail(t, err, "sampviz could not store the results of this run; the server log has the details.")
+		msg := "sampviz could not store the results of this run; the server log has the details."
+		if errors.Is(err, syscall.ENOSPC) {
+			msg = DiskFull
+		}
+		e.fail(t, err, msg)
 		return
 	}
 	// The topic first, then the index: whoever sees the run finished in the
@@ -99,4 +121,33 @@ func (e *executor) fail(t *task, err error, msg string) {
 	if ferr := e.store.Fail(t.RunID, t.Key, msg); ferr != nil {
 		e.log.Error("record failed run", "run", t.RunID, "err", ferr)
 	}
+}
+
+// Cancelled is what a cancelled judgement says.
+const Cancelled = "Cancelled before it finished; rerun it to get a result."
+
+// cancelled records that a person cancelled t.
+func (e *executor) cancelled(t *task) {
+	e.log.Info("run cancelled", "run", t.RunID, "judgement", t.Key)
+	t.topic.cancelled(Cancelled)
+	if err := e.store.Cancel(t.RunID, t.Key, Cancelled); err != nil {
+		e.log.Error("record cancelled run", "run", t.RunID, "err", err)
+	}
+}
+
+// DiskFull is what a judgement that could not store its results for want of
+// space says, and what an upload that could not be stored is told.
+const DiskFull = "The server's disk is full: this could not be stored. Free some space (or start sampviz serve with --max-data) and try again."
+
+// clientMessage is what the page says of a failed judgement: the session's
+// sentence, a full disk in words, and never a path of the server's.
+func clientMessage(err error, dataDir string) string {
+	if errors.Is(err, syscall.ENOSPC) {
+		return DiskFull
+	}
+	msg := err.Error()
+	if dataDir != "" {
+		msg = strings.ReplaceAll(msg, strings.TrimSuffix(dataDir, "/")+"/", "")
+	}
+	return msg
 }

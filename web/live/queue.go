@@ -25,6 +25,12 @@ type Task struct {
 type task struct {
 	Task
 	topic *Topic
+	// cancel ends the task's judgement once the executor holds it;
+	// cancelled says a person asked (set under the queue's lock); done is
+	// closed when the executor lets go of it.
+	cancel    context.CancelFunc
+	cancelled bool
+	done      chan struct{}
 }
 
 // queue holds the tasks waiting for the one executor. Room is reserved
@@ -36,7 +42,9 @@ type queue struct {
 	reserved int
 	waiting  []*task
 	busy     bool
-	wake     chan struct{}
+	// current is the task the executor holds, nil between tasks.
+	current *task
+	wake    chan struct{}
 }
 
 // newQueue returns a queue that holds at most limit tasks, reserved places
@@ -63,10 +71,13 @@ func (q *queue) release() {
 	q.reserved--
 }
 
-// push queues t in a reserved place.
-func (q *queue) push(t *task) {
+// push queues t in a reserved place (reserved false: a task the last
+// server left, queued again whatever the limit).
+func (q *queue) push(t *task, reserved bool) {
 	q.mu.Lock()
-	q.reserved--
+	if reserved {
+		q.reserved--
+	}
 	q.waiting = append(q.waiting, t)
 	q.updatePlacesLocked()
 	q.mu.Unlock()
@@ -76,26 +87,87 @@ func (q *queue) push(t *task) {
 	}
 }
 
-// pop waits for the next task, or for ctx to end.
-func (q *queue) pop(ctx context.Context) (*task, error) {
+// pop waits for the next task, or for ctx to end, and holds it as the
+// current task with a context of its own, derived from ctx.
+func (q *queue) pop(ctx context.Context) (*task, context.Context, error) {
 	for {
 		q.mu.Lock()
 		if len(q.waiting) > 0 {
 			t := q.waiting[0]
 			q.waiting = q.waiting[1:]
 			q.busy = true
+			tctx, cancel := context.WithCancel(ctx)
+			t.cancel, q.current = cancel, t
 			q.updatePlacesLocked()
 			q.mu.Unlock()
-			return t, nil
+			return t, tctx, nil
 		}
 		q.busy = false
 		q.mu.Unlock()
 		select {
 		case <-q.wake:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	}
+}
+
+// letGo ends the executor's hold on t.
+func (q *queue) letGo(t *task) {
+	q.mu.Lock()
+	if q.current == t {
+		q.current = nil
+	}
+	q.mu.Unlock()
+	t.cancel()
+	close(t.done)
+}
+
+// cancel cancels every task of run runID: it takes the waiting ones out of
+// the queue (returned, for the caller to record) and cancels the current
+// one's context (returned as running, with its done channel to wait on).
+func (q *queue) cancel(runID string) (waiting []*task, running *task) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	kept := q.waiting[:0]
+	for _, t := range q.waiting {
+		if t.RunID == runID {
+			t.cancelled = true
+			waiting = append(waiting, t)
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	q.waiting = kept
+	if c := q.current; c != nil && c.RunID == runID {
+		c.cancelled = true
+		c.cancel()
+		running = c
+	}
+	q.updatePlacesLocked()
+	return waiting, running
+}
+
+// isCancelled reports whether a person cancelled t.
+func (q *queue) isCancelled(t *task) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return t.cancelled
+}
+
+// active reports whether run runID has a task waiting or running.
+func (q *queue) active(runID string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.current != nil && q.current.RunID == runID {
+		return true
+	}
+	for _, t := range q.waiting {
+		if t.RunID == runID {
+			return true
+		}
+	}
+	return false
 }
 
 // drain returns every waiting task (at shutdown).

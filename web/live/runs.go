@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/session"
@@ -33,6 +34,11 @@ type Config struct {
 	Queue int
 	// Log receives what went wrong with a run.
 	Log *slog.Logger
+	// KeepRuns and MaxData bound what the data directory keeps (0: no
+	// bound): past either, the oldest finished runs nobody watches are
+	// removed (Retain).
+	KeepRuns int
+	MaxData  int64
 }
 
 // Runs is the live state of every run: the queue, its executor and the
@@ -43,13 +49,18 @@ type Runs struct {
 	queue  *queue
 	topics *topics
 	done   sync.WaitGroup // the executor
+
+	keep    int
+	maxData int64
+	// retain serialises the retention passes.
+	retain sync.Mutex
 }
 
 // Start starts the executor, which runs queued tasks until ctx ends; Wait
 // then waits for it.
 func Start(ctx context.Context, cfg Config) *Runs {
-	r := &Runs{store: cfg.Store, log: cfg.Log, queue: newQueue(cfg.Queue), topics: newTopics()}
-	e := &executor{queue: r.queue, judge: cfg.Judge, store: cfg.Store, log: cfg.Log}
+	r := &Runs{store: cfg.Store, log: cfg.Log, queue: newQueue(cfg.Queue), topics: newTopics(), keep: cfg.KeepRuns, maxData: cfg.MaxData}
+	e := &executor{queue: r.queue, judge: cfg.Judge, store: cfg.Store, log: cfg.Log, after: r.Retain}
 	r.done.Add(1)
 	go func() {
 		defer r.done.Done()
@@ -75,10 +86,103 @@ func (r *Runs) Release() { r.queue.release() }
 func (r *Runs) Waiting() int { return r.queue.length() }
 
 // Enqueue registers the topic of t and queues t in a place Reserve took.
-func (r *Runs) Enqueue(t Task) {
+func (r *Runs) Enqueue(t Task) { r.enqueue(t, true) }
+
+// Requeue queues again a task the last server left unfinished, whatever the
+// queue's limit.
+func (r *Runs) Requeue(t Task) {
+	if err := r.store.Requeue(t.RunID, t.Key); err != nil {
+		r.log.Error("queue again", "run", t.RunID, "err", err)
+	}
+	r.enqueue(t, false)
+}
+
+func (r *Runs) enqueue(t Task, reserved bool) {
 	tp := newTopic(t.RunID, t.Key, t.Rows, t.Vocab, view.Status{State: store.Queued})
 	r.topics.add(tp)
-	r.queue.push(&task{Task: t, topic: tp})
+	r.queue.push(&task{Task: t, topic: tp, done: make(chan struct{})}, reserved)
+}
+
+// cancelWait bounds how long Cancel waits for the running judgement to stop.
+const cancelWait = 5 * time.Second
+
+// Cancel cancels every unfinished judgement of run runID: the waiting ones
+// at once, the running one by its context (the session stops within about
+// a second), and waits for that one to let go. It reports whether there was
+// anything to cancel.
+func (r *Runs) Cancel(runID string) bool {
+	waiting, running := r.queue.cancel(runID)
+	e := &executor{store: r.store, log: r.log}
+	for _, t := range waiting {
+		e.cancelled(t)
+		close(t.done)
+	}
+	if running != nil {
+		select {
+		case <-running.done:
+		case <-time.After(cancelWait):
+			r.log.Error("cancelled run did not stop", "run", runID, "waited", cancelWait)
+		}
+	}
+	return len(waiting) > 0 || running != nil
+}
+
+// Remove cancels run runID's unfinished judgements, then deletes the run
+// with its files (store.Remove) and forgets its topics.
+func (r *Runs) Remove(runID string) error {
+	r.Cancel(runID)
+	if err := r.store.Remove(runID); err != nil {
+		return err
+	}
+	r.topics.forget(runID)
+	return nil
+}
+
+// Watched reports whether a page watches a judgement of run runID.
+func (r *Runs) Watched(runID string) bool { return r.topics.watched(runID) }
+
+// Retain removes the oldest finished runs that no page watches while the
+// data directory holds more than KeepRuns runs or more than MaxData bytes.
+// The executor calls it after every task; the server at start.
+func (r *Runs) Retain() {
+	if r.keep <= 0 && r.maxData <= 0 {
+		return
+	}
+	r.retain.Lock()
+	defer r.retain.Unlock()
+	old, err := r.store.Oldest()
+	if err != nil {
+		r.log.Error("retention", "err", err)
+		return
+	}
+	count, err := r.store.Count()
+	if err != nil {
+		r.log.Error("retention", "err", err)
+		return
+	}
+	for _, run := range old {
+		over := r.keep > 0 && count > r.keep
+		if !over && r.maxData > 0 {
+			used, err := r.store.Usage()
+			if err != nil {
+				r.log.Error("retention", "err", err)
+				return
+			}
+			over = used > r.maxData
+		}
+		if !over {
+			return
+		}
+		if r.Watched(run.ID) || r.queue.active(run.ID) {
+			continue
+		}
+		if err := r.Remove(run.ID); err != nil {
+			r.log.Error("retention: remove run", "run", run.ID, "err", err)
+			continue
+		}
+		count--
+		r.log.Info("retention removed run", "run", run.ID, "file", run.FileName)
+	}
 }
 
 // Topic returns the topic of judgement j of run, loading a finished one
@@ -96,3 +200,6 @@ func (r *Runs) Report(runID, key string) (*engine.Report, error) {
 	}
 	return &rep, nil
 }
+
+// ForgetJudgement drops the topic of a removed re-judgement.
+func (r *Runs) ForgetJudgement(runID, key string) { r.topics.forgetOne(runID, key) }

@@ -171,6 +171,22 @@ func (t *Topic) finish(s *view.Summary) {
 	t.changedLocked()
 }
 
+// cancelled records that a person cancelled the judgement.
+func (t *Topic) cancelled(msg string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.status.State = store.Cancelled
+	t.status.Message = msg
+	t.changedLocked()
+}
+
+// watched reports whether a page is watching the topic.
+func (t *Topic) watched() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.subs) > 0
+}
+
 // fail records that the judgement failed, with one sentence.
 func (t *Topic) fail(msg string) {
 	t.mu.Lock()

@@ -76,3 +76,39 @@ func (ts *topics) evictLocked() {
 		}
 	}
 }
+
+// forget drops the topics of run runID (deleted).
+func (ts *topics) forget(runID string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for k, t := range ts.m {
+		if t.runID == runID {
+			delete(ts.m, k)
+		}
+	}
+}
+
+// watched reports whether a page watches a topic of run runID.
+func (ts *topics) watched(runID string) bool {
+	ts.mu.Lock()
+	var list []*Topic
+	for _, t := range ts.m {
+		if t.runID == runID {
+			list = append(list, t)
+		}
+	}
+	ts.mu.Unlock()
+	for _, t := range list {
+		if t.watched() {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetOne drops the topic of judgement key of run runID.
+func (ts *topics) forgetOne(runID, key string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(ts.m, topicKey(runID, key))
+}

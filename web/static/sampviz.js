@@ -491,10 +491,12 @@
       const sentence = document.getElementById('verdict-sentence');
       const verdict = document.getElementById('verdict');
       const fill = document.getElementById('progress-fill');
-      if (s.state === 'failed') {
+      if (s.state === 'failed' || s.state === 'cancelled') {
         verdict.className = 'card verdict error';
-        sentence.textContent = 'This run failed: ' + s.message;
+        sentence.textContent = (s.state === 'failed' ? 'This run failed: ' : 'This run was cancelled: ') + s.message;
         fill.style.width = '0';
+        const cancel = document.querySelector('[data-testid="cancel-form"]');
+        if (cancel) cancel.hidden = true;
         return;
       }
       if (s.state === 'queued') {
@@ -520,6 +522,8 @@
       if (statsEl) statsEl.textContent = sum.stats_line || 'No output of this run was judged statistically.';
       if (sum.tolerances_line) document.getElementById('tolerances').textContent = sum.tolerances_line;
       document.getElementById('progress-fill').style.width = '100%';
+      const cancel = document.querySelector('[data-testid="cancel-form"]');
+      if (cancel) cancel.hidden = true;
       const ul = document.getElementById('verdict-outputs');
       ul.replaceChildren();
       (sum.outputs || []).forEach(function (o) {

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"github.com/sampviz/sampviz/engine/durable"
 )
 
 // Errors the store returns.
@@ -33,18 +35,21 @@ var (
 // State is where a judgement is in its life.
 type State string
 
-// The states of a judgement. Queued and Running become Done or Failed; a
-// server that stops turns the unfinished ones into Failed when it opens the
+// The states of a judgement. Queued and Running become Done, Failed or
+// Cancelled; a server that stops leaves the unfinished ones for the next
+// one, which queues them again (Unfinished), when it opens the
 // store again.
 const (
 	Queued  State = "queued"
 	Running State = "running"
 	Done    State = "done"
 	Failed  State = "failed"
+	// Cancelled: a person stopped it before it finished.
+	Cancelled State = "cancelled"
 )
 
 // Finished reports whether s is final.
-func (s State) Finished() bool { return s == Done || s == Failed }
+func (s State) Finished() bool { return s == Done || s == Failed || s == Cancelled }
 
 // Interrupted is the message of a judgement the server stopped during.
 const Interrupted = "The server stopped before this run finished; rerun it to get a result."
@@ -134,14 +139,19 @@ CREATE TABLE IF NOT EXISTS judgements (
 CREATE INDEX IF NOT EXISTS runs_created ON runs(created_ms);
 `
 
-// Open opens (creating it when needed) the data directory dir, and marks
-// every judgement that was queued or running when the last server stopped as
-// failed with the Interrupted message.
+// Open opens (creating it when needed) the data directory dir, readable by
+// its owner only. Judgements that were queued or running when the last
+// server stopped stay so: Unfinished lists them, to queue them again.
 func Open(dir string) (*Store, error) {
 	for _, sub := range []string{"", "dumps", "runs", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("create data directory: %w", err)
 		}
+	}
+	// The dumps are other people's data: the folder is its owner's alone,
+	// whatever an earlier version or the umask made of it.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("restrict data directory: %w", err)
 	}
 	// Leftovers of uploads that were cut off by a stop are never adopted.
 	if tmp, err := os.ReadDir(filepath.Join(dir, "tmp")); err == nil {
@@ -149,8 +159,11 @@ func Open(dir string) (*Store, error) {
 			os.Remove(filepath.Join(dir, "tmp", e.Name()))
 		}
 	}
-	dsn := "file:" + filepath.Join(dir, "index.sqlite") +
-		"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"
+	index := filepath.Join(dir, "index.sqlite")
+	if f, err := os.OpenFile(index, os.O_CREATE|os.O_RDWR, 0o600); err == nil {
+		f.Close()
+	}
+	dsn := "file:" + index + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open run index: %w", err)
@@ -161,10 +174,11 @@ func Open(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("create run index: %w", err)
 	}
-	if _, err := db.Exec(`UPDATE judgements SET state = ?, message = ?, finished_ms = ? WHERE state IN (?, ?)`,
-		Failed, Interrupted, time.Now().UnixMilli(), Queued, Running); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("mark interrupted runs: %w", err)
+	for _, name := range []string{index, index + "-wal", index + "-shm"} {
+		if err := os.Chmod(name, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			db.Close()
+			return nil, fmt.Errorf("restrict run index: %w", err)
+		}
 	}
 	return &Store{dir: dir, db: db}, nil
 }
@@ -223,6 +237,9 @@ func (s *Store) AdoptDump(tmpPath, sha, ext string) (string, error) {
 	if err := os.Rename(tmpPath, dst); err != nil {
 		return "", fmt.Errorf("store dump: %w", err)
 	}
+	if err := durable.SyncDir(filepath.Dir(dst)); err != nil {
+		return "", fmt.Errorf("store dump: %w", err)
+	}
 	return dst, nil
 }
 
@@ -242,28 +259,10 @@ func (s *Store) JudgementPath(id, key, file string) string {
 	return filepath.Join(s.RunDir(id), "judgements", key, file)
 }
 
-// WriteFile writes path through write: into a temporary file beside it, then
-// renamed over path, so a reader sees the old file or the whole new one.
+// WriteFile writes path through write durably (engine/durable): a reader
+// sees the old file or the whole new one, on disk before the rename.
 func WriteFile(path string, write func(w io.Writer) error) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create folder for %s: %w", filepath.Base(path), err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Base(path), err)
-	}
-	defer os.Remove(f.Name()) // a no-op once renamed
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("rename %s: %w", filepath.Base(path), err)
-	}
-	return nil
+	return durable.WriteFile(path, write)
 }
 
 // CreateRun records run and its own judgement, queued.
@@ -456,4 +455,178 @@ func orNull(b json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return b
+}
+
+// Cancel marks an unfinished judgement as cancelled, with one sentence.
+func (s *Store) Cancel(id, key, message string) error {
+	if _, err := s.db.Exec(`UPDATE judgements SET state = ?, message = ?, finished_ms = ? WHERE run_id = ? AND key = ? AND state IN (?, ?)`,
+		Cancelled, message, time.Now().UnixMilli(), id, key, Queued, Running); err != nil {
+		return fmt.Errorf("mark cancelled: %w", err)
+	}
+	return nil
+}
+
+// Requeue marks a judgement queued again (one the last server left
+// unfinished).
+func (s *Store) Requeue(id, key string) error {
+	if _, err := s.db.Exec(`UPDATE judgements SET state = ? WHERE run_id = ? AND key = ?`, Queued, id, key); err != nil {
+		return fmt.Errorf("queue again: %w", err)
+	}
+	return nil
+}
+
+// Pending is an unfinished judgement with its run.
+type Pending struct {
+	Run
+	Judgement Judgement
+}
+
+// Unfinished lists the judgements that are queued or running, oldest first:
+// at start, those the last server left.
+func (s *Store) Unfinished() ([]Pending, error) {
+	rows, err := s.db.Query(`SELECT `+runColumns+`, `+judgementColumns+` FROM judgements j
+		JOIN runs r ON r.id = j.run_id WHERE j.state IN (?, ?) ORDER BY j.created_ms, r.id, j.key`, Queued, Running)
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Pending
+	for rows.Next() {
+		var p Pending
+		var js judgementScan
+		if err := scanRun(rows, &p.Run, js.dest(&p.Judgement)...); err != nil {
+			return nil, fmt.Errorf("list unfinished runs: %w", err)
+		}
+		js.decode(&p.Judgement)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// Judgements lists run id's judgements, oldest first.
+func (s *Store) Judgements(id string) ([]Judgement, error) {
+	rows, err := s.db.Query(`SELECT `+judgementColumns+` FROM judgements j WHERE j.run_id = ? ORDER BY j.created_ms, j.key`, id)
+	if err != nil {
+		return nil, fmt.Errorf("list judgements of run %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []Judgement
+	for rows.Next() {
+		var j Judgement
+		var js judgementScan
+		if err := rows.Scan(js.dest(&j)...); err != nil {
+			return nil, fmt.Errorf("list judgements of run %s: %w", id, err)
+		}
+		js.decode(&j)
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// ForgetJudgement removes a finished re-judgement with its files.
+func (s *Store) ForgetJudgement(id, key string) error {
+	if key == "" {
+		return fmt.Errorf("forget judgement: the run's own judgement goes with the run")
+	}
+	if _, err := s.db.Exec(`DELETE FROM judgements WHERE run_id = ? AND key = ?`, id, key); err != nil {
+		return fmt.Errorf("forget judgement: %w", err)
+	}
+	return os.RemoveAll(filepath.Dir(s.JudgementPath(id, key, "x")))
+}
+
+// Remove deletes run id: its judgements, its files, and its dump when no
+// other run uses it. The index goes first, so a stop half way leaves files
+// no run points to (removed by the next Remove of their dump's last run,
+// or harmless), never a run without its files.
+func (s *Store) Remove(id string) error {
+	run, err := s.Run(id)
+	if err != nil {
+		return err
+	}
+	if err := s.DeleteRun(id); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(s.RunDir(id)); err != nil {
+		return fmt.Errorf("remove files of run %s: %w", id, err)
+	}
+	var others int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM runs WHERE dump_sha = ? AND dump_ext = ?`, run.DumpSHA, run.DumpExt).Scan(&others); err != nil {
+		return fmt.Errorf("remove run %s: %w", id, err)
+	}
+	if others == 0 {
+		if err := os.Remove(s.DumpPath(run.DumpSHA, run.DumpExt)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove dump of run %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Oldest lists the runs whose judgements have all finished, oldest first:
+// what retention may remove.
+func (s *Store) Oldest() ([]Run, error) {
+	rows, err := s.db.Query(`SELECT `+runColumns+` FROM runs r
+		WHERE NOT EXISTS (SELECT 1 FROM judgements j WHERE j.run_id = r.id AND j.state IN (?, ?))
+		ORDER BY r.created_ms, r.id`, Queued, Running)
+	if err != nil {
+		return nil, fmt.Errorf("list finished runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		var r Run
+		if err := scanRun(rows, &r); err != nil {
+			return nil, fmt.Errorf("list finished runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Count returns the number of runs.
+func (s *Store) Count() (int, error) {
+	var n int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM runs`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count runs: %w", err)
+	}
+	return n, nil
+}
+
+// Usage returns the bytes the data directory's files take.
+func (s *Store) Usage() (int64, error) {
+	var n int64
+	err := filepath.WalkDir(s.dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil // removed while walking
+			}
+			return err
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("measure data directory: %w", err)
+	}
+	return n, nil
+}
+
+// Finished returns the newest run of a dump with these params and backend
+// whose own judgement is done, or ErrNotFound: a built-in scenario opened
+// again reuses it.
+func (s *Store) Finished(sha, ext string, params json.RawMessage, backend string) (Run, error) {
+	var r Run
+	err := scanRun(s.db.QueryRow(`SELECT `+runColumns+` FROM runs r JOIN judgements j ON j.run_id = r.id AND j.key = ''
+		WHERE r.dump_sha = ? AND r.dump_ext = ? AND r.params = ? AND r.backend = ? AND r.parent = '' AND j.state = ?
+		ORDER BY r.created_ms DESC LIMIT 1`, sha, ext, string(orNull(params)), backend, Done), &r)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, ErrNotFound
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("find a finished run: %w", err)
+	}
+	return r, nil
 }

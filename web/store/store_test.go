@@ -95,14 +95,15 @@ func TestRunLifecycle(t *testing.T) {
 	}
 }
 
-func TestReopenFailsInterrupted(t *testing.T) {
+func TestReopenKeepsUnfinished(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := newRun(t, s, time.Now())
-	running := newRun(t, s, time.Now())
+	running := newRun(t, s, time.Now().Add(time.Second))
+	queued := newRun(t, s, time.Now().Add(2*time.Second))
 	if err := s.Finish(done.ID, "", Verdict{Pass: true, Rows: 4}); err != nil {
 		t.Fatal(err)
 	}
@@ -116,25 +117,64 @@ func TestReopenFailsInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	tests := []struct {
-		name string
-		id   string
-		want State
-		msg  string
-	}{
-		{"finished run kept", done.ID, Done, ""},
-		{"running run failed", running.ID, Failed, Interrupted},
+	pending, err := s.Unfinished()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			j, err := s.Judgement(tt.id, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if j.State != tt.want || j.Message != tt.msg {
-				t.Errorf("got %s %q, want %s %q", j.State, j.Message, tt.want, tt.msg)
-			}
-		})
+	var ids []string
+	for _, p := range pending {
+		ids = append(ids, p.ID)
+	}
+	if len(ids) != 2 || ids[0] != running.ID || ids[1] != queued.ID {
+		t.Errorf("unfinished %v, want the running then the queued run (%s, %s)", ids, running.ID, queued.ID)
+	}
+	for name, want := range map[string]os.FileMode{"": 0o700, "index.sqlite": 0o600} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%q has mode %v, want %v", name, st.Mode().Perm(), want)
+		}
+	}
+}
+
+func TestRemove(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := newRun(t, s, time.Now())
+	b := newRun(t, s, time.Now().Add(time.Second)) // the same dump
+	dump := s.DumpPath(a.DumpSHA, a.DumpExt)
+	os.WriteFile(dump, []byte("dump"), 0o600)
+	os.MkdirAll(s.RunDir(a.ID), 0o700)
+	os.WriteFile(s.OutputsPath(a.ID), []byte("out"), 0o600)
+	if err := s.Finish(a.ID, "", Verdict{Pass: true}); err != nil {
+		t.Fatal(err)
+	}
+	oldest, err := s.Oldest()
+	if err != nil || len(oldest) != 1 || oldest[0].ID != a.ID {
+		t.Fatalf("oldest finished %v %v, want only %s (the other is queued)", oldest, err, a.ID)
+	}
+	if err := s.Remove(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(a.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("run %s still there: %v", a.ID, err)
+	}
+	if _, err := os.Stat(s.RunDir(a.ID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("its folder is still there: %v", err)
+	}
+	if _, err := os.Stat(dump); err != nil {
+		t.Errorf("the dump went although run %s uses it: %v", b.ID, err)
+	}
+	if err := s.Remove(b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dump); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dump stayed after its last run went: %v", err)
 	}
 }
 

@@ -98,7 +98,7 @@ func VerdictClass(st Status, sum *Summary) string {
 		return "pass"
 	case sum != nil:
 		return "fail"
-	case st.State == store.Failed:
+	case st.State == store.Failed || st.State == store.Cancelled:
 		return "error"
 	}
 	return "running"
@@ -111,6 +111,8 @@ func VerdictText(st Status, sum *Summary) string {
 		return sum.Sentence
 	case st.State == store.Failed:
 		return "This run failed: " + st.Message
+	case st.State == store.Cancelled:
+		return "This run was cancelled: " + st.Message
 	case st.State == store.Queued && st.Ahead > 0:
 		return fmt.Sprintf("Waiting: %d run(s) ahead of this one.", st.Ahead)
 	case st.State == store.Queued:

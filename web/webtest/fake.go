@@ -31,10 +31,12 @@ import (
 type Runner struct {
 	BackendsFunc func() []engine.Device
 	InspectFunc  func(ctx context.Context, path, name string) (*session.DumpInfo, error)
-	ExecuteFunc  func(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
-	RejudgeFunc  func(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
-	RowFunc      func(ctx context.Context, job session.Job, r, top int) (*explain.RowDetail, error)
-	TeachFunc    func(ctx context.Context, job session.Job, r int, l lesson.Lesson) (*lesson.State, error)
+	// AdmitFunc is Admit; nil admits what InspectFunc describes.
+	AdmitFunc   func(ctx context.Context, job session.Job) (*session.DumpInfo, error)
+	ExecuteFunc func(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
+	RejudgeFunc func(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
+	RowFunc     func(ctx context.Context, job session.Job, r, top int) (*explain.RowDetail, error)
+	TeachFunc   func(ctx context.Context, job session.Job, r int, l lesson.Lesson) (*lesson.State, error)
 }
 
 var errNotSet = errors.New("webtest: function not set")
@@ -45,6 +47,14 @@ func (f *Runner) Backends() []engine.Device {
 		return nil
 	}
 	return f.BackendsFunc()
+}
+
+// Admit implements web.Runner: AdmitFunc, else Inspect of the job's dump.
+func (f *Runner) Admit(ctx context.Context, job session.Job) (*session.DumpInfo, error) {
+	if f.AdmitFunc != nil {
+		return f.AdmitFunc(ctx, job)
+	}
+	return f.Inspect(ctx, job.DumpPath, job.FileName)
 }
 
 // Inspect implements web.Runner.
