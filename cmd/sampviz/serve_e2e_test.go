@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,6 +87,14 @@ type served struct {
 	base    string // "http://127.0.0.1:port"
 	device  string // what the server printed of its kernels: "cuda backend on NVIDIA H100 ..."
 	client  *http.Client
+	// stop interrupts the server, as Ctrl-C does, and waits for it to end
+	// (once; the test's cleanup calls it too).
+	stop func()
+	// exited is closed when the process has ended.
+	exited <-chan struct{}
+	// peakFile is where the process writes its peak resident memory as it
+	// ends (peakEnv).
+	peakFile string
 }
 
 var (
@@ -93,16 +102,19 @@ var (
 	runPage  = regexp.MustCompile(`^/runs/([a-z2-7]{10})`)
 )
 
-// startServe starts this binary as `sampviz serve --backend backend` on a
-// free port with a fresh data directory, waits until it prints its
-// address, and stops it (interrupt, as Ctrl-C does) when the test ends.
+// startServe starts this binary as `sampviz serve --backend backend` (and
+// the extra flags) on a free port with a fresh data directory, waits until
+// it prints its address, and stops it (interrupt, as Ctrl-C does) when the
+// test ends.
 // Where the cuda backend does not open, it skips the test, or fails it
 // under SAMPVIZ_REQUIRE_GPU=1.
-func startServe(t *testing.T, backend string) *served {
+func startServe(t *testing.T, backend string, extra ...string) *served {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "serve", "--backend", backend, "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))
-	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	args := append([]string{"serve", "--backend", backend, "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data")}, extra...)
+	cmd := exec.Command(os.Args[0], args...)
+	peakFile := filepath.Join(dir, "peak")
+	cmd.Env = append(os.Environ(), mainEnv+"=1", peakEnv+"="+peakFile)
 	logPath := filepath.Join(dir, "serve.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -135,19 +147,23 @@ func startServe(t *testing.T, backend string) *served {
 		waitErr = cmd.Wait()
 		close(exited)
 	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("sampviz serve did not stop within 30 s of an interrupt")
-		}
-		if t.Failed() {
-			t.Logf("sampviz serve's log:\n%s", log())
-		}
-	})
-	s := &served{backend: backend, client: &http.Client{
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-exited:
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Errorf("sampviz serve did not stop within 30 s of an interrupt")
+			}
+			if t.Failed() {
+				t.Logf("sampviz serve's log:\n%s", log())
+			}
+		})
+	}
+	t.Cleanup(stop)
+	s := &served{backend: backend, stop: stop, exited: exited, peakFile: peakFile, client: &http.Client{
 		Timeout:       time.Minute,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}

@@ -166,8 +166,11 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 	report := add("the report", heapSlack*float64(rows*max(outputs, 1)*reportBytesPerRow))
 	var pages int64
 	if stored {
+		// GOMAXPROCS rows summarised at once, and the cache of their
+		// distributions; neither holds more rows than the run has.
 		g := int64(runtime.GOMAXPROCS(0))
-		pages = add("the pages' error summaries", heapSlack*float64(g*40*vocab+int64(2*g+2)*distBytesPerToken*vocab+rows*max(outputs, 1)*reportBytesPerRow))
+		busy, cached := min(g, max(rows, 1)), min(2*g+2, max(rows, 1))
+		pages = add("the pages' error summaries", heapSlack*float64(busy*40*vocab+cached*distBytesPerToken*vocab+rows*max(outputs, 1)*reportBytesPerRow))
 	}
 	base := add("the process", runtimeBytes)
 

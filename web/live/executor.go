@@ -124,7 +124,7 @@ func (e *executor) fail(t *task, err error, msg string) {
 }
 
 // Cancelled is what a cancelled judgement says.
-const Cancelled = "Cancelled before it finished; rerun it to get a result."
+const Cancelled = "This run was cancelled before it finished; rerun it to get a result."
 
 // cancelled records that a person cancelled t.
 func (e *executor) cancelled(t *task) {

@@ -493,7 +493,7 @@
       const fill = document.getElementById('progress-fill');
       if (s.state === 'failed' || s.state === 'cancelled') {
         verdict.className = 'card verdict error';
-        sentence.textContent = (s.state === 'failed' ? 'This run failed: ' : 'This run was cancelled: ') + s.message;
+        sentence.textContent = s.state === 'failed' ? 'This run failed: ' + s.message : s.message;
         fill.style.width = '0';
         const cancel = document.querySelector('[data-testid="cancel-form"]');
         if (cancel) cancel.hidden = true;

@@ -112,7 +112,7 @@ func VerdictText(st Status, sum *Summary) string {
 	case st.State == store.Failed:
 		return "This run failed: " + st.Message
 	case st.State == store.Cancelled:
-		return "This run was cancelled: " + st.Message
+		return st.Message
 	case st.State == store.Queued && st.Ahead > 0:
 		return fmt.Sprintf("Waiting: %d run(s) ahead of this one.", st.Ahead)
 	case st.State == store.Queued:
