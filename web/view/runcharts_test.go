@@ -2,7 +2,6 @@ package view
 
 import (
 	"encoding/json"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -10,39 +9,6 @@ import (
 	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/webtest"
 )
-
-func TestHistBin(t *testing.T) {
-	tests := []struct {
-		name string
-		err  float64
-		want int
-	}{
-		{"exact", 0, 0},
-		{"below the first edge", 1e-15, 1},
-		{"first edge", 1e-12, 1},
-		{"half a decade up", 3.2e-12, 2},
-		{"1e-5", 1e-5, 15},
-		{"just under 1", 0.99, session.HistBins - 2},
-		{"1 and above", 3, session.HistBins - 1},
-		{"NaN", math.NaN(), session.HistBins - 1},
-		{"Inf", math.Inf(1), session.HistBins - 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := session.HistBin(tt.err); got != tt.want {
-				t.Errorf("session.HistBin(%g) = %d, want %d", tt.err, got, tt.want)
-			}
-		})
-	}
-	// Every error lands in the bin whose edges hold it.
-	for i := 0; i < 1000; i++ {
-		e := math.Pow(10, -12+12*rand.Float64())
-		b := session.HistBin(e)
-		if e < session.HistEdge(b)*(1-1e-12) || b < session.HistBins-1 && e >= session.HistEdge(b+1)*(1+1e-12) {
-			t.Fatalf("session.HistBin(%g) = %d with edges [%g, %g)", e, b, session.HistEdge(b), session.HistEdge(b+1))
-		}
-	}
-}
 
 func TestChartsAreValidJSON(t *testing.T) {
 	rows, vocab := 40+rand.IntN(200), 1000+rand.IntN(50000)
