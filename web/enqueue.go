@@ -13,7 +13,11 @@ import (
 
 // createRun records run and queues its judgement in a place the caller
 // reserved (live.Runs.Reserve).
-func (s *Server) createRun(run store.Run, info *session.DumpInfo, p engine.Overrides) (store.Run, error) {
+//
+// tokenizer, when not "", is a tokenizer.json the run shows token text
+// with: an upload's temporary file (moved) or another run's (copied,
+// keepTokenizer).
+func (s *Server) createRun(run store.Run, info *session.DumpInfo, p engine.Overrides, tokenizer string, keepTokenizer bool) (store.Run, error) {
 	var err error
 	run.ID = store.NewID()
 	run.Created = time.Now()
@@ -22,6 +26,11 @@ func (s *Server) createRun(run store.Run, info *session.DumpInfo, p engine.Overr
 	}
 	if run.Params, err = json.Marshal(p); err != nil {
 		return store.Run{}, internal(err)
+	}
+	if tokenizer != "" {
+		if err := s.store.AdoptTokenizer(run.ID, tokenizer, keepTokenizer); err != nil {
+			return store.Run{}, storeError(err)
+		}
 	}
 	if err := s.store.CreateRun(run); err != nil {
 		return store.Run{}, internal(err)
@@ -34,10 +43,16 @@ func (s *Server) createRun(run store.Run, info *session.DumpInfo, p engine.Overr
 // job returns the session's job for run with parameters p, to judge with tol
 // (nil: the run's own tolerances).
 func (s *Server) job(run store.Run, p engine.Overrides, tol *engine.Tolerances) session.Job {
-	return session.Job{
+	job := session.Job{
 		DumpPath: s.store.DumpPath(run.DumpSHA, run.DumpExt), FileName: run.FileName,
 		OutputsPath: s.store.OutputsPath(run.ID), Backend: run.Backend, Overrides: p, Tolerances: tol,
 	}
+	if run.ID != "" {
+		if path := s.store.TokenizerPath(run.ID); fileExists(path) {
+			job.TokenizerPath, job.TokenizerName = path, "the tokenizer uploaded with it"
+		}
+	}
+	return job
 }
 
 // defaultBackend names the backend new runs use.
@@ -78,4 +93,10 @@ func (s *Server) requeue() {
 			Rejudge: p.Judgement.Key != "", Rows: info.Rows, Vocab: info.Vocab})
 		s.log.Info("run queued again", "run", run.ID, "judgement", p.Judgement.Key)
 	}
+}
+
+// fileExists reports whether path names a file.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -34,31 +34,64 @@ type upload struct {
 	known bool
 }
 
+// maxTokenizer bounds a tokenizer.json sent beside a dump.
+const maxTokenizer = 64 << 20
+
 // receive streams the upload into a temporary file, hashing it on the way,
-// at no less than the server's minimum rate (minRate).
-func (s *Server) receive(w http.ResponseWriter, r *http.Request) (*upload, error) {
+// at no less than the server's minimum rate (minRate). A form may carry a
+// tokenizer.json beside the dump, in a file field named "tokenizer": it is
+// returned as the second upload (nil without one).
+func (s *Server) receive(w http.ResponseWriter, r *http.Request) (dump, tokenizer *upload, err error) {
 	r.Body = newMinRate(r.Body, http.NewResponseController(w), s.cfg.MinUploadRate, s.cfg.UploadWindow)
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct == "multipart/form-data" {
 		mr, err := r.MultipartReader()
 		if err != nil {
-			return nil, badRequest("The upload is not a readable form; send the dump as the form's file, or as the raw request body.")
+			return nil, nil, badRequest("The upload is not a readable form; send the dump as the form's file, or as the raw request body.")
+		}
+		drop := func() {
+			for _, u := range []*upload{dump, tokenizer} {
+				if u != nil {
+					os.Remove(u.path)
+				}
+			}
 		}
 		for {
 			part, err := mr.NextPart()
+			if errors.Is(err, io.EOF) && dump != nil {
+				return dump, tokenizer, nil
+			}
 			if err != nil {
+				drop()
 				if tooLarge(err) {
-					return nil, s.errTooLarge("the upload")
+					return nil, nil, s.errTooLarge("the upload")
 				}
-				return nil, badRequest("The form carried no file: choose a dump (.safetensors, .npz, .npy or .pt) and send it again.")
+				if errors.Is(err, errTooSlow) {
+					return nil, nil, &httpError{Status: http.StatusRequestTimeout, Err: err,
+						Msg: fmt.Sprintf("The upload arrived slower than %s a second over %s; send it again on a faster link.", engine.FormatBytes(s.cfg.MinUploadRate), s.cfg.UploadWindow)}
+				}
+				if dump == nil && errors.Is(err, io.EOF) {
+					return nil, nil, badRequest("The form carried no file: choose a dump (.safetensors, .npz, .npy or .pt) and send it again.")
+				}
+				return nil, nil, &httpError{Status: http.StatusBadRequest, Msg: "The upload was cut off before its end; send it again.", Err: err}
 			}
 			if part.FileName() == "" {
 				part.Close()
 				continue
 			}
-			up, err := s.receiveBody(part, cleanName(part.FileName()))
+			var up *upload
+			if part.FormName() == "tokenizer" && tokenizer == nil {
+				up, err = s.receiveTokenizer(part, cleanName(part.FileName()))
+				tokenizer = up
+			} else if dump == nil {
+				up, err = s.receiveBody(part, cleanName(part.FileName()))
+				dump = up
+			}
 			part.Close()
-			return up, err
+			if err != nil {
+				drop()
+				return nil, nil, err
+			}
 		}
 	}
 	name := r.PathValue("name")
@@ -70,7 +103,43 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) (*upload, error
 			name = params["filename"]
 		}
 	}
-	return s.receiveBody(r.Body, cleanName(name))
+	dump, err = s.receiveBody(r.Body, cleanName(name))
+	return dump, nil, err
+}
+
+// receiveTokenizer copies a tokenizer.json sent beside a dump into a
+// temporary file; the session reads it (and says what is wrong with it).
+func (s *Server) receiveTokenizer(body io.Reader, name string) (*upload, error) {
+	if name == "" || name == "upload" {
+		name = "tokenizer.json"
+	}
+	f, err := s.tempFile("tokenizer-*.json")
+	if err != nil {
+		return nil, storeError(err)
+	}
+	var werr error
+	n, err := io.Copy(writeErr{f, &werr}, io.LimitReader(body, maxTokenizer+1))
+	if cerr := f.Close(); err == nil {
+		err, werr = cerr, cerr
+	}
+	switch {
+	case err == nil && n > maxTokenizer:
+		err = &httpError{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("%s is larger than a tokenizer.json may be (%s).", name, engine.FormatBytes(maxTokenizer))}
+	case err != nil && tooLarge(err):
+		err = s.errTooLarge(name)
+	case err != nil && errors.Is(err, errTooSlow):
+		err = &httpError{Status: http.StatusRequestTimeout, Err: err,
+			Msg: fmt.Sprintf("The upload of %s arrived slower than %s a second over %s; send it again on a faster link.", name, engine.FormatBytes(s.cfg.MinUploadRate), s.cfg.UploadWindow)}
+	case err != nil && werr != nil:
+		err = storeError(werr)
+	case err != nil:
+		err = &httpError{Status: http.StatusBadRequest, Msg: fmt.Sprintf("The upload of %s was cut off before its end; send it again.", name), Err: err}
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &upload{name: name, ext: ".json", path: f.Name(), size: n}, nil
 }
 
 // receiveBody copies body into a temporary file named after its container.

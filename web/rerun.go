@@ -1,12 +1,16 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 	"github.com/sampviz/sampviz/web/view"
 )
@@ -16,7 +20,7 @@ func (s *Server) handleRerunPage(w http.ResponseWriter, r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
 		return badRequest("The rerun form could not be read; send it again.")
 	}
-	run, err := s.rerun(r.PathValue("id"), r.PostForm)
+	run, err := s.rerun(r.Context(), r.PathValue("id"), r.PostForm)
 	if err != nil {
 		return err
 	}
@@ -44,7 +48,7 @@ func (s *Server) handleRerunAPI(w http.ResponseWriter, r *http.Request) error {
 		}
 		form = r.PostForm
 	}
-	run, err := s.rerun(r.PathValue("id"), form)
+	run, err := s.rerun(r.Context(), r.PathValue("id"), form)
 	if err != nil {
 		return err
 	}
@@ -59,8 +63,8 @@ type rerunRequest struct {
 
 // rerun queues a new run of run id's dump with the parameters and backend
 // of a form (empty fields keep the dump's values).
-func (s *Server) rerun(id string, form url.Values) (store.Run, error) {
-	parent, info, _, err := s.lookupRun(id)
+func (s *Server) rerun(ctx context.Context, id string, form url.Values) (store.Run, error) {
+	parent, _, _, err := s.lookupRun(id)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -71,13 +75,29 @@ func (s *Server) rerun(id string, form url.Values) (store.Run, error) {
 	if backend == "" {
 		backend = parent.Backend
 	}
+	// The new parameters may ask for more (draws, trials): the budget is
+	// checked again, as for an upload.
+	job := s.job(parent, p, nil)
+	job.Backend = backend
+	info, err := s.runner.Admit(ctx, job)
+	if err != nil {
+		var bad *session.InputError
+		if errors.As(err, &bad) {
+			status := http.StatusBadRequest
+			if bad.OverBudget {
+				status = http.StatusRequestEntityTooLarge
+			}
+			return store.Run{}, &httpError{Status: status, Msg: view.Sentence(bad.Error()), Err: err}
+		}
+		return store.Run{}, internal(fmt.Errorf("inspect the dump of run %s: %w", parent.ID, err))
+	}
 	if !s.runs.Reserve() {
 		return store.Run{}, errQueueFull(s.cfg.Queue)
 	}
 	run, err := s.createRun(store.Run{
 		FileName: parent.FileName, DumpSHA: parent.DumpSHA, DumpExt: parent.DumpExt, DumpSize: parent.DumpSize,
 		Backend: backend, Parent: parent.ID,
-	}, info, p)
+	}, info, p, job.TokenizerPath, true)
 	if err != nil {
 		s.runs.Release()
 		return store.Run{}, err

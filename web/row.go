@@ -77,8 +77,11 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 	switch {
 	case v.own.State == store.Failed:
 		d.Why = "This run failed before its outputs were stored: " + v.own.Message
+	case v.own.State == store.Cancelled && !s.outputsStored(v):
+		d.Why = "This run was cancelled before its outputs were stored; rerun it to see this row."
 	case v.own.State != store.Done && !s.outputsStored(v):
-		d.Why = "The kernels of this run have not finished yet; reload this page when the run page says they have."
+		d.Why = "The kernels of this run have not finished yet; this page reloads itself when they have."
+		d.Wait = view.WithQuery("/runs/"+v.run.ID+"/ws", v.query())
 	default:
 		select {
 		case s.rowSlots <- struct{}{}:
@@ -109,7 +112,7 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 	if d.Detail != nil && d.Detail.Spec != nil && d.Detail.Spec.Trace != nil {
 		trial, _ := strconv.Atoi(q.Get("trial"))
 		step, _ := strconv.Atoi(q.Get("step"))
-		d.Trace = view.NewTrace(d.Detail.Spec, trial, step, fmt.Sprintf("/runs/%s/rows/%d", v.run.ID, row), view.RowQuery(d, d.Log), d.Log)
+		d.Trace = view.NewTrace(d.Detail.Spec, view.Tokens(d.Detail.Text), trial, step, fmt.Sprintf("/runs/%s/rows/%d", v.run.ID, row), view.RowQuery(d, d.Log), d.Log)
 	}
 	return d, nil
 }

@@ -71,7 +71,7 @@ func (s *Server) openScenario(ctx context.Context, sc Scenario, rerun bool) (sto
 	if _, err := s.store.AdoptDump(up.path, up.sha, up.ext); err != nil {
 		return store.Run{}, storeError(err)
 	}
-	run, err := s.createRun(store.Run{FileName: up.name, DumpSHA: up.sha, DumpExt: up.ext, DumpSize: up.size, Backend: s.defaultBackend()}, info, sc.Params)
+	run, err := s.createRun(store.Run{FileName: up.name, DumpSHA: up.sha, DumpExt: up.ext, DumpSize: up.size, Backend: s.defaultBackend()}, info, sc.Params, "", false)
 	if err != nil {
 		return store.Run{}, err
 	}

@@ -60,13 +60,18 @@ func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run
 	// Past the limit the reader fails and the connection is closed after the
 	// answer, so a huge upload is cut off rather than read to its end.
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUpload)
-	up, err := s.receive(w, r)
+	up, tok, err := s.receive(w, r)
 	if err != nil {
 		return store.Run{}, nil, err
 	}
 	defer os.Remove(up.path) // a no-op once adopted
 	job := s.job(store.Run{FileName: up.name, Backend: backend}, p, nil)
 	job.DumpPath = up.path
+	var tokPath string
+	if tok != nil {
+		defer os.Remove(tok.path)
+		tokPath, job.TokenizerPath, job.TokenizerName = tok.path, tok.path, tok.name
+	}
 	info, err := s.runner.Admit(r.Context(), job)
 	if err != nil {
 		var bad *session.InputError
@@ -102,7 +107,7 @@ func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run
 	run, err := s.createRun(store.Run{
 		FileName: up.name, DumpSHA: up.sha, DumpExt: up.ext, DumpSize: up.size,
 		Backend: backend,
-	}, info, p)
+	}, info, p, tokPath, false)
 	if err != nil {
 		return store.Run{}, nil, err
 	}

@@ -133,6 +133,9 @@ type RowDetail struct {
 	Spec *SpecDetail `json:"spec,omitempty"`
 	// Ngram shows how an ngram_match row was drafted.
 	Ngram *NgramDetail `json:"ngram,omitempty"`
+	// Text is the visible text of the token ids above, when the run has a
+	// tokenizer (NameTokens); ids it lacks are shown bare.
+	Text map[int64]string `json:"text,omitempty"`
 }
 
 // NgramDetail shows how the reference drafted one row of an ngram_match run

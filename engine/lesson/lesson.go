@@ -99,6 +99,9 @@ type State struct {
 	// the emitted tokens, and of the drafts, after a growing number of
 	// steps.
 	Running []TVPoint `json:"running"`
+	// Text is the visible text of the token ids above, when the run has a
+	// tokenizer (NameTokens).
+	Text map[int64]string `json:"text,omitempty"`
 }
 
 // Token is one token (or, with Token -1, the pooled rest) of a lesson.
@@ -147,3 +150,31 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Msg }
+
+// NameTokens fills st.Text with the visible text of every token id the
+// lesson shows (name gives it, false for an id it does not define).
+func (st *State) NameTokens(name func(id int64) (string, bool)) {
+	if name == nil {
+		return
+	}
+	text := map[int64]string{}
+	add := func(id int) {
+		if id < 0 {
+			return
+		}
+		if s, ok := name(int64(id)); ok {
+			text[int64(id)] = s
+		}
+	}
+	add(st.Draft)
+	for _, t := range st.Tokens {
+		add(t.Token)
+	}
+	for _, s := range st.Last {
+		add(s.Draft)
+		add(s.Token)
+	}
+	if len(text) > 0 {
+		st.Text = text
+	}
+}

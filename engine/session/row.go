@@ -9,6 +9,7 @@ import (
 	"github.com/sampviz/sampviz/engine/compare"
 	"github.com/sampviz/sampviz/engine/explain"
 	"github.com/sampviz/sampviz/engine/lesson"
+	"github.com/sampviz/sampviz/engine/tokens"
 )
 
 // Row describes row r of a job for the row page (explain.Row), with the
@@ -36,6 +37,9 @@ func (s *Session) Row(ctx context.Context, job Job, r, top int) (*explain.RowDet
 		tr = rowTrace(st.file, r)
 	}
 	d := explain.Row(run, outs, tr, job.Tolerances, r, top)
+	if tok, _, _, err := s.tokenizer(job, run); err == nil && tok != nil {
+		d.NameTokens(show(tok))
+	}
 	if d.Spec != nil && tr == nil {
 		if st == nil {
 			d.Spec.NoTrace = "The kernels of this run have not stored their outputs, so there is no trace to step through."
@@ -56,5 +60,21 @@ func (s *Session) Teach(ctx context.Context, job Job, r int, l lesson.Lesson) (*
 		return nil, err
 	}
 	defer f.Close()
-	return lesson.Teach(ctx, run, r, l)
+	st, err := lesson.Teach(ctx, run, r, l)
+	if err == nil {
+		if tok, _, _, terr := s.tokenizer(job, run); terr == nil && tok != nil {
+			st.NameTokens(show(tok))
+		}
+	}
+	return st, err
+}
+
+// show is tok's visible text of a token id, false for an id it lacks.
+func show(tok *tokens.Tokenizer) explain.Namer {
+	return func(id int64) (string, bool) {
+		if !tok.Known(id) {
+			return "", false
+		}
+		return tok.Show(id), true
+	}
 }

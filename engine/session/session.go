@@ -36,6 +36,8 @@ type Session struct {
 	// a job that needs more is refused before anything big is read
 	// (budget.go).
 	MaxMemory int64
+	// tokenizers caches the tokenizers row pages show token text with.
+	tokenizers tokenizerCache
 }
 
 // New returns a session over backends, the default first. With none, jobs
@@ -101,6 +103,11 @@ type Job struct {
 	// Rtol keeps the default of that part, and a PValue of 0 the default
 	// threshold.
 	Tolerances *engine.Tolerances
+	// TokenizerPath, when set, is a tokenizer.json (Hugging Face tokenizers)
+	// whose token text is shown beside the ids, in place of the dump's own
+	// `tokenizer` metadata; TokenizerName is what its uploader called it.
+	TokenizerPath string
+	TokenizerName string
 }
 
 // open builds the job's run from Job.Run, or from the headers of the dump
@@ -189,6 +196,9 @@ type DumpInfo struct {
 	Notices []string `json:"notices,omitempty"`
 	// Memory is what the job was estimated to hold at its peak (budget.go).
 	Memory int64 `json:"memory,omitempty"`
+	// Tokenizer says where the token text shown beside ids comes from (a
+	// file's name, or the dump's metadata); "" when ids are shown bare.
+	Tokenizer string `json:"tokenizer,omitempty"`
 }
 
 // Inspect reads the headers of the dump at path, which its uploader named
@@ -228,6 +238,12 @@ func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 		info.Notices = append(info.Notices, f.Notices...)
 	}
 	info.Notices = append(info.Notices, run.Notices...)
+	_, from, notices, err := s.tokenizer(job, run)
+	if err != nil {
+		return nil, err
+	}
+	info.Tokenizer = from
+	info.Notices = append(info.Notices, notices...)
 	switch run.Op.Spec().Inputs[0].Name {
 	case "logits":
 		info.Input, info.Shape = "logits", run.Logits.Shape

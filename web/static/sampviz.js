@@ -165,6 +165,8 @@
       progress.textContent = 'Uploading ' + file.name + '…';
       const body = new FormData();
       body.append('dump', file, file.name);
+      const tok = document.getElementById('tokenizer-input');
+      if (tok && tok.files && tok.files[0]) body.append('tokenizer', tok.files[0], tok.files[0].name);
       const xhr = new XMLHttpRequest();
       xhr.open('POST', '/api/runs');
       xhr.responseType = 'json';
@@ -872,6 +874,18 @@
     })();
   }
 
+  // waitForRun reloads a row page whose run has not finished once its
+  // websocket says the run has ended.
+  function waitForRun(el) {
+    const proto = window.location.protocol === 'https:' ? 'wss://' : 'ws://';
+    const ws = new WebSocket(proto + window.location.host + el.dataset.wait);
+    ws.onmessage = function (ev) {
+      let m;
+      try { m = JSON.parse(ev.data); } catch (e) { return; }
+      if (m.final) { ws.close(); window.location.reload(); }
+    };
+  }
+
   // ---- start --------------------------------------------------------------
 
   function start() {
@@ -883,6 +897,8 @@
     const trace = document.getElementById('row-trace');
     const startTrace = function () { if (trace) initTrace(JSON.parse(trace.textContent)); };
     if (row) initRow(JSON.parse(row.textContent), startTrace); else startTrace();
+    const wait = document.querySelector('[data-wait]');
+    if (wait && wait.dataset.wait) waitForRun(wait);
     const teach = document.getElementById('teach-data');
     if (teach) initTeach(JSON.parse(teach.textContent));
   }

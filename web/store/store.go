@@ -243,6 +243,39 @@ func (s *Store) AdoptDump(tmpPath, sha, ext string) (string, error) {
 	return dst, nil
 }
 
+// TokenizerPath is where run id keeps the tokenizer.json uploaded with its
+// dump (absent when none was).
+func (s *Store) TokenizerPath(id string) string {
+	return filepath.Join(s.RunDir(id), "tokenizer.json")
+}
+
+// AdoptTokenizer gives run id the tokenizer at src: a temporary file of
+// the upload, moved (keep false), or another run's, copied (keep true).
+func (s *Store) AdoptTokenizer(id, src string, keep bool) error {
+	dst := s.TokenizerPath(id)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return fmt.Errorf("store tokenizer: %w", err)
+	}
+	if !keep {
+		if err := os.Rename(src, dst); err != nil {
+			return fmt.Errorf("store tokenizer: %w", err)
+		}
+		if err := durable.SyncDir(filepath.Dir(dst)); err != nil {
+			return fmt.Errorf("store tokenizer: %w", err)
+		}
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("store tokenizer: %w", err)
+	}
+	defer in.Close()
+	if err := durable.WriteFile(dst, func(w io.Writer) error { _, err := io.Copy(w, in); return err }); err != nil {
+		return fmt.Errorf("store tokenizer: %w", err)
+	}
+	return nil
+}
+
 // RunDir returns the folder of run id's outputs and reports.
 func (s *Store) RunDir(id string) string { return filepath.Join(s.dir, "runs", id) }
 

@@ -2,7 +2,6 @@ package view
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/sampviz/sampviz/engine/explain"
@@ -32,7 +31,7 @@ type markedRange struct {
 
 // tokenSpans lays out seq with the classes of marks, eliding long runs of
 // unmarked tokens so that the match stays in view.
-func tokenSpans(seq []int64, marks ...markedRange) []TokenSpan {
+func tokenSpans(seq []int64, names Tokens, marks ...markedRange) []TokenSpan {
 	class := make([]string, len(seq))
 	keep := make([]bool, len(seq))
 	for i := range seq {
@@ -57,7 +56,7 @@ func tokenSpans(seq []int64, marks ...markedRange) []TokenSpan {
 			i = j
 			continue
 		}
-		out = append(out, TokenSpan{Text: strconv.FormatInt(seq[i], 10), Class: class[i]})
+		out = append(out, TokenSpan{Text: names.Label(seq[i]), Class: class[i]})
 		i++
 	}
 	return out
@@ -77,22 +76,22 @@ func ngramMarks(n *explain.NgramDetail, source string) []markedRange {
 
 // NgramGenerated lays out the generated tokens: the pattern (their last N),
 // and the match and draft when the match lies among them.
-func NgramGenerated(n *explain.NgramDetail) []TokenSpan {
+func NgramGenerated(n *explain.NgramDetail, names Tokens) []TokenSpan {
 	marks := ngramMarks(n, "generated")
 	if n.N > 0 {
 		marks = append(marks, markedRange{len(n.Generated) - n.N, len(n.Generated), "pattern"})
 	}
-	return tokenSpans(n.Generated, marks...)
+	return tokenSpans(n.Generated, names, marks...)
 }
 
 // NgramPrompt lays out the prompt, with the match and draft when the match
 // lies there.
-func NgramPrompt(n *explain.NgramDetail) []TokenSpan {
-	return tokenSpans(n.Prompt, ngramMarks(n, "prompt")...)
+func NgramPrompt(n *explain.NgramDetail, names Tokens) []TokenSpan {
+	return tokenSpans(n.Prompt, names, ngramMarks(n, "prompt")...)
 }
 
 // NgramSentence says how the row was drafted.
-func NgramSentence(n *explain.NgramDetail) string {
+func NgramSentence(n *explain.NgramDetail, names Tokens) string {
 	budget := fmt.Sprintf("Rows draft in order from one shared budget; when this row's turn came %d draft tokens were left, so it could propose min(max_draft_tokens %d, %d) = %d.",
 		n.Budget, n.MaxDraftTokens, n.Budget, n.Limit)
 	switch {
@@ -113,7 +112,7 @@ func NgramSentence(n *explain.NgramDetail) string {
 		tried = fmt.Sprintf(" (no longer n-gram, up to %d, occurs earlier)", min(n.MaxNgram, len(n.Generated)))
 	}
 	return fmt.Sprintf("The last %d generated tokens [%s]%s first occur in %s at position %d; the draft is the %s after them. %s",
-		n.N, joinTokens(n.Generated[len(n.Generated)-n.N:]), tried, where, n.Start, Plural(len(n.Reference), "token"), budget)
+		n.N, joinTokens(n.Generated[len(n.Generated)-n.N:], names), tried, where, n.Start, Plural(len(n.Reference), "token"), budget)
 }
 
 // DraftCell is one token of an output's draft, marked where it differs
@@ -125,14 +124,14 @@ type DraftCell struct {
 
 // DraftCells compares an output's draft with the reference position by
 // position; positions past either end count as different.
-func DraftCells(got, want []int64) []DraftCell {
+func DraftCells(got, want []int64, names Tokens) []DraftCell {
 	var out []DraftCell
 	for j := range max(len(got), len(want)) {
 		switch {
 		case j >= len(got):
 			out = append(out, DraftCell{Text: "(missing)", Diff: true})
 		default:
-			out = append(out, DraftCell{Text: strconv.FormatInt(got[j], 10), Diff: j >= len(want) || got[j] != want[j]})
+			out = append(out, DraftCell{Text: names.Label(got[j]), Diff: j >= len(want) || got[j] != want[j]})
 		}
 	}
 	return out
@@ -141,7 +140,7 @@ func DraftCells(got, want []int64) []DraftCell {
 // DraftVerdict says in a few words whether an output's draft is the
 // reference's.
 func DraftVerdict(got, want []int64) string {
-	for _, c := range DraftCells(got, want) {
+	for _, c := range DraftCells(got, want, nil) {
 		if c.Diff {
 			return "differs"
 		}
@@ -149,10 +148,10 @@ func DraftVerdict(got, want []int64) string {
 	return "same as the reference"
 }
 
-func joinTokens(t []int64) string {
+func joinTokens(t []int64, names Tokens) string {
 	s := make([]string, len(t))
 	for i, x := range t {
-		s[i] = strconv.FormatInt(x, 10)
+		s[i] = names.Label(x)
 	}
 	return strings.Join(s, " ")
 }

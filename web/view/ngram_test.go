@@ -29,7 +29,7 @@ func TestTokenSpans(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, s := range tokenSpans(tt.seq, tt.marks...) {
+			for _, s := range tokenSpans(tt.seq, nil, tt.marks...) {
 				got = append(got, s.Text+"/"+s.Class)
 			}
 			if g := strings.Join(got, " "); g != tt.want {
@@ -57,7 +57,7 @@ func TestNgramSentence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := NgramSentence(&tt.n)
+			s := NgramSentence(&tt.n, nil)
 			for _, w := range tt.want {
 				if !strings.Contains(s, w) {
 					t.Errorf("%q does not say %q", s, w)
@@ -82,7 +82,7 @@ func TestDraftCells(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, c := range DraftCells(tt.got, tt.want) {
+			for _, c := range DraftCells(tt.got, tt.want, nil) {
 				s := c.Text
 				if c.Diff {
 					s += "!"

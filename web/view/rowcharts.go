@@ -31,7 +31,7 @@ func RowCharts(d *explain.RowDetail, spec *engine.SpecStats, logScale bool) map[
 		}
 	}
 	if d.Samples != nil && len(d.Samples.Outputs) > 0 {
-		m["samples"] = sampleChart(d.Samples, logScale)
+		m["samples"] = sampleChart(d.Samples, Tokens(d.Text), logScale)
 	}
 	if spec != nil && len(spec.Positions) > 0 {
 		sub := specSubtitle(spec, "this row")
@@ -41,10 +41,11 @@ func RowCharts(d *explain.RowDetail, spec *engine.SpecStats, logScale bool) map[
 	return m
 }
 
+// tokenLabels are the category labels of the top tokens' charts.
 func tokenLabels(d *explain.RowDetail) []string {
 	xs := make([]string, len(d.Tokens))
 	for i, t := range d.Tokens {
-		xs[i] = fmt.Sprintf("#%d", t.Token)
+		xs[i] = Tokens(d.Text).Axis(int64(t.Token))
 	}
 	return xs
 }
@@ -187,14 +188,14 @@ func errorChart(d *explain.RowDetail) map[string]any {
 // against what its number of draws expects under the reference, for the top
 // tokens, every token drawn that the reference gives no mass (red; amber at
 // a filter boundary, where drawing it is allowed) and the rest pooled.
-func sampleChart(d *explain.SampleDetail, logScale bool) map[string]any {
+func sampleChart(d *explain.SampleDetail, names Tokens, logScale bool) map[string]any {
 	bins := append(append([]explain.SampleToken(nil), d.Tokens...), d.Other)
 	xs := make([]string, len(bins))
 	for i, b := range bins {
 		if b.Token < 0 {
 			xs[i] = "other tokens"
 		} else {
-			xs[i] = fmt.Sprintf("#%d", b.Token)
+			xs[i] = names.Axis(int64(b.Token))
 		}
 	}
 	sameN := true

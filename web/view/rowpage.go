@@ -27,7 +27,10 @@ type RowPage struct {
 	Reports []*engine.RowReport
 	Detail  *explain.RowDetail
 	// Why says why there is no detail ("" when there is).
-	Why     string
+	Why string
+	// Wait is the run's websocket while its kernels have not finished: the
+	// page reloads itself when the run ends ("" otherwise).
+	Wait string
 	Log     bool
 	Top     int
 	Charts  map[string]any
@@ -91,7 +94,7 @@ func ChosenLine(d *RowPage) string {
 		if !ok {
 			continue
 		}
-		part := fmt.Sprintf("%s chose token %d", o.Label(), tok)
+		part := fmt.Sprintf("%s chose token %s", o.Label(), Tokens(d.Detail.Text).Label(tok))
 		for _, t := range d.Detail.Tokens {
 			if int64(t.Token) == tok {
 				part += fmt.Sprintf(" (rank %d, reference probability %s)", t.Rank, Sci(t.Ref))

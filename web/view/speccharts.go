@@ -24,13 +24,13 @@ const (
 
 // positionChart draws p, q and the normalised residual max(p - q, 0) at one
 // position of a spec_verify row, on the tokens the detail lists.
-func positionChart(sd *explain.SpecDetail, pos explain.SpecPosition, logScale bool) map[string]any {
+func positionChart(sd *explain.SpecDetail, pos explain.SpecPosition, names Tokens, logScale bool) map[string]any {
 	xs := make([]string, len(pos.Tokens))
 	p := make([]opts.BarData, len(pos.Tokens))
 	q := make([]opts.BarData, len(pos.Tokens))
 	res := make([]opts.BarData, len(pos.Tokens))
 	for i, t := range pos.Tokens {
-		xs[i] = fmt.Sprintf("#%d", t.Token)
+		xs[i] = names.Axis(int64(t.Token))
 		p[i] = opts.BarData{Value: finiteOr(float64(t.P), logScale)}
 		q[i] = opts.BarData{Value: finiteOr(float64(t.Q), logScale)}
 		res[i] = opts.BarData{Value: finiteOr(float64(t.Residual), logScale)}
@@ -80,7 +80,7 @@ func teachHistChart(st *lesson.State) map[string]any {
 		if b.Token < 0 {
 			xs[i] = "other tokens"
 		} else {
-			xs[i] = fmt.Sprintf("#%d", b.Token)
+			xs[i] = Tokens(st.Text).Axis(int64(b.Token))
 		}
 		acc[i] = opts.BarData{Value: float64(b.Accepted) / n}
 		res[i] = opts.BarData{Value: float64(b.Resampled) / n}

@@ -59,7 +59,7 @@ type LawRow struct {
 // LawRows lists, per draft position, the draft, p and q of the draft, the
 // acceptance probability, and the probability that the chain emits exactly
 // that many drafts; the last line is the bonus position.
-func LawRows(sd *explain.SpecDetail) []LawRow {
+func LawRows(sd *explain.SpecDetail, names Tokens) []LawRow {
 	var rows []LawRow
 	for j := 0; j <= sd.K; j++ {
 		r := LawRow{Position: strconv.Itoa(j)}
@@ -72,7 +72,7 @@ func LawRows(sd *explain.SpecDetail) []LawRow {
 			continue
 		}
 		if j < len(sd.Drafts) {
-			r.Draft = strconv.FormatInt(sd.Drafts[j], 10)
+			r.Draft = names.Label(sd.Drafts[j])
 		}
 		if j < len(sd.Accept) {
 			r.Accept = prob(sd.Accept[j])

@@ -97,18 +97,18 @@ func NewTeachView(st *lesson.State, k int) *TeachView {
 	v.What = whatText(st)
 	v.WhyMin, v.WhyResidual, v.WhyP = whyTexts(st)
 	for i := len(st.Last) - 1; i >= 0; i-- {
-		v.Last = append(v.Last, stepRow(st.Last[i]))
+		v.Last = append(v.Last, stepRow(st.Last[i], Tokens(st.Text)))
 	}
 	v.Charts = map[string]any{"hist": teachHistChart(st), "tv": teachTVChart(st)}
 	return v
 }
 
 // stepRow puts one step into the table's words.
-func stepRow(s lesson.Step) TeachStepRow {
+func stepRow(s lesson.Step, names Tokens) TeachStepRow {
 	a := acceptProb(float64(s.P), float64(s.Q))
 	row := TeachStepRow{
-		Step: strconv.Itoa(s.Step), Draft: strconv.Itoa(s.Draft), U: prob(s.U), P: prob(s.P), Q: prob(s.Q),
-		Accept: prob(engine.Float(a)), Token: strconv.Itoa(s.Token), Accepted: s.Accepted,
+		Step: strconv.Itoa(s.Step), Draft: names.Label(int64(s.Draft)), U: prob(s.U), P: prob(s.P), Q: prob(s.Q),
+		Accept: prob(engine.Float(a)), Token: names.Label(int64(s.Token)), Accepted: s.Accepted,
 	}
 	if s.Accepted {
 		row.Verdict = "accepted"
@@ -123,7 +123,7 @@ func stepRow(s lesson.Step) TeachStepRow {
 func definitionText(st *lesson.State) string {
 	qrow := fmt.Sprintf("this row's real draft distribution at position %d", st.Position)
 	if st.OneHot {
-		qrow = fmt.Sprintf("this row's real draft at position %d, one-hot at its draft token %d (the dump has no draft_probs)", st.Position, st.Draft)
+		qrow = fmt.Sprintf("this row's real draft at position %d, one-hot at its draft token %s (the dump has no draft_probs)", st.Position, Tokens(st.Text).Label(int64(st.Draft)))
 	}
 	s := fmt.Sprintf("The target p is the renormalised softmax of this row's target logits at position %d with the controls above", st.Position)
 	if st.MinP > 0 {
@@ -151,19 +151,21 @@ func whatText(st *lesson.State) string {
 		return "Press Step: the draft proposes a token x drawn from q, and the target keeps it with probability min(1, p(x)/q(x))."
 	}
 	s := st.Last[len(st.Last)-1]
+	names := Tokens(st.Text)
+	draft, emitted := names.Label(int64(s.Draft)), names.Label(int64(s.Token))
 	p, q := float64(s.P), float64(s.Q)
 	a := acceptProb(p, q)
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "Step %d: the draft proposes token %d, drawn from q, which gives it q(x) = %s; the target gives it p(x) = %s. ", s.Step, s.Draft, prob(s.Q), prob(s.P))
+	fmt.Fprintf(b, "Step %d: the draft proposes token %s, drawn from q, which gives it q(x) = %s; the target gives it p(x) = %s. ", s.Step, draft, prob(s.Q), prob(s.P))
 	switch {
 	case p >= q:
-		fmt.Fprintf(b, "p ≥ q, so min(1, p/q) = 1: the draft proposes this token no more often than the target wants it, and it is always accepted (u = %s). Token %d is emitted.", prob(s.U), s.Token)
+		fmt.Fprintf(b, "p ≥ q, so min(1, p/q) = 1: the draft proposes this token no more often than the target wants it, and it is always accepted (u = %s). Token %s is emitted.", prob(s.U), emitted)
 	case s.Accepted:
-		fmt.Fprintf(b, "p/q = %s, so it is accepted with probability min(1, p/q) = %s. u = %s and u·q(x) = %s < p(x): accepted, and token %d is emitted.",
-			prob(engine.Float(p/q)), prob(engine.Float(a)), prob(s.U), prob(engine.Float(float64(s.U)*q)), s.Token)
+		fmt.Fprintf(b, "p/q = %s, so it is accepted with probability min(1, p/q) = %s. u = %s and u·q(x) = %s < p(x): accepted, and token %s is emitted.",
+			prob(engine.Float(p/q)), prob(engine.Float(a)), prob(s.U), prob(engine.Float(float64(s.U)*q)), emitted)
 	default:
-		fmt.Fprintf(b, "p/q = %s, so it is accepted with probability min(1, p/q) = %s. u = %s and u·q(x) = %s ≥ p(x): rejected. The token emitted is drawn instead from the residual max(p − q, 0), normalised: token %d.",
-			prob(engine.Float(p/q)), prob(engine.Float(a)), prob(s.U), prob(engine.Float(float64(s.U)*q)), s.Token)
+		fmt.Fprintf(b, "p/q = %s, so it is accepted with probability min(1, p/q) = %s. u = %s and u·q(x) = %s ≥ p(x): rejected. The token emitted is drawn instead from the residual max(p − q, 0), normalised: token %s.",
+			prob(engine.Float(p/q)), prob(engine.Float(a)), prob(s.U), prob(engine.Float(float64(s.U)*q)), emitted)
 	}
 	return b.String()
 }
@@ -188,8 +190,8 @@ func whyTexts(st *lesson.State) (whyMin, whyResidual, whyP string) {
 	whyMin = "Why min(1, p/q): where the draft over-proposes a token (q(x) > p(x)), keeping only the share p/q of its proposals brings it down to exactly p(x), since q(x)·p(x)/q(x) = p(x); where it under-proposes (q(x) ≤ p(x)), every proposal is kept, and the token still lacks p(x) − q(x)."
 	if over >= 0 {
 		t := st.Tokens[over]
-		whyMin += fmt.Sprintf(" Here token %d is proposed with q = %s but the target wants p = %s: only %s of its proposals are kept, %s × %s = %s.",
-			t.Token, prob(t.Q), prob(t.P), prob(engine.Float(float64(t.P/t.Q))), prob(t.Q), prob(engine.Float(float64(t.P/t.Q))), prob(t.P))
+		whyMin += fmt.Sprintf(" Here token %s is proposed with q = %s but the target wants p = %s: only %s of its proposals are kept, %s × %s = %s.",
+			Tokens(st.Text).Label(int64(t.Token)), prob(t.Q), prob(t.P), prob(engine.Float(float64(t.P/t.Q))), prob(t.Q), prob(engine.Float(float64(t.P/t.Q))), prob(t.P))
 	}
 	whyMin += fmt.Sprintf(" Over every token the accept step delivers Σ min(p, q) = β = %s of the mass.", prob(st.Beta))
 	whyResidual = fmt.Sprintf("Why the residual is max(p − q, 0): a step rejects with probability 1 − β = %s, and the mass still missing at each token after the accept step is exactly max(p(x) − q(x), 0), which sums to 1 − β as well (Σ max(p − q, 0) = 1 − Σ min(p, q)). So after a rejection, drawing from that shortfall, normalised, fills every token up to p(x) and no further; tokens the draft over-proposes get nothing from it.", prob(engine.Float(1-beta)))
@@ -198,8 +200,8 @@ func whyTexts(st *lesson.State) (whyMin, whyResidual, whyP string) {
 	}
 	if under >= 0 && 1-beta >= 1e-9 {
 		t := st.Tokens[under]
-		whyResidual += fmt.Sprintf(" Token %d, for one, has p = %s but q = %s: the residual gives it %s of the rejections.",
-			t.Token, prob(t.P), prob(t.Q), prob(engine.Float((float64(t.P)-float64(t.Q))/math.Max(1-beta, 1e-300))))
+		whyResidual += fmt.Sprintf(" Token %s, for one, has p = %s but q = %s: the residual gives it %s of the rejections.",
+			Tokens(st.Text).Label(int64(t.Token)), prob(t.P), prob(t.Q), prob(engine.Float((float64(t.P)-float64(t.Q))/math.Max(1-beta, 1e-300))))
 	}
 	whyP = "Why the result is still p: a token x comes out with probability q(x)·min(1, p(x)/q(x)) + (1 − β)·max(p(x) − q(x), 0)/(1 − β) = min(p(x), q(x)) + max(p(x) − q(x), 0) = p(x), whatever q is; q only decides how often the cheap accept step does the work (β)."
 	if n := len(st.Running); n > 0 {

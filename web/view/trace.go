@@ -46,8 +46,8 @@ type TraceItem struct {
 	URL string `json:"url"`
 }
 
-// TraceMark is a pin on a position chart: a category (token label) and the
-// height to put it at.
+// TraceMark is a pin on a position chart: a category (the token's index
+// among the chart's) and the height to put it at.
 type TraceMark struct {
 	Name  string `json:"name"`
 	Coord [2]any `json:"coord"`
@@ -59,8 +59,8 @@ var TraceHeader = []string{"draft x", "u", "p(x)", "q(x)", "p(x)/q(x)", "min(1, 
 
 // NewTrace puts sd's trace into words, starting at trial t, position i
 // (clamped into range), with step links built on base (the row page's URL
-// query, without trial and step).
-func NewTrace(sd *explain.SpecDetail, t, i int, path string, base url.Values, logScale bool) *Trace {
+// query, without trial and step), naming tokens with names.
+func NewTrace(sd *explain.SpecDetail, names Tokens, t, i int, path string, base url.Values, logScale bool) *Trace {
 	tr := sd.Trace
 	if tr == nil || tr.Trials == 0 || tr.Steps == 0 {
 		return nil
@@ -69,17 +69,21 @@ func NewTrace(sd *explain.SpecDetail, t, i int, path string, base url.Values, lo
 	t = min(max(t, 0), tr.Trials-1)
 	i = min(max(i, 0), tr.Steps-1)
 	v.Index = t*tr.Steps + i
-	// Where each position's tokens are on its chart, and their heights.
-	type bar struct{ p, q, res float64 }
+	// Where each position's tokens are on its chart (their index among the
+	// categories), and their heights.
+	type bar struct {
+		at        int
+		p, q, res float64
+	}
 	bars := make([]map[int]bar, tr.Steps)
 	for pi := range tr.Steps {
 		bars[pi] = map[int]bar{}
 		if pi < len(sd.Positions) {
 			pos := sd.Positions[pi]
-			for _, tk := range pos.Tokens {
-				bars[pi][tk.Token] = bar{float64(tk.P), float64(tk.Q), float64(tk.Residual)}
+			for at, tk := range pos.Tokens {
+				bars[pi][tk.Token] = bar{at, float64(tk.P), float64(tk.Q), float64(tk.Residual)}
 			}
-			v.Charts = append(v.Charts, positionChart(sd, pos, logScale))
+			v.Charts = append(v.Charts, positionChart(sd, pos, names, logScale))
 		} else {
 			v.Charts = append(v.Charts, map[string]any{})
 		}
@@ -98,14 +102,14 @@ func NewTrace(sd *explain.SpecDetail, t, i int, path string, base url.Values, lo
 			if j == sd.K {
 				it.Title = fmt.Sprintf("Trial %d of %d, position %d: the bonus", ti, tr.Trials, j)
 			}
-			it.Cells, it.Say, it.Outcome = describeStep(sd, s, j, emitted)
+			it.Cells, it.Say, it.Outcome = describeStep(sd, names, s, j, emitted)
 			mark := func(name string, tok int32, color string, height func(bar) float64) {
 				if tok < 0 {
 					return
 				}
 				if b, ok := bars[j][int(tok)]; ok {
 					if h := height(b); h > 0 && finite(h) {
-						it.Marks = append(it.Marks, TraceMark{Name: name, Coord: [2]any{fmt.Sprintf("#%d", tok), h}, Color: color})
+						it.Marks = append(it.Marks, TraceMark{Name: name, Coord: [2]any{b.at, h}, Color: color})
 					}
 				}
 			}
@@ -132,16 +136,17 @@ func NewTrace(sd *explain.SpecDetail, t, i int, path string, base url.Values, lo
 
 // describeStep fills the step table's cells and says what step s (position
 // j of a trial whose chain emitted up to position emitted) did and why.
-func describeStep(sd *explain.SpecDetail, s engine.SpecStep, j, emitted int) (cells []string, say, outcome string) {
+func describeStep(sd *explain.SpecDetail, names Tokens, s engine.SpecStep, j, emitted int) (cells []string, say, outcome string) {
 	f := func(x float32) string { return prob(engine.Float(x)) }
 	tok := "none"
 	if s.Resampled >= 0 {
-		tok = strconv.Itoa(int(s.Resampled))
+		tok = names.Label(int64(s.Resampled))
 	}
+	draft := names.Label(int64(s.Draft))
 	if j >= sd.K {
 		cells = []string{"none (bonus)", "", "", "", "", "", "", tok}
 		if s.Resampled >= 0 {
-			return cells, fmt.Sprintf("Every one of the %d drafts was accepted, so the chain draws a bonus token from the target p at position %d: token %d. This trial emits %d tokens.", sd.K, j, s.Resampled, sd.K+1), "bonus"
+			return cells, fmt.Sprintf("Every one of the %d drafts was accepted, so the chain draws a bonus token from the target p at position %d: token %s. This trial emits %d tokens.", sd.K, j, tok, sd.K+1), "bonus"
 		}
 		if emitted < sd.K {
 			return cells, fmt.Sprintf("No bonus: the chain stopped at position %d.", emitted), "none"
@@ -159,11 +164,11 @@ func describeStep(sd *explain.SpecDetail, s engine.SpecStep, j, emitted int) (ce
 		test = "yes"
 	}
 	if j < emitted {
-		tok = strconv.Itoa(int(s.Draft))
+		tok = draft
 	} else if j > emitted {
 		tok = "none (chain stopped)"
 	}
-	cells = []string{strconv.Itoa(int(s.Draft)), f(s.U), f(s.P), f(s.Q), ratio, prob(engine.Float(a)), test, tok}
+	cells = []string{draft, f(s.U), f(s.P), f(s.Q), ratio, prob(engine.Float(a)), test, tok}
 	b := &strings.Builder{}
 	switch {
 	case math.IsNaN(p):
@@ -174,11 +179,11 @@ func describeStep(sd *explain.SpecDetail, s engine.SpecStep, j, emitted int) (ce
 		if s.Accepted {
 			verdict = "< p(x): it passes"
 		}
-		fmt.Fprintf(b, "The draft here is token %d, but the chain already stopped at position %d in this trial. The kernel still tests it (u·q(x) = %s %s), because spec_accepted counts the acceptances at every position; nothing is emitted here.",
-			s.Draft, emitted, prob(engine.Float(float64(s.U)*q)), verdict)
+		fmt.Fprintf(b, "The draft here is token %s, but the chain already stopped at position %d in this trial. The kernel still tests it (u·q(x) = %s %s), because spec_accepted counts the acceptances at every position; nothing is emitted here.",
+			draft, emitted, prob(engine.Float(float64(s.U)*q)), verdict)
 		return cells, b.String(), "after"
 	}
-	fmt.Fprintf(b, "The draft proposed token %d. The target gives it p(x) = %s and the draft q(x) = %s", s.Draft, f(s.P), f(s.Q))
+	fmt.Fprintf(b, "The draft proposed token %s. The target gives it p(x) = %s and the draft q(x) = %s", draft, f(s.P), f(s.Q))
 	if sd.OneHot {
 		b.WriteString(" (a one-hot draft: q(x) = 1, so the acceptance probability is p(x) itself)")
 	}

@@ -28,7 +28,7 @@ func TestDescribeStep(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cells, say, outcome := describeStep(sd, tt.step, tt.j, tt.e)
+			cells, say, outcome := describeStep(sd, nil, tt.step, tt.j, tt.e)
 			if len(cells) != len(TraceHeader) || outcome != tt.outcome || !strings.Contains(say, tt.say) {
 				t.Errorf("cells %v, outcome %q, say %q; want outcome %q and %q", cells, outcome, say, tt.outcome, tt.say)
 			}
