@@ -1,18 +1,30 @@
 //go:build ignore
 
 // gen writes the hostile corpus of this folder: dumps that try to take the
-// machine's memory or time, each with what sampviz must answer (corpus.json).
-// Run it from the repository root: go run ./cmd/sampviz/testdata/hostile/gen.go
+// machine's memory or time, to run code, or to slip a broken container or a
+// logically wrong dump past the readers, and the data (NaN, ±Inf) that must
+// be judged rather than refused, each with what sampviz must answer
+// (corpus.json). Run it from the repository root:
+//
+//	go run ./cmd/sampviz/testdata/hostile/gen.go
+//
+// With -bugs DIR it also writes to DIR the files that show known bugs, with
+// the answers they should get (DIR/bugs.json), kept out of the corpus until
+// the bugs are fixed.
 package main
 
 import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
+	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +48,28 @@ type entry struct {
 	Words  []string `json:"words"`
 }
 
+// bugsDir, when set (-bugs DIR), receives the files that show a bug of
+// sampviz, each with the answer it should give, kept out of the corpus
+// until the bug is fixed.
+var bugsDir = flag.String("bugs", "", "also write the files that show known bugs, and bugs.json, to this folder")
+
+// bugs are the entries written to bugsDir.
+var bugs []entry
+
+// bug records a file that shows a bug: e is the right answer, which
+// sampviz does not give yet.
+func bug(e entry, data []byte) {
+	if *bugsDir == "" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(*bugsDir, e.File), data, 0o644); err != nil {
+		panic(err)
+	}
+	bugs = append(bugs, e)
+}
+
 func main() {
+	flag.Parse()
 	var corpus []entry
 	add := func(e entry, data []byte) {
 		if err := os.WriteFile(filepath.Join(dir, e.File), data, 0o644); err != nil {
@@ -102,7 +135,7 @@ func main() {
 		Exit: 2, Status: 413, Words: []string{"sample_draws.safetensors needs about", "our outputs", "more than the"}}, sample.Bytes())
 	add(entry{File: "sample_draws.safetensors", What: "draws past the parameter's range",
 		Args: []string{"--draws", "100000000000"}, Query: "draws=100000000000",
-		Exit: 2, Status: 400, Words: []string{"draws must be an integer in [0, 1000000]"}}, sample.Bytes())
+		Exit: 2, Status: 400, Words: []string{"must be an integer in [0, 1000000]"}}, sample.Bytes())
 
 	// Shapes that declare more than any machine holds, in a few bytes.
 	add(entry{File: "huge_shape.safetensors", What: "a safetensors header declaring logits of [10^12, 10^12]",
@@ -118,11 +151,20 @@ func main() {
 		Exit: 2, Status: 400, Words: []string{"huge_shape.npy", "too large"}},
 		append(npyHeader("<f4", []int{1000000000000, 1000000000000}), make([]byte, 16)...))
 
+	more(add)
+
 	b, _ := json.MarshalIndent(corpus, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, "corpus.json"), append(b, '\n'), 0o644); err != nil {
 		panic(err)
 	}
 	fmt.Println("wrote", len(corpus), "entries")
+	if *bugsDir != "" {
+		b, _ := json.MarshalIndent(bugs, "", "  ")
+		if err := os.WriteFile(filepath.Join(*bugsDir, "bugs.json"), append(b, '\n'), 0o644); err != nil {
+			panic(err)
+		}
+		fmt.Println("wrote", len(bugs), "files that show bugs to", *bugsDir)
+	}
 }
 
 // member is one deflated npz member: a header, then size zero bytes of
@@ -195,4 +237,408 @@ func rawSafetensors(header string, data []byte) []byte {
 	}
 	b := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
 	return append(append(b, header...), data...)
+}
+
+// more adds the corpus of broken containers, forbidden pickles, logically
+// wrong dumps and hard data (NaN, ±Inf): each a distinct attack or mistake,
+// with the answer a user wants.
+func more(add func(entry, []byte)) {
+	// refused is a file that cannot be used: exit 2, 400, one sentence that
+	// names the file and says the rule it broke.
+	refused := func(file, what string, words ...string) entry {
+		return entry{File: file, What: what, Exit: 2, Status: 400, Words: append([]string{file}, words...)}
+	}
+	// accepted is a file that is judged: exit 0 (all pass) or 1 (a
+	// finding), 201, and a run that finishes.
+	accepted := func(file, what string, exit int) entry {
+		return entry{File: file, What: what, Exit: exit, Status: 201, Words: []string{}}
+	}
+	// A softmax of [4, 16] F32 logits: 256 bytes of data.
+	const header = `"logits":{"dtype":"F32","shape":[4,16],"data_offsets":[0,256]}`
+	data := f32Tensor("logits", 4, 16).Data
+
+	// safetensors containers, broken.
+	add(refused("st_truncated.safetensors", "a safetensors file cut off halfway through its data", `"logits"`, "data buffer"),
+		rawSafetensors(`{`+header+`}`, data[:128]))
+	add(refused("st_overlap.safetensors", "two safetensors tensors whose data_offsets overlap", "overlap"),
+		rawSafetensors(`{`+header+`,"temperature":{"dtype":"F32","shape":[4],"data_offsets":[240,256]}}`, data))
+	add(accepted("st_out_of_order.safetensors", "safetensors data_offsets in another order than the header's (valid)", 0),
+		rawSafetensors(`{"temperature":{"dtype":"F32","shape":[4],"data_offsets":[256,272]},`+header+`}`, append(append([]byte(nil), data...), f32Bytes(1, 0.5, 2, 1)...)))
+	add(refused("st_offsets_past_eof.safetensors", "safetensors data_offsets a terabyte past the end of the file", `"logits"`, "outside"),
+		rawSafetensors(`{"logits":{"dtype":"F32","shape":[4,16],"data_offsets":[1099511627776,1099511628032]}}`, data))
+	add(refused("st_header_past_eof.safetensors", "a safetensors header length past the end of the file", "past the end of the file"),
+		append(binary.LittleEndian.AppendUint64(nil, 4096), `{`+header+`}`...))
+	add(refused("st_not_utf8.safetensors", "a safetensors header that is not UTF-8", "UTF-8"),
+		rawSafetensors("{\"logits\xff\xfe\":"+header[len(`"logits":`):]+"}", data))
+	add(refused("st_bad_json.safetensors", "a safetensors header that is not JSON (a missing brace)", "not JSON"),
+		rawSafetensors(`{`+header, data))
+	add(refused("st_duplicate.safetensors", "a safetensors header naming logits twice", `"logits"`, "twice"),
+		rawSafetensors(`{`+header+`,`+header+`}`, data))
+	add(refused("st_unknown_dtype.safetensors", "a safetensors tensor of dtype F8_E4M3", `"logits"`, `"F8_E4M3"`),
+		rawSafetensors(`{"logits":{"dtype":"F8_E4M3","shape":[4,64],"data_offsets":[0,256]}}`, data))
+	add(refused("st_negative_shape.safetensors", "a safetensors shape with a negative dimension", `"logits"`, "negative"),
+		rawSafetensors(`{"logits":{"dtype":"F32","shape":[-4,-16],"data_offsets":[0,256]}}`, data))
+	add(refused("st_float_shape.safetensors", "a safetensors shape of non-integers", `"logits"`, "4.5"),
+		rawSafetensors(`{"logits":{"dtype":"F32","shape":[4.5,14.2],"data_offsets":[0,256]}}`, data))
+	add(refused("st_size_mismatch.safetensors", "a safetensors shape that needs more bytes than its data_offsets hold", `"logits"`, "128 bytes", "needs 256"),
+		rawSafetensors(`{"logits":{"dtype":"F32","shape":[4,16],"data_offsets":[0,128]}}`, data))
+	add(refused("st_metadata_numbers.safetensors", "safetensors __metadata__ holding a number, not a string", "__metadata__", `"top_k"`),
+		rawSafetensors(`{"__metadata__":{"op":"renorm","top_k":5},`+header+`}`, data))
+	add(refused("st_op_unknown.safetensors", "an op the table does not know (top_k)", `"op"`, `"top_k"`),
+		st(map[string]string{"op": "top_k"}, f32Tensor("logits", 4, 16)))
+	add(refused("st_temperature_negative.safetensors", "a temperature of -1", `"temperature"`, "temperature must be", "-1"),
+		st(map[string]string{"op": "softmax"}, f32Tensor("logits", 4, 16), engine.FromFloat32s("temperature", engine.F32, []int{4}, []float32{1, -1, 1, 1})))
+	add(refused("st_top_p_2.safetensors", "a top_p of 2", `"top_p"`, "top_p must be", "not 2"),
+		st(map[string]string{"op": "renorm"}, f32Tensor("logits", 4, 16), engine.FromFloat32s("top_p", engine.F32, []int{}, []float32{2})))
+	add(refused("st_top_k_negative.safetensors", "a top_k of -5", `"top_k"`, "top_k must be", "-5"),
+		st(map[string]string{"op": "renorm"}, f32Tensor("logits", 4, 16), engine.FromInts("top_k", engine.I64, []int{4}, []int64{5, 5, -5, 5})))
+	// Bug: metadata keys that name per-row parameters are ignored without a
+	// word, and the dump is judged at the defaults (temperature 1).
+	bug(refused("st_metadata_temperature.safetensors", "a temperature of -1 in the metadata", `"temperature"`, "-1"),
+		st(map[string]string{"op": "softmax", "temperature": "-1"}, f32Tensor("logits", 4, 16)))
+	// Without op metadata, a file with the inputs of two ops is read as the
+	// one inference picks (spec_verify), the other's tensor named in a notice.
+	add(accepted("st_ambiguous.safetensors", "no op metadata, and the inputs of both a softmax and a spec_verify", 0),
+		st(nil, f32Tensor("logits", 4, 16), f32Tensor("target_logits", 4, 3, 16), engine.FromInts("draft_tokens", engine.I64, []int{4, 2}, []int64{1, 2, 3, 4, 5, 6, 7, 8})))
+
+	// npz and npy containers, broken. logitsNPY is the member logits.npy of
+	// the softmax above.
+	logitsNPY := append(npyHeader("<f4", []int{4, 16}), data...)
+	add(refused("npz_not_zip.npz", "a CSV file named .npz", "not a valid zip archive"),
+		[]byte("token,logit\n0,1.5\n1,-0.25\n2,3.0\n3,0.0\n"))
+	add(entry{File: "npz_traversal.npz", What: "an npz member named ../../../../tmp/x.npy beside logits (a name, never a path)",
+		Exit: 0, Status: 201, Words: []string{}},
+		rawZip(rawMember{name: "logits.npy", body: logitsNPY},
+			rawMember{name: "../../../../tmp/sampviz_hostile_escape.npy", body: append(npyHeader("<f4", []int{4}), f32Bytes(1, 2, 3, 4)...)}))
+	add(refused("npz_declared_huge.npz", "an npz member that declares 1 TiB inflated but holds 384 bytes", `"logits"`, "1099511627776"),
+		rawZip(rawMember{name: "logits.npy", body: logitsNPY, deflate: true, size: 1 << 40}))
+	// Bug: a deflated member is inflated only when the run starts, so the
+	// server answers 201 and the run fails; the CLI says exit 2.
+	bug(refused("npz_inflates_past.npz", "an npz member that declares 384 bytes but inflates to 16 MiB", `"logits"`, "past its declared"),
+		rawZip(rawMember{name: "logits.npy", body: append(append([]byte(nil), logitsNPY...), make([]byte, 16<<20)...), deflate: true, size: uint64(len(logitsNPY))}))
+	add(refused("npz_crc_stored.npz", "a stored npz member whose bytes fail its CRC-32", `"logits"`, "CRC-32"),
+		rawZip(rawMember{name: "logits.npy", body: logitsNPY, crcXor: 1}))
+	bug(refused("npz_crc_deflated.npz", "a deflated npz member whose bytes fail its CRC-32", `"logits"`, "CRC-32"),
+		rawZip(rawMember{name: "logits.npy", body: logitsNPY, deflate: true, crcXor: 1}))
+	add(refused("npz_zip64_records.npz", "a zip64 end record that declares 2^62 members", "not a valid zip archive"),
+		zip64Lie(rawZip(rawMember{name: "logits.npy", body: logitsNPY})))
+	add(refused("npz_empty.npz", "an npz without members (np.savez with nothing)", `"logits"`, "not found"),
+		rawZip())
+	add(refused("npy_bad_magic.npy", "an .npy whose magic is wrong", "not an npy array"),
+		append([]byte("\x93NUMPZ"), logitsNPY[6:]...))
+	add(refused("npy_object.npy", "an .npy of pickled Python objects ('|O')", "pickled Python objects"),
+		append(npyHeader("|O", []int{4}), []byte("\x80\x02cposix\nsystem\nq\x00X\x1e\x00\x00\x00touch /tmp/sampviz_hostile_pwnedq\x01\x85q\x02Rq\x03.")...))
+	add(refused("npy_python_expr.npy", "an .npy header holding a Python expression that runs a command", "not a Python dict literal"),
+		npyWithDict("{'descr': __import__('os').system('touch /tmp/sampviz_hostile_pwned'), 'fortran_order': False, 'shape': (4, 16), }", data))
+	add(refused("npy_fortran_big.npy", "a Fortran-order .npy declaring [100000, 100000]", "fortran_order"),
+		npyWithDict("{'descr': '<f4', 'fortran_order': True, 'shape': (100000, 100000), }", data))
+
+	// .pt files (torch.save): pickles that ask for code, or flood the
+	// unpickler, and archives that lack what the pickle names.
+	logitsPT := ptTensor{name: "logits", class: "FloatStorage", key: "0", numel: 64, size: []int{4, 16}, stride: []int{16, 1}}
+	goodPKL := tensorDict(logitsPT)
+	store0 := ptMember{"archive/data/0", data}
+	pkl := func(b []byte) ptMember { return ptMember{"archive/data.pkl", b} }
+	const pwn = "touch /tmp/sampviz_hostile_pwned"
+	add(refused("pt_os_system.pt", "a .pt pickle that calls os.system (GLOBAL posix.system)", "posix.system", "nothing in it was run"),
+		ptZip(pkl((&pickler{}).op(0x80, 2).global("posix", "system").str(pwn).op(0x85, 'R', '.').Bytes()), store0))
+	add(refused("pt_builtins_eval.pt", "a .pt pickle that calls builtins.eval (STACK_GLOBAL, protocol 4)", "builtins.eval", "nothing in it was run"),
+		ptZip(pkl((&pickler{}).op(0x80, 4).short("builtins").short("eval").op(0x93).str("__import__('os').system('"+pwn+"')").op(0x85, 'R', '.').Bytes()), store0))
+	add(refused("pt_truncated.pt", "a .pt whose pickle is cut off before STOP", "truncated"),
+		ptZip(pkl(goodPKL[:len(goodPKL)-40]), store0))
+	add(refused("pt_missing_storage.pt", "a .pt whose pickle names a storage the archive lacks", `"logits"`, "archive/data/0"),
+		ptZip(pkl(goodPKL)))
+	// A memo index of 2^32-1 (an array of 4 G entries in CPython's
+	// unpickler) beside a valid tensor dict.
+	add(entry{File: "pt_memo_index.pt", What: "a .pt pickle that memoizes at index 2^32-1", Exit: 0, Status: 201, Words: []string{}},
+		ptZip(pkl(append((&pickler{}).op(0x80, 2, '}', 'r', 0xff, 0xff, 0xff, 0xff).Bytes(), goodPKL[3:]...)), store0))
+	// 75000 memo entries (EMPTY_LIST, LONG_BINPUT, POP) in half a megabyte.
+	memo := (&pickler{}).op(0x80, 2)
+	for i := range 75000 {
+		memo.op(']', 'r', byte(i), byte(i>>8), byte(i>>16), 0, '0')
+	}
+	add(refused("pt_memo_flood.pt", "a .pt pickle that fills the memo with 75000 lists and holds no tensor", `"logits"`, "not found"),
+		ptZip(pkl(memo.op('}', '.').Bytes())))
+	add(refused("pt_stack_flood.pt", "a .pt pickle that pushes 500000 empty lists", "holds a list"),
+		ptZip(pkl(append(append([]byte{0x80, 2}, bytes.Repeat([]byte{']'}, 500000)...), '.'))))
+	// Bug: the unpickler takes about 220 bytes of memory per MARK, outside
+	// the budget: 1.5 MB of them takes 330 MB.
+	bug(refused("pt_mark_flood.pt", "a .pt pickle of 1.5 million MARKs", "holds a tuple"),
+		ptZip(pkl(append(append([]byte{0x80, 2}, bytes.Repeat([]byte{'('}, 1500000)...), ')', '.'))))
+	// Bug: a list that holds itself 64 times is walked as a tree of 64^17
+	// lists (engine/dump/pt.go, ptHoldsTensor): 280 bytes that never finish.
+	self := (&pickler{}).op(0x80, 2, '}').str("history").op(']', 'q', 0, '(')
+	for range 64 {
+		self.op('h', 0)
+	}
+	bug(entry{File: "pt_self_list.pt", What: "a .pt whose dict holds, beside logits, a list that holds itself 64 times", Exit: 0, Status: 201, Words: []string{}},
+		ptZip(pkl(append(self.op('e', 's').Bytes(), goodPKL[3:]...)), store0))
+
+	// Dumps that read well but break the format's logic.
+	draft := func(v ...int64) *engine.Tensor {
+		return engine.FromInts("draft_tokens", engine.I64, []int{2, len(v) / 2}, v)
+	}
+	add(refused("spec_draft_oov.safetensors", "spec_verify draft tokens past the vocabulary (8, 1000 with V = 8)", `"draft_tokens"`, "outside the vocabulary"),
+		st(map[string]string{"op": "spec_verify"}, f32Tensor("target_logits", 2, 3, 8), draft(1, 8, 1000, 2)))
+	add(refused("spec_shape_mismatch.safetensors", "spec_verify target logits for K = 4 with 3 draft tokens a row", `"draft_tokens"`, "does not fit"),
+		st(map[string]string{"op": "spec_verify"}, f32Tensor("target_logits", 2, 5, 8), draft(1, 2, 3, 4, 5, 6)))
+	add(refused("zero_rows.safetensors", "logits of [0, 16]: no rows", `"logits"`, "[0, 16]"),
+		st(map[string]string{"op": "softmax"}, f32Tensor("logits", 0, 16)))
+	add(refused("vocab_zero.safetensors", "logits of [4, 0]: no vocabulary", `"logits"`, "[4, 0]"),
+		st(map[string]string{"op": "softmax"}, f32Tensor("logits", 4, 0)))
+	add(refused("logits_1d.safetensors", "logits of one row without its batch dimension", `"logits"`, "batch dimension"),
+		st(map[string]string{"op": "softmax"}, f32Tensor("logits", 16)))
+	add(refused("probs_wrong_shape.safetensors", "softmax probs of [4, 15] for logits of [4, 16]", `"probs"`, "does not fit"),
+		st(map[string]string{"op": "softmax"}, f32Tensor("logits", 4, 16), f32Tensor("probs", 4, 15)))
+	// Output token ids past the vocabulary are the output's fault: judged,
+	// and the verdict fails.
+	samples := make([]int64, 4*64)
+	for i := range samples {
+		samples[i] = int64(i % 20) // 16 to 19 lie past V = 16
+	}
+	samples[7], samples[70] = -1, 1<<40
+	add(entry{File: "samples_past_vocab.safetensors", What: "sample draws past the vocabulary (16 to 19, -1 and 2^40 with V = 16)",
+		Args: []string{"--draws", "1000"}, Query: "draws=1000", Exit: 1, Status: 201, Words: []string{}},
+		st(map[string]string{"op": "sample"}, f32Tensor("logits", 4, 16), engine.FromInts("samples", engine.I64, []int{4, 64}, samples)))
+
+	// Bug: a prompt token id past int32 is refused by the CPU backend once
+	// the run starts ("the cpu backend failed: ngram_match: ..."), naming
+	// neither the file nor the tensor; the server answers 201 and the run
+	// fails.
+	ids := engine.FromInts("input_ids", engine.I64, []int{2, 6}, []int64{1, 2, 3, 1, 2, 3, 7, 9, 1 << 40, 5, 6, 7})
+	bug(refused("ngram_ids_int32.safetensors", "ngram_match prompt token ids past int32", `"input_ids"`, "int32"),
+		st(map[string]string{"op": "ngram_match", "max_draft_tokens": "4"}, ids,
+			engine.FromInts("input_ids_len", engine.I64, []int{2}, []int64{6, 6}),
+			engine.FromInts("pre_ids", engine.I64, []int{2, 3}, []int64{1, 2, 3, 3, 7, 9}),
+			engine.FromInts("step_idx", engine.I64, []int{2}, []int64{3, 3})))
+
+	// NaN and ±Inf are data to show, not errors: judged (each such row a
+	// finding, so the verdict fails), and the run ends.
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	hard := f32Tensor("logits", 4, 16)
+	for i, v := range map[int]float32{3: nan, 16 + 5: inf, 32 + 7: -inf, 32 + 8: -inf} {
+		binary.LittleEndian.PutUint32(hard.Data[4*i:], math.Float32bits(v))
+	}
+	for i := 48; i < 64; i++ {
+		binary.LittleEndian.PutUint32(hard.Data[4*i:], math.Float32bits(nan))
+	}
+	add(accepted("nan_inf.safetensors", "softmax logits holding NaN, +Inf, -Inf and a row all NaN", 1), st(map[string]string{"op": "softmax"}, hard))
+	masked := f32Tensor("logits", 4, 16)
+	for i := 16; i < 32; i++ {
+		binary.LittleEndian.PutUint32(masked.Data[4*i:], math.Float32bits(-inf))
+	}
+	add(accepted("neginf_row.safetensors", "softmax logits with a row all -Inf", 1), st(map[string]string{"op": "softmax"}, masked))
+	add(entry{File: "sample_nan.safetensors", What: "rejection sampling from logits holding NaN, +Inf and a row all NaN",
+		Args: []string{"--method", "rejection", "--draws", "1000"}, Query: "method=rejection&draws=1000", Exit: 1, Status: 201, Words: []string{}},
+		st(map[string]string{"op": "sample"}, hard))
+	hardSpec := f32Tensor("target_logits", 2, 3, 8)
+	for i, v := range map[int]float32{2: nan, 9: inf} {
+		binary.LittleEndian.PutUint32(hardSpec.Data[4*i:], math.Float32bits(v))
+	}
+	for i := 24; i < 48; i++ {
+		binary.LittleEndian.PutUint32(hardSpec.Data[4*i:], math.Float32bits(-inf))
+	}
+	add(entry{File: "spec_nan.safetensors", What: "spec_verify over target logits holding NaN, +Inf and a row all -Inf",
+		Args: []string{"--trials", "100"}, Query: "trials=100", Exit: 1, Status: 201, Words: []string{}},
+		st(map[string]string{"op": "spec_verify"}, hardSpec, draft(1, 2, 3, 4)))
+
+	// A careless user's files.
+	add(refused("empty.safetensors", "an empty file"), nil)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(st(map[string]string{"op": "softmax"}, f32Tensor("logits", 4, 16)))
+	zw.Close()
+	add(refused("dump.safetensors.gz", "a gzipped safetensors file", "not a dump"), gz.Bytes())
+}
+
+// f32Tensor is an F32 tensor of shape whose values are a small pattern.
+func f32Tensor(name string, shape ...int) *engine.Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(i%13)/4 - 1
+	}
+	return engine.FromFloat32s(name, engine.F32, shape, v)
+}
+
+// st writes tensors and meta as safetensors.
+func st(meta map[string]string, tensors ...*engine.Tensor) []byte {
+	var b bytes.Buffer
+	if err := dump.WriteSafetensors(&b, tensors, meta); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// f32Bytes is float32 values as little-endian bytes.
+func f32Bytes(v ...float32) []byte {
+	var b []byte
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}
+
+// rawMember is one member of a zip built by rawZip: body stored, or
+// deflated; size, when set, is the inflated size the archive declares
+// (else len(body)); crcXor, when set, spoils the declared CRC-32.
+type rawMember struct {
+	name    string
+	body    []byte
+	deflate bool
+	size    uint64
+	crcXor  uint32
+}
+
+// rawZip writes a zip of members whose headers say what the members say,
+// true or not.
+func rawZip(ms ...rawMember) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, m := range ms {
+		h := &zip.FileHeader{Name: m.name, Method: zip.Store, CRC32: crc32.ChecksumIEEE(m.body) ^ m.crcXor, UncompressedSize64: uint64(len(m.body))}
+		raw := m.body
+		if m.deflate {
+			var c bytes.Buffer
+			fw, _ := flate.NewWriter(&c, flate.BestCompression)
+			fw.Write(m.body)
+			fw.Close()
+			h.Method, raw = zip.Deflate, c.Bytes()
+		}
+		if m.size != 0 {
+			h.UncompressedSize64 = m.size
+		}
+		h.CompressedSize64 = uint64(len(raw))
+		w, err := zw.CreateRaw(h)
+		if err != nil {
+			panic(err)
+		}
+		w.Write(raw)
+	}
+	if err := zw.Close(); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+// zip64Lie rewrites the end of a zip archive as zip64: a zip64 end record
+// that declares 2^62 members in a directory of 2^62 bytes, its locator, and
+// an end record that defers to it.
+func zip64Lie(z []byte) []byte {
+	end := bytes.LastIndex(z, []byte("PK\x05\x06"))
+	dirSize := binary.LittleEndian.Uint32(z[end+12:])
+	dirOffset := binary.LittleEndian.Uint32(z[end+16:])
+	out := append([]byte(nil), z[:end]...)
+	rec := len(out)
+	out = append(out, "PK\x06\x06"...)
+	out = binary.LittleEndian.AppendUint64(out, 44)
+	out = binary.LittleEndian.AppendUint16(out, 45)
+	out = binary.LittleEndian.AppendUint16(out, 45)
+	out = binary.LittleEndian.AppendUint32(out, 0)
+	out = binary.LittleEndian.AppendUint32(out, 0)
+	out = binary.LittleEndian.AppendUint64(out, 1<<62)
+	out = binary.LittleEndian.AppendUint64(out, 1<<62)
+	out = binary.LittleEndian.AppendUint64(out, 1<<62|uint64(dirSize))
+	out = binary.LittleEndian.AppendUint64(out, uint64(dirOffset))
+	out = append(out, "PK\x06\x07"...)
+	out = binary.LittleEndian.AppendUint32(out, 0)
+	out = binary.LittleEndian.AppendUint64(out, uint64(rec))
+	out = binary.LittleEndian.AppendUint32(out, 1)
+	out = append(out, "PK\x05\x06"...)
+	out = binary.LittleEndian.AppendUint32(out, 0)
+	out = binary.LittleEndian.AppendUint32(out, 0xffffffff)
+	out = binary.LittleEndian.AppendUint32(out, 0xffffffff)
+	out = binary.LittleEndian.AppendUint32(out, 0xffffffff)
+	return binary.LittleEndian.AppendUint16(out, 0)
+}
+
+// npyWithDict is a version 1.0 npy of the header text dict, then data.
+func npyWithDict(dict string, data []byte) []byte {
+	dict += strings.Repeat(" ", (64-(10+len(dict)+1)%64)%64) + "\n"
+	h := append([]byte("\x93NUMPY\x01\x00"), byte(len(dict)), byte(len(dict)>>8))
+	return append(append(h, dict...), data...)
+}
+
+// pickler writes pickle opcodes as torch.save's pickler (protocol 2) does.
+type pickler struct{ bytes.Buffer }
+
+func (p *pickler) op(b ...byte) *pickler { p.Write(b); return p }
+
+// str is BINUNICODE.
+func (p *pickler) str(s string) *pickler {
+	p.WriteByte('X')
+	binary.Write(p, binary.LittleEndian, uint32(len(s)))
+	p.WriteString(s)
+	return p
+}
+
+// short is SHORT_BINUNICODE.
+func (p *pickler) short(s string) *pickler {
+	p.op(0x8c, byte(len(s)))
+	p.WriteString(s)
+	return p
+}
+
+func (p *pickler) int(n int) *pickler {
+	p.WriteByte('J')
+	binary.Write(p, binary.LittleEndian, int32(n))
+	return p
+}
+
+func (p *pickler) ints(v ...int) *pickler {
+	p.op('(')
+	for _, n := range v {
+		p.int(n)
+	}
+	return p.op('t')
+}
+
+func (p *pickler) global(module, name string) *pickler {
+	return p.op('c').op([]byte(module + "\n" + name + "\n")...)
+}
+
+// ptTensor is one tensor of a pickled dict.
+type ptTensor struct {
+	name, class, key string
+	numel, offset    int
+	size, stride     []int
+}
+
+// tensorDict pickles {name: tensor, ...} as torch.save lays it out.
+func tensorDict(ts ...ptTensor) []byte {
+	p := &pickler{}
+	p.op(0x80, 2, '}', '(')
+	for _, t := range ts {
+		p.str(t.name).global("torch._utils", "_rebuild_tensor_v2").op('(')
+		p.op('(').str("storage").global("torch", t.class).str(t.key).str("cpu").int(t.numel).op('t', 'Q')
+		p.int(t.offset).ints(t.size...).ints(t.stride...).op(0x89)
+		p.global("collections", "OrderedDict").op(')', 'R', 't', 'R')
+	}
+	return p.op('u', '.').Bytes()
+}
+
+// ptMember is one stored member of a .pt archive.
+type ptMember struct {
+	name string
+	body []byte
+}
+
+// ptZip builds a torch.save archive of stored members in order.
+func ptZip(ms ...ptMember) []byte {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, m := range ms {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: m.name, Method: zip.Store})
+		if err != nil {
+			panic(err)
+		}
+		w.Write(m.body)
+	}
+	if err := zw.Close(); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
 }
