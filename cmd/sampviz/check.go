@@ -38,6 +38,7 @@ type checkFlags struct {
 	example    bool
 	maxRows    int
 	maxMemory  byteSize
+	tokenizer  string
 
 	atol, rtol             float64
 	nativeAtol, nativeRtol float64
@@ -66,6 +67,7 @@ func newCheckFlags(stderr io.Writer) *checkFlags {
 	fs.StringVar(&c.format, "format", "text", "text, or github: GitHub Actions annotations (::error file=...::) per failing row")
 	fs.BoolVar(&c.tolerances, "tolerances", false, "print the default tolerance table and exit")
 	fs.BoolVar(&c.example, "example", false, "check the built-in example dump instead of a file")
+	fs.StringVar(&c.tokenizer, "tokenizer", "", "a Hugging Face tokenizer.json: token text beside ids (default: the dump's tokenizer metadata, if any)")
 	fs.IntVar(&c.maxRows, "max-rows", 20, "failing rows described per output in the text report (0: all)")
 	c.maxMemory = byteSize(defaultMaxMemory())
 	fs.Var(&c.maxMemory, "max-memory", "most memory a dump may take to judge; one that needs more is refused (default: half the machine's memory, at most 8GiB)")
@@ -182,7 +184,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	judge := func(file string) checked {
-		job := session.Job{Overrides: c.overrides, Tolerances: c.tolerancesSet(), Backend: backend, DumpPath: file}
+		job := session.Job{Overrides: c.overrides, Tolerances: c.tolerancesSet(), Backend: backend, DumpPath: file, TokenizerPath: c.tokenizer}
 		out := checked{File: file}
 		if c.example {
 			out.File = "example.safetensors"
