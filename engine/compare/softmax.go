@@ -10,8 +10,9 @@ func (w *worker) judgeProbs(i int, p *plan, r int, rep *engine.RowReport) {
 		return
 	}
 	v := w.j.vocab
-	out := w.out[:v]
+	out := w.row(i)
 	scan := decodeRow(p.out.Probs, r*v, out)
+	w.decoded[i] = true
 	h := &w.hists[i]
 
 	used := compareRow(&w.strict, out, &scan, s, p.tol.Strict, p.underflow, w.bufs)

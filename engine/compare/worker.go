@@ -18,10 +18,21 @@ type worker struct {
 	specRow   int
 	specEps   float64
 
-	out    []float64
-	bufs   *rowBuffers
-	hists  []planHists
-	counts []int64
+	out  []float64
+	bufs *rowBuffers
+	// pairRows holds, per plan compared with others elementwise (float
+	// outputs of one kind), the row decoded last; decoded says which plans
+	// decoded the current row.
+	pairRows [][]float64
+	decoded  []bool
+	// gate and gateOut are the golden and the engine's logits of the row
+	// being judged (logits_gate); gateRow is the golden's row.
+	gate, gateOut ref.GateRow
+	gateRow       int
+	// drawsA and drawsB hold two outputs' draws of a row (agree).
+	drawsA, drawsB []int64
+	hists          []planHists
+	counts         []int64
 	// fitRef holds a reference renormalised over the support a sampler
 	// revealed (revealedSupport).
 	fitRef []float64
@@ -38,26 +49,56 @@ type distEntry struct {
 }
 
 func newWorker(j *judge) *worker {
-	w := &worker{j: j, argmaxRow: -1, specRow: -1, hists: make([]planHists, len(j.plans))}
+	w := &worker{j: j, argmaxRow: -1, specRow: -1, gateRow: -1, hists: make([]planHists, len(j.plans)), decoded: make([]bool, len(j.plans))}
 	v := j.vocab
 	for _, p := range j.plans {
-		if p.probs {
+		if p.probs || p.logits {
 			w.out = make([]float64, v)
 			w.bufs = newRowBuffers(v)
 			break
 		}
 	}
+	w.pairRows = make([][]float64, len(j.plans))
+	for _, pr := range j.pairs {
+		for _, i := range []int{pr.a, pr.b} {
+			if w.pairRows[i] == nil {
+				w.pairRows[i] = make([]float64, v)
+			}
+		}
+	}
 	return w
+}
+
+// row returns the buffer that plan i's output row is decoded into: its own
+// when the row is compared with other outputs afterwards (pairs), else the
+// shared one.
+func (w *worker) row(i int) []float64 {
+	if b := w.pairRows[i]; b != nil {
+		return b
+	}
+	return w.out[:w.j.vocab]
 }
 
 // judgeRow judges row r of every output that can be judged.
 func (w *worker) judgeRow(r int) []*engine.RowReport {
 	reports := make([]*engine.RowReport, len(w.j.plans))
+	clear(w.decoded)
 	for i, p := range w.j.plans {
 		if p.problem != "" {
 			continue
 		}
 		rep := &engine.RowReport{Row: r, Pass: true, Violations: []string{}}
+		reports[i] = rep
+		if w.j.run.Padding(r) {
+			rep.Padding = true
+			if p.out.External {
+				w.judgeFill(p, r, rep)
+			}
+			continue
+		}
+		if p.logits {
+			w.judgeLogits(i, p, r, rep)
+		}
 		if p.probs {
 			w.judgeProbs(i, p, r, rep)
 		}
@@ -76,8 +117,8 @@ func (w *worker) judgeRow(r int) []*engine.RowReport {
 		if p.draft {
 			w.judgeDraft(p, r, rep)
 		}
-		reports[i] = rep
 	}
+	w.agree(r, reports)
 	return reports
 }
 

@@ -157,6 +157,11 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 	case engine.OpSpecVerify:
 		per = judgeBytesPerToken * vocab * (k + 1)
 		per += int64(max(p.Trials, 1)) * (4*(k+1) + 24) // one row's trials
+	case engine.OpLogitsGate:
+		per += 16 * vocab // the golden row and an engine's, in float64
+	}
+	if n := floatOutputs(run, b); n > 1 {
+		per += 8 * vocab * n // each one's row, kept to compare them pairwise
 	}
 	judge := add("the judge", heapSlack*float64(w*per))
 	outputs := int64(len(externals(run)))
@@ -174,6 +179,22 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 	backendStage := base + input + shm + int64(heapSlack*float64(ours+trace))
 	judgeStage := base + input + int64(heapSlack*float64(ours+trace)) + judge + report + pages
 	n.Total = max(backendStage, judgeStage)
+	return n
+}
+
+// floatOutputs counts the outputs of run that are compared with each other
+// elementwise: the external probs and logits, and ours when b computes
+// probabilities.
+func floatOutputs(run *engine.Run, b engine.Backend) int64 {
+	var n int64
+	for name := range run.External {
+		if base, _ := engine.SplitName(name); base == "probs" || base == "logits" {
+			n++
+		}
+	}
+	if b != nil && (run.Op == engine.OpSoftmax || run.Op == engine.OpRenorm) {
+		n++
+	}
 	return n
 }
 

@@ -51,7 +51,7 @@ func (s *Session) Execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 		reruns *compare.Reruns
 		device *engine.Device
 	)
-	if b != nil {
+	if b = kernels(b, run); b != nil {
 		if ours, err = runBackend(ctx, b, run); err != nil {
 			return nil, err
 		}

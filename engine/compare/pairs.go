@@ -1,0 +1,122 @@
+package compare
+
+import (
+	"math"
+
+	"github.com/sampviz/sampviz/engine"
+)
+
+// pair is two float outputs of one kind (probabilities, or logits of a
+// logits_gate run) compared with each other elementwise, row by row, while
+// both rows are decoded: the drift between them is what the mode table's
+// columns against other outputs and the agreement's drift report.
+type pair struct {
+	a, b int // plan indices, a < b
+	// rows holds each row's comparison, written by the worker that judges
+	// the row.
+	rows []pairRow
+}
+
+// pairRow is one row of a pair: ok once both rows were decoded; max, at the
+// token at, is the greatest |a - b|; sum is Σ|a - b| over n elements
+// compared; nan counts the elements where one side is NaN.
+type pairRow struct {
+	ok       bool
+	max, sum float64
+	at, n    int
+	nan      int
+}
+
+// newPairs lists every pair of the judgeable float outputs of one kind.
+func newPairs(plans []*plan, rows int) []*pair {
+	var pairs []*pair
+	for a, pa := range plans {
+		for b := a + 1; b < len(plans); b++ {
+			pb := plans[b]
+			if pa.problem == "" && pb.problem == "" && pa.rep.Kind == pb.rep.Kind && (pa.probs || pa.logits) {
+				pairs = append(pairs, &pair{a: a, b: b, rows: make([]pairRow, rows)})
+			}
+		}
+	}
+	return pairs
+}
+
+// comparePairs compares, for row r, every pair whose two rows were decoded.
+// Equal values (infinities included) differ by 0.
+func (w *worker) comparePairs(r int) {
+	for _, pr := range w.j.pairs {
+		if !w.decoded[pr.a] || !w.decoded[pr.b] {
+			continue
+		}
+		ra, rb := w.pairRows[pr.a], w.pairRows[pr.b]
+		pr.rows[r] = diffRows(ra[:len(rb)], rb)
+	}
+}
+
+// diffRows compares two rows elementwise.
+func diffRows(a, b []float64) pairRow {
+	pr := pairRow{ok: true, max: -1}
+	for k, x := range a {
+		y := b[k]
+		if x == y {
+			pr.n++
+			continue
+		}
+		d := math.Abs(x - y)
+		if d != d {
+			pr.nan++
+			continue
+		}
+		pr.n++
+		pr.sum += d
+		if d > pr.max {
+			pr.max, pr.at = d, k
+		}
+	}
+	if pr.max < 0 {
+		pr.max = 0
+	}
+	return pr
+}
+
+// pairTotal is a pair over every row: the greatest difference, its row and
+// token, the mean, and the rows compared and identical.
+type pairTotal struct {
+	max             float64
+	row, token      int
+	mean            float64
+	compared, equal int
+	nan, elements   int
+}
+
+// total sums up the pair's rows.
+func (pr *pair) total() pairTotal {
+	t := pairTotal{row: -1, token: -1}
+	var sum float64
+	for r, row := range pr.rows {
+		if !row.ok {
+			continue
+		}
+		t.compared++
+		if row.max == 0 && row.nan == 0 {
+			t.equal++
+		}
+		if t.row < 0 || row.max > t.max {
+			t.max, t.row, t.token = row.max, r, row.at
+		}
+		sum += row.sum
+		t.elements += row.n
+		t.nan += row.nan
+	}
+	if t.elements > 0 {
+		t.mean = sum / float64(t.elements)
+	}
+	return t
+}
+
+// float returns v as a pointer to an engine.Float, for the report's
+// optional numbers.
+func float(v float64) *engine.Float {
+	f := engine.Float(v)
+	return &f
+}
