@@ -20,15 +20,22 @@ import (
 	"github.com/sampviz/sampviz/scenarios/internal/generate"
 )
 
-// judge runs sc's dump on the CPU backend with o and judges our output and
-// every external output, as `sampviz check` does.
+// judge runs sc's dump on the CPU backend with o and judges our output (nil
+// for an op without kernels) and every external output, as `sampviz check`
+// does.
 func judge(t *testing.T, sc scenarios.Scenario, o engine.Overrides) (*engine.Run, *engine.Output, *engine.Report) {
 	t.Helper()
 	b, err := sc.DumpBytes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := dump.Parse(sc.FileName(), b)
+	return judgeBytes(t, sc, sc.FileName(), b, o)
+}
+
+// judgeBytes is judge on the dump b, called name, of scenario sc.
+func judgeBytes(t *testing.T, sc scenarios.Scenario, name string, b []byte, o engine.Overrides) (*engine.Run, *engine.Output, *engine.Report) {
+	t.Helper()
+	f, err := dump.Parse(name, b)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
@@ -40,11 +47,15 @@ func judge(t *testing.T, sc scenarios.Scenario, o engine.Overrides) (*engine.Run
 		t.Fatalf("the dump loads as op %s, the config says %s", run.Op, sc.Op)
 	}
 	ctx := context.Background()
-	ours, err := cpu.New().Run(ctx, run)
-	if err != nil {
-		t.Fatalf("cpu backend: %v", err)
+	var outs []*engine.Output
+	var ours *engine.Output
+	if !run.Op.Spec().NoKernel {
+		if ours, err = cpu.New().Run(ctx, run); err != nil {
+			t.Fatalf("cpu backend: %v", err)
+		}
+		outs = append(outs, ours)
 	}
-	rep, err := compare.Judge(ctx, run, append([]*engine.Output{ours}, compare.ExternalOutputs(run)...), compare.Options{}, nil)
+	rep, err := compare.Judge(ctx, run, append(outs, compare.ExternalOutputs(run)...), compare.Options{}, nil)
 	if err != nil {
 		t.Fatalf("judge: %v", err)
 	}
@@ -179,6 +190,11 @@ func TestCatalogueMatchesGenerator(t *testing.T) {
 			}
 			if !bytes.Equal(b, f.Dump) {
 				t.Errorf("the embedded dump (%d bytes) differs from the generator's (%d bytes): run `make scenarios`", len(b), len(f.Dump))
+			}
+			if sc.Diff != nil {
+				if after, err := sc.AfterBytes(); err != nil || !bytes.Equal(after, f.After) {
+					t.Errorf("the embedded after dump differs from the generator's (%v): run `make scenarios`", err)
+				}
 			}
 			cfg, err := os.ReadFile(filepath.Join(sc.Name, scenarios.ConfigFile))
 			if err != nil {
