@@ -144,6 +144,32 @@ func (r *Run) SetTensor(name string, t *Tensor) {
 	}
 }
 
+// Input returns the input called name (an engine.TensorSpec name of the op
+// table), or nil when the run has none.
+func (r *Run) Input(name string) *Tensor {
+	switch name {
+	case "logits":
+		return r.Logits
+	case "target_logits":
+		return r.TargetLogits
+	case "draft_tokens":
+		return r.DraftTokens
+	case "draft_probs":
+		return r.DraftProbs
+	case "input_ids":
+		return r.InputIDs
+	case "input_ids_len":
+		return r.InputIDsLen
+	case "pre_ids":
+		return r.PreIDs
+	case "step_idx":
+		return r.StepIdx
+	case "valid":
+		return r.Valid
+	}
+	return nil
+}
+
 // Padding reports whether row is a padded lane of the batch: after the
 // first Params.ValidRows rows, or 0 in the valid mask.
 func (r *Run) Padding(row int) bool {

@@ -13,12 +13,52 @@ import (
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/compare"
 	"github.com/sampviz/sampviz/engine/cpu"
+	"github.com/sampviz/sampviz/engine/diff"
 	"github.com/sampviz/sampviz/engine/dump"
 	"github.com/sampviz/sampviz/engine/ref"
 	"github.com/sampviz/sampviz/engine/stats"
 	"github.com/sampviz/sampviz/scenarios"
 	"github.com/sampviz/sampviz/scenarios/internal/generate"
 )
+
+// TestDiffPairs judges both dumps of every before/after pair as `sampviz
+// diff` does and checks the comparison its config declares: whether
+// something got worse, and exactly the rows fixed and broken.
+func TestDiffPairs(t *testing.T) {
+	checked := 0
+	for _, sc := range scenarios.Catalogue() {
+		if sc.Diff == nil {
+			continue
+		}
+		checked++
+		t.Run(sc.Name, func(t *testing.T) {
+			runA, _, repA := judge(t, sc, sc.Overrides.Engine())
+			after, err := sc.AfterBytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			runB, _, repB := judgeBytes(t, sc, sc.Diff.After, after, sc.Overrides.Engine())
+			d, err := diff.Compare(diff.Side{Name: sc.Dump, Run: runA, Report: repA}, diff.Side{Name: sc.Diff.After, Run: runB, Report: repB})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Inputs.Same {
+				t.Errorf("the pair's inputs differ: %s", d.Inputs.Why)
+			}
+			if d.Worse != sc.Diff.Worse {
+				t.Errorf("worse %t, want %t: %q", d.Worse, sc.Diff.Worse, d.Why)
+			}
+			for _, o := range d.Outputs {
+				if o.Name == sc.Diff.Output && (!slices.Equal(o.Fixed, sc.Diff.Fixed) || !slices.Equal(o.Broken, sc.Diff.Broken)) {
+					t.Errorf("%s: fixed %v and broken %v, want %v and %v", o.Name, o.Fixed, o.Broken, sc.Diff.Fixed, sc.Diff.Broken)
+				}
+			}
+		})
+	}
+	if checked == 0 {
+		t.Fatal("no scenario is a before/after pair")
+	}
+}
 
 // judge runs sc's dump on the CPU backend with o and judges our output (nil
 // for an op without kernels) and every external output, as `sampviz check`

@@ -82,18 +82,7 @@ func newCheckFlags(stderr io.Writer) *checkFlags {
 // parse parses flags that may come before or after the one positional
 // argument, as `sampviz check dump.safetensors --json` is typed.
 func (c *checkFlags) parse(args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := c.fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = c.fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
+	return parseInterleaved(c.fs, args)
 }
 
 // tolerancesSet turns the tolerance flags a person set into the session's

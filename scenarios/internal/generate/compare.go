@@ -3,6 +3,7 @@ package generate
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/samplertest"
@@ -209,5 +210,76 @@ func paddedBatch() (*scenario, error) {
 			f64("probs@graph", engine.F32, []int{rows, vocab}, graph),
 			f64("probs@shifted", engine.F32, []int{rows, vocab}, shifted),
 		},
+	}, nil
+}
+
+// kernelFixDiff is a before/after pair for `sampviz diff`: renorm of fp32
+// logits at T = 0.8 with top-p 0.9, judged before and after a fix of an
+// external kernel. Before, rows 2 and 5 drop the token that crosses top-p
+// (the classic < against <= at the cut) and renormalise over the rest;
+// the fix keeps it, but the after kernel forgets to renormalise row 7
+// (its kept tokens hold their unfiltered probabilities, about 0.9 in all).
+// The inputs are the same, so diff compares row by row: two rows fixed, one
+// broken, and it exits 1.
+func kernelFixDiff() (*scenario, error) {
+	const rows, vocab, temp, topP = 8, 4096, 0.8, 0.9
+	fixed, broken := []int{2, 5}, 7
+	rng := newRand(2304)
+	x := rounded(normals(rng, rows*vocab, 2), engine.F32)
+	before, after := make([]float64, 0, rows*vocab), make([]float64, 0, rows*vocab)
+	for r := range rows {
+		p := samplertest.Softmax(x[r*vocab:(r+1)*vocab], temp)
+		keep, err := filters{topP: topP, order: engine.TopKFirst}.keep(p, 2e-5)
+		if err != nil {
+			return nil, fmt.Errorf("kernel-fix-diff row %d: %w", r, err)
+		}
+		right := restrict(p, keep)
+		b, a := right, right
+		if contains(fixed, r) {
+			cut, least := -1, 2.0
+			for i, k := range keep {
+				if k && p[i] < least {
+					cut, least = i, p[i]
+				}
+			}
+			dropped := slices.Clone(keep)
+			dropped[cut] = false
+			b = restrict(p, dropped)
+		}
+		if r == broken {
+			a = make([]float64, vocab)
+			for i, k := range keep {
+				if k {
+					a[i] = p[i]
+				}
+			}
+		}
+		before = append(before, rounded(b, engine.F32)...)
+		after = append(after, rounded(a, engine.F32)...)
+	}
+	inputs := []*engine.Tensor{
+		f64("logits", engine.F32, []int{rows, vocab}, x),
+		f64("temperature", engine.F32, []int{}, []float64{temp}),
+		f64("top_p", engine.F32, []int{}, []float64{topP}),
+	}
+	var failing []scenarios.RowRules
+	for _, r := range fixed {
+		failing = append(failing, fail(r, engine.RuleSupport, engine.RuleTolerance))
+	}
+	return &scenario{
+		cfg: scenarios.Config{
+			Name:    "kernel-fix-diff",
+			Title:   "Before and after a kernel fix",
+			Summary: "A top-p kernel judged before and after its fix: `sampviz diff` lists two rows fixed and one broken by the fix, row by row on the same inputs.",
+			Op:      engine.OpRenorm,
+			View:    "?compare=after",
+			Expect: scenarios.Expect{Pass: false, Outputs: []scenarios.OutputExpect{
+				{Name: "cpu", Pass: true},
+				{Name: "probs", Pass: false, Failing: failing},
+			}},
+			Diff: &scenarios.DiffExpect{Worse: true, Output: "probs", Fixed: fixed, Broken: []int{broken}},
+		},
+		tensors: append(slices.Clone(inputs), f64("probs", engine.F32, []int{rows, vocab}, before)),
+		after:   append(slices.Clone(inputs), f64("probs", engine.F32, []int{rows, vocab}, after)),
 	}, nil
 }

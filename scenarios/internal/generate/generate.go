@@ -69,6 +69,7 @@ var builders = []func() (*scenario, error){
 	graphVsEager,
 	logitsGate,
 	paddedBatch,
+	kernelFixDiff,
 }
 
 // All builds every scenario, in catalogue order.
