@@ -49,7 +49,7 @@ func (w *worker) judgeLogits(i int, p *plan, r int, rep *engine.RowReport) {
 	e := &w.gateOut
 	e.Logits = w.row(i)
 	ref.ReadGate(e, ref.Logits{Tensor: p.out.Logits, Offset: r * v, Len: v, Name: p.out.Name})
-	w.decoded[i] = true
+	w.read[i] = readTokens
 	tol := p.tol.Strict
 	allowed := gateAllowed(g, tol)
 	scale := (allowed - tol.Atol) / max(tol.Rtol, math.SmallestNonzeroFloat64)

@@ -41,40 +41,78 @@ func newPairs(plans []*plan, rows int) []*pair {
 	return pairs
 }
 
-// comparePairs compares, for row r, every pair whose two rows were decoded.
-// Equal values (infinities included) differ by 0.
+// comparePairs compares, for row r, every pair whose two rows were read:
+// by group when both were, else token by token (a row read by group is
+// decoded for it). Equal values (infinities included) differ by 0.
 func (w *worker) comparePairs(r int) {
 	for _, pr := range w.j.pairs {
-		if !w.decoded[pr.a] || !w.decoded[pr.b] {
-			continue
+		a, b := w.read[pr.a], w.read[pr.b]
+		switch {
+		case a == readNone || b == readNone:
+		case a == readGroups && b == readGroups:
+			pr.rows[r] = diffGroups(w.groupVals[pr.a], w.groupVals[pr.b], w.grouped)
+		default:
+			pr.rows[r] = diffRows(w.tokens(pr.a, r), w.tokens(pr.b, r))
 		}
-		ra, rb := w.pairRows[pr.a], w.pairRows[pr.b]
-		pr.rows[r] = diffRows(ra[:len(rb)], rb)
 	}
+}
+
+// tokens returns plan i's row r token by token, decoding it when it was
+// read by group.
+func (w *worker) tokens(i, r int) []float64 {
+	if w.read[i] == readGroups {
+		v := w.j.vocab
+		decodeRow(w.j.plans[i].out.Probs, r*v, w.row(i))
+		w.read[i] = readTokens
+	}
+	return w.row(i)
 }
 
 // diffRows compares two rows elementwise.
 func diffRows(a, b []float64) pairRow {
-	pr := pairRow{ok: true, max: -1}
-	for k, x := range a {
-		y := b[k]
-		if x == y {
-			pr.n++
-			continue
-		}
-		d := math.Abs(x - y)
-		if d != d {
+	pr := pairRow{ok: true}
+	for k, x := range a[:len(b)] {
+		d := math.Abs(x - b[k])
+		switch {
+		case x == b[k]:
+			d = 0
+		case d != d:
 			pr.nan++
 			continue
-		}
-		pr.n++
-		pr.sum += d
-		if d > pr.max {
+		case d > pr.max:
 			pr.max, pr.at = d, k
 		}
+		pr.sum += d
+		pr.n++
 	}
-	if pr.max < 0 {
-		pr.max = 0
+	return pr
+}
+
+// diffGroups is diffRows for two rows read by the groups g.
+func diffGroups(a, b []float64, g *rowGroups) pairRow {
+	pr := pairRow{ok: true}
+	at := -1
+	w := g.weight[:len(a)]
+	b = b[:len(a)]
+	var sum float64
+	for k, x := range a {
+		d := math.Abs(x - b[k])
+		if d != d { // NaN: one side is NaN, or both are the same infinity
+			if x == b[k] {
+				continue
+			}
+			pr.nan += int(g.count[k])
+			continue
+		}
+		sum += w[k] * d
+		if d > pr.max {
+			pr.max, at = d, k
+		}
+	}
+	pr.sum = sum
+	pr.n = g.v - pr.nan
+	if at >= 0 {
+		pr.at = int(g.first[at])
 	}
 	return pr
 }

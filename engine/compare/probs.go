@@ -241,10 +241,10 @@ func measure(m *measurement, out []float64, os *outputScan, r, base []float64, c
 		}
 		absBits[i], relBits[i] = math.Float64bits(ad), math.Float64bits(rel)&^signBit
 	}
-	kl += klLogged(out, r, logged[:nLogged])
+	kl += klLogged(out, r, logged[:nLogged], nil)
 	for _, k := range diffs[:nDiffs] {
 		i := pos(int(k))
-		m.supportDiff(i, out[k], r[k], base[i], cls[i], underflow)
+		m.supportDiff(i, 1, out[k], r[k], base[i], cls[i], underflow)
 		if r[k] == 0 && out[k] == out[k] { // an extra token
 			relBits[k] = math.Float64bits(math.Inf(1))
 			sumRel = math.Inf(1)
@@ -302,21 +302,28 @@ func measure(m *measurement, out []float64, os *outputScan, r, base []float64, c
 // retolerate sets m to src judged at another tolerance against the same
 // reference r (the one src was measured against, renormalised or not): only
 // the mismatches, the worst token and the least passing tolerances depend on
-// the tolerance, so only they are recomputed.
-func retolerate(m, src *measurement, out, r []float64, tol engine.Tolerance) {
+// the tolerance, so only they are recomputed. For a row read by groups
+// (rowGroups), element i stands for g.count[i] tokens, the first at
+// g.first[i] (g nil: the row's tokens).
+func retolerate(m, src *measurement, out, r []float64, tol engine.Tolerance, g *rowGroups) {
 	*m = *src
 	m.worst, m.worstAbs, m.worstRef = -1, 0, 0
 	r = r[:len(out)]
 	atol, rtol := tol.Atol, tol.Rtol
 	var minAtol, minRtol float64
 	mismatched := 0
+	worst := -1
 	for i, o := range out {
 		ri := r[i]
 		ad := math.Abs(o - ri)
 		if !(ad <= atol+rtol*ri) {
-			mismatched++
-			if ad > m.worstAbs || m.worst < 0 {
-				m.worstAbs, m.worst = ad, i
+			if g != nil {
+				mismatched += int(g.count[i])
+			} else {
+				mismatched++
+			}
+			if ad > m.worstAbs || worst < 0 {
+				m.worstAbs, worst = ad, i
 			}
 		}
 		if ex := ad - rtol*ri; ex > minAtol {
@@ -329,13 +336,16 @@ func retolerate(m, src *measurement, out, r []float64, tol engine.Tolerance) {
 	dr := &m.drift
 	dr.Tolerance = tol
 	dr.Mismatched = mismatched
-	dr.MismatchShare = engine.Float(float64(mismatched) / float64(max(len(out), 1)))
+	dr.MismatchShare = engine.Float(float64(mismatched) / float64(max(dr.Elements, 1)))
 	if dr.NaN > 0 {
 		minAtol, minRtol = math.Inf(1), math.Inf(1)
 	}
 	dr.MinAtol, dr.MinRtol = engine.Float(minAtol), engine.Float(minRtol)
-	if m.worst >= 0 {
-		m.worstRef = r[m.worst]
+	if worst >= 0 {
+		m.worst, m.worstRef = worst, r[worst]
+		if g != nil {
+			m.worst = int(g.first[worst])
+		}
 	}
 }
 
@@ -361,7 +371,7 @@ func compareRow(m *measurement, out []float64, os *outputScan, d *ref.Dist, tol 
 	if m.supportOK() && (m.boundaryKept.n > 0 || m.boundaryDropped.n > 0) {
 		kept, dropped := m.boundaryKept, m.boundaryDropped
 		m.clearHists(b)
-		b.renorm = renormalisedRef(b.renorm[:cap(b.renorm)], out, d.Base, d.Class)
+		b.renorm = renormalisedRef(b.renorm[:cap(b.renorm)], out, d.Base, d.Class, nil)
 		measure(m, out, os, b.renorm, d.Base, d.Class, d.Argmax, true, tol, underflow, b)
 		m.boundaryKept, m.boundaryDropped = kept, dropped
 		m.renormalised = true

@@ -417,6 +417,7 @@ func (ws *Workspace) computeHalf(d *Dist, x Logits, t float64, f Filter, native 
 			d.Class[i/2] = h.class[b]
 		}
 		d.Argmax = h.first(data, func(b uint16) bool { return h.base[b] == top })
+		d.ByPattern = true
 		return
 	}
 
@@ -473,6 +474,7 @@ func (ws *Workspace) computeHalf(d *Dist, x Logits, t float64, f Filter, native 
 	}
 	d.Argmax = h.first(data, func(b uint16) bool { return h.group[b] == 0 })
 	d.TopKProb, d.TopPCut, d.MinPThreshold = g.topKProb, g.topPCut, g.minPThreshold
+	d.ByPattern = g.split < 0
 }
 
 // cmpDesc orders greater probabilities first.

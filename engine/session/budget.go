@@ -37,6 +37,9 @@ const (
 	// runtimeBytes is the process before any job: the Go runtime, the
 	// binary's tables, the HTTP server.
 	runtimeBytes = 48 << 20
+	// groupTablesBytes is what one judging worker's grouping of a row of
+	// 16-bit logits holds whatever the row (tables indexed by pattern).
+	groupTablesBytes = 768 << 10
 	// heapSlack is the garbage collector's margin over the live heap when
 	// the process runs under its memory limit (debug.SetMemoryLimit).
 	heapSlack = 1.1
@@ -162,6 +165,12 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 	}
 	if n := floatOutputs(run, b); n > 1 {
 		per += 8 * vocab * n // each one's row, kept to compare them pairwise
+	}
+	if d := run.InputDType(); d == engine.BF16 || d == engine.F16 {
+		// Rows of 16-bit logits are measured by group of logit pattern
+		// (engine/compare): the tables of the grouping, each token's group,
+		// and each float output's values by group.
+		per += groupTablesBytes + 2*vocab + 8*min(vocab, 1<<16)*floatOutputs(run, b)
 	}
 	judge := add("the judge", heapSlack*float64(w*per))
 	outputs := int64(len(externals(run)))
