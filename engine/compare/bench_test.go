@@ -83,28 +83,37 @@ func BenchmarkJudgeRenormBF16(b *testing.B) {
 // probs@m7, mode k the reference scaled by 1 + k/1024 and rounded to bf16:
 // distinct modes, each a function of the logit as a kernel's output is).
 // The eight share each row's reference, and the report compares every pair
-// of them; docs/PERF.md holds the figures.
+// of them. The last case gives every token its own rounding noise (a
+// relative 2^-12), so that no output is uniform per logit pattern and every
+// row is measured token by token. docs/PERF.md holds the figures.
 func BenchmarkJudgeModes(b *testing.B) {
 	const rows, vocab, modes = 128, 128256, 8
 	rng := rand.New(rand.NewPCG(2026, 1127))
 	run := logitsRun(rng, engine.OpSoftmax, engine.BF16, rows, vocab, 3)
-	outs := make([]*engine.Output, modes)
-	for k := range outs {
-		outs[k] = &engine.Output{Name: fmt.Sprintf("probs@m%d", k), External: true, Probs: engine.NewTensor("probs", engine.BF16, rows, vocab)}
-	}
-	var ws ref.Workspace
-	var d ref.Dist
-	for r := range rows {
-		ws.Compute(&d, ref.RowLogits(run, r), 1, ref.NoFilter(), false)
-		for k, o := range outs {
-			for i, p := range d.Probs {
-				o.Probs.SetFloat(r*vocab+i, p*(1+float64(k)/1024))
+	outputs := func(noise float64) []*engine.Output {
+		outs := make([]*engine.Output, modes)
+		for k := range outs {
+			outs[k] = &engine.Output{Name: fmt.Sprintf("probs@m%d", k), External: true, Probs: engine.NewTensor("probs", engine.BF16, rows, vocab)}
+		}
+		var ws ref.Workspace
+		var d ref.Dist
+		for r := range rows {
+			ws.Compute(&d, ref.RowLogits(run, r), 1, ref.NoFilter(), false)
+			for k, o := range outs {
+				for i, p := range d.Probs {
+					o.Probs.SetFloat(r*vocab+i, p*(1+float64(k)/1024+noise*float64(rng.IntN(3)-1)))
+				}
 			}
 		}
+		return outs
 	}
+	uniform := outputs(0)
 	for _, n := range []int{1, modes} {
 		b.Run(fmt.Sprintf("outputs=%d", n), func(b *testing.B) {
-			benchJudge(b, run, outs[:n]...)
+			benchJudge(b, run, uniform[:n]...)
 		})
 	}
+	b.Run(fmt.Sprintf("outputs=%d/not-uniform", modes), func(b *testing.B) {
+		benchJudge(b, run, outputs(0x1p-12)...)
+	})
 }
