@@ -146,22 +146,14 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	} else {
 		job.DumpPath = pos[0]
 	}
-	var sess *session.Session
-	if c.backend == session.NoBackend {
-		sess = session.New()
-	} else {
-		b, err := openBackend(c.backend, c.kernels)
-		if err != nil {
-			return fail("%v", err)
-		}
-		if cl, ok := b.(io.Closer); ok {
-			defer cl.Close()
-		}
-		sess, job.Backend = session.New(b), ""
+	sess, closeBackend, err := newSession(c.backend, c.kernels, int64(c.maxMemory))
+	if err != nil {
+		return fail("%v", err)
 	}
-
-	sess.MaxMemory = int64(c.maxMemory)
-	limitMemory(sess.MaxMemory)
+	defer closeBackend()
+	if c.backend != session.NoBackend {
+		job.Backend = ""
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	report, err := sess.Execute(ctx, job, nil)
@@ -169,9 +161,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	if c.jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
+		if err := writeJSON(stdout, report); err != nil {
 			return fail("write report: %v", err)
 		}
 	} else {
@@ -206,4 +196,33 @@ func fmtNum(v float64) string {
 		return strconv.FormatInt(int64(v), 10)
 	}
 	return strconv.FormatFloat(v, 'g', 2, 64)
+}
+
+// newSession returns the session of a command's --backend ("none": no
+// backend, only the dumps' outputs are judged) under its memory budget,
+// which it also sets as the process's memory limit, and the function that
+// closes the backend.
+func newSession(backend, kernels string, maxMemory int64) (*session.Session, func(), error) {
+	sess, closer := session.New(), func() {}
+	if backend != session.NoBackend {
+		b, err := openBackend(backend, kernels)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cl, ok := b.(io.Closer); ok {
+			closer = func() { cl.Close() }
+		}
+		sess = session.New(b)
+	}
+	sess.MaxMemory = maxMemory
+	limitMemory(maxMemory)
+	return sess, closer, nil
+}
+
+// writeJSON writes v as indented JSON, as check --json and diff --json
+// print their reports.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

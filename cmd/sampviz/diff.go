@@ -86,25 +86,18 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	defer closeJobs()
-	var sess *session.Session
+	backend := c.backend
 	switch {
 	case c.data != "":
-		sess = session.New() // stored runs are judged again, no kernel runs
-	case c.backend == session.NoBackend:
-		sess = session.New()
+		backend = session.NoBackend // stored runs are judged again, no kernel runs
+	case backend == session.NoBackend:
 		jobs[0].Backend, jobs[1].Backend = session.NoBackend, session.NoBackend
-	default:
-		b, err := openBackend(c.backend, c.kernels)
-		if err != nil {
-			return fail("%v", err)
-		}
-		if cl, ok := b.(io.Closer); ok {
-			defer cl.Close()
-		}
-		sess = session.New(b)
 	}
-	sess.MaxMemory = int64(c.maxMemory)
-	limitMemory(sess.MaxMemory)
+	sess, closeBackend, err := newSession(backend, c.kernels, int64(c.maxMemory))
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer closeBackend()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	d, err := sess.Diff(ctx, jobs[0], jobs[1])
@@ -112,9 +105,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	if c.jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(d); err != nil {
+		if err := writeJSON(stdout, d); err != nil {
 			return fail("write the comparison: %v", err)
 		}
 	} else {

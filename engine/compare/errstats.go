@@ -190,36 +190,7 @@ func (s *selector) percentiles(bits []uint64, n int, counts []uint32, lo, top in
 	if n == 0 {
 		return
 	}
-	// The ranks the four percentiles need, ascending.
-	s.wanted = s.wanted[:0]
-	for _, q := range quantiles {
-		h := float64(n-1) * q
-		lo := int(h)
-		s.want(lo)
-		if float64(lo) < h && lo+1 < n {
-			s.want(lo + 1)
-		}
-	}
-	// Find each rank's bucket with one walk of the histogram.
-	cum, w := 0, 0
-	for key := 0; key <= top && w < len(s.wanted); key++ {
-		if key == 1 {
-			key = max(lo, 1)
-		}
-		c := int(counts[key])
-		for w < len(s.wanted) && s.wanted[w].rank < cum+c {
-			s.wanted[w].key, s.wanted[w].within = key, s.wanted[w].rank-cum
-			w++
-		}
-		cum += c
-	}
-	s.keys = s.keys[:0]
-	for _, r := range s.wanted {
-		if s.slot[r.key] == 0 {
-			s.keys = append(s.keys, r.key)
-			s.slot[r.key] = uint8(len(s.keys))
-		}
-	}
+	s.wantedBuckets(n, counts, lo, top)
 	// Gather the elements of those buckets in one pass (the zeros of bucket
 	// 0 are only counted: they are most of a renormalised row).
 	for len(s.gather) < len(s.keys) {
@@ -283,6 +254,48 @@ func (s *selector) percentiles(bits []uint64, n int, counts []uint32, lo, top in
 	for _, k := range s.keys {
 		s.slot[k] = 0
 	}
+	s.interpolate(n, st)
+}
+
+// wantedBuckets lists the ranks the four percentiles of n errors need,
+// ascending (s.wanted), finds each one's bucket in the histogram counts
+// (nonzero only at bucket 0 and within [lo, top]) with one walk, and lists
+// those buckets (s.keys), each with its slot.
+func (s *selector) wantedBuckets(n int, counts []uint32, lo, top int) {
+	s.wanted = s.wanted[:0]
+	for _, q := range quantiles {
+		h := float64(n-1) * q
+		r := int(h)
+		s.want(r)
+		if float64(r) < h && r+1 < n {
+			s.want(r + 1)
+		}
+	}
+	cum, w := 0, 0
+	for key := 0; key <= top && w < len(s.wanted); key++ {
+		if key == 1 {
+			key = max(lo, 1)
+		}
+		c := int(counts[key])
+		for w < len(s.wanted) && s.wanted[w].rank < cum+c {
+			s.wanted[w].key, s.wanted[w].within = key, s.wanted[w].rank-cum
+			w++
+		}
+		cum += c
+	}
+	s.keys = s.keys[:0]
+	for _, r := range s.wanted {
+		if s.slot[r.key] == 0 {
+			s.keys = append(s.keys, r.key)
+			s.slot[r.key] = uint8(len(s.keys))
+		}
+	}
+}
+
+// interpolate sets st's percentiles of n errors from the values of the
+// wanted ranks, linearly between order statistics, as numpy's default
+// does.
+func (s *selector) interpolate(n int, st *engine.ErrorStats) {
 	value := func(rank int) float64 {
 		for _, r := range s.wanted {
 			if r.rank == rank {

@@ -307,44 +307,14 @@ func measureGroups(m *measurement, g *rowGroups, out []float64, os *outputScan, 
 	if extra {
 		sumRel = math.Inf(1)
 	}
-	if maxAbs < 0 {
-		maxAbs, maxRel = 0, 0
+	t := rowTotals{
+		elements: full, mismatched: mismatched, sumAbs: sumAbs, sumRel: sumRel, kl: kl, minAtol: minAtol, minRtol: minRtol,
+		maxAbs: maxAbs, maxRel: maxRel, maxAbsAt: maxAbsAt, maxRelAt: maxRelAt,
+		argmaxAgree: os.argmax >= 0 && r[g.groupOf(os.argmax)] == r[top],
 	}
-	if maxAbs == 0 {
-		maxAbsAt = 0
-	}
-	if maxRel == 0 {
-		maxRelAt = 0
-	}
-	m.topAbs, m.topRel = errorKey(math.Float64bits(maxAbs)), errorKey(math.Float64bits(maxRel))
-	if os.nan > 0 {
-		m.topAbs, m.topRel = histBins/2-1, histBins/2-1
-	}
+	m.setTops(&t, os)
 	m.loAbs, m.loRel = countGroupKeys(absBits, relBits, g.count, b.absHist, b.relHist, m.topAbs, m.topRel)
-
-	dr := &m.drift
-	dr.Tolerance = tol
-	dr.Elements = full
-	dr.Mismatched = mismatched
-	dr.MismatchShare = engine.Float(float64(mismatched) / float64(max(full, 1)))
-	dr.NaN, dr.Inf = os.nan, os.inf
-	dr.RowSumError = engine.Float(math.Abs(os.rowSum - 1))
-	dr.KL = engine.Float(max(kl, 0))
-	dr.TV = engine.Float(sumAbs / 2)
-	dr.Abs = engine.ErrorStats{Max: engine.Float(maxAbs), Mean: engine.Float(sumAbs / float64(full)), Index: maxAbsAt}
-	dr.Rel = engine.ErrorStats{Max: engine.Float(maxRel), Mean: engine.Float(sumRel / float64(full)), Index: maxRelAt}
-	if os.nan > 0 {
-		dr.Abs.Max, dr.Abs.Index = engine.Float(math.NaN()), os.firstNaN
-		dr.Rel.Max, dr.Rel.Index = engine.Float(math.NaN()), os.firstNaN
-		minAtol, minRtol = math.Inf(1), math.Inf(1)
-		dr.KL = engine.Float(math.NaN())
-	}
-	if os.argmax >= 0 && r[g.groupOf(os.argmax)] == r[top] {
-		dr.ArgmaxAgree = 1
-	}
-	dr.MinAtol, dr.MinRtol = engine.Float(minAtol), engine.Float(minRtol)
-	dr.SupportMissing, dr.MissingMass = m.missing.n, engine.Float(m.missing.refMass)
-	dr.SupportExtra, dr.ExtraMass = m.extra.n, engine.Float(m.extra.refMass)
+	m.setDrift(&t, os, tol)
 }
 
 // countGroupKeys is countKeys for errors held by groups: each group's
@@ -374,36 +344,9 @@ func (s *selector) groupPercentiles(bits []uint64, n []int64, total int, counts 
 	if total == 0 {
 		return
 	}
-	s.wanted = s.wanted[:0]
-	for _, q := range quantiles {
-		h := float64(total-1) * q
-		r := int(h)
-		s.want(r)
-		if float64(r) < h && r+1 < total {
-			s.want(r + 1)
-		}
-	}
-	cum, w := 0, 0
-	for key := 0; key <= top && w < len(s.wanted); key++ {
-		if key == 1 {
-			key = max(lo, 1)
-		}
-		c := int(counts[key])
-		for w < len(s.wanted) && s.wanted[w].rank < cum+c {
-			s.wanted[w].key, s.wanted[w].within = key, s.wanted[w].rank-cum
-			w++
-		}
-		cum += c
-	}
+	s.wantedBuckets(total, counts, lo, top)
 	// Gather the groups of the wanted buckets in one pass, then order
 	// each bucket's few groups and walk their tokens to the ranks.
-	s.keys = s.keys[:0]
-	for _, r := range s.wanted {
-		if s.slot[r.key] == 0 {
-			s.keys = append(s.keys, r.key)
-			s.slot[r.key] = uint8(len(s.keys))
-		}
-	}
 	for len(s.weighed) < len(s.keys) {
 		s.weighed = append(s.weighed, nil)
 	}
@@ -440,26 +383,7 @@ func (s *selector) groupPercentiles(bits []uint64, n []int64, total int, counts 
 	for _, k := range s.keys {
 		s.slot[k] = 0
 	}
-	value := func(rank int) float64 {
-		for _, r := range s.wanted {
-			if r.rank == rank {
-				return math.Float64frombits(r.bits)
-			}
-		}
-		return math.NaN()
-	}
-	out := [4]*engine.Float{&st.Median, &st.P90, &st.P95, &st.P99}
-	for i, q := range quantiles {
-		h := float64(total-1) * q
-		r := int(h)
-		v := value(r)
-		if frac := h - float64(r); frac > 0 && r+1 < total {
-			if hi := value(r + 1); hi != v {
-				v += frac * (hi - v)
-			}
-		}
-		*out[i] = engine.Float(v)
-	}
+	s.interpolate(total, st)
 }
 
 // compareGroups is compareRow for a row read by groups: it measures the

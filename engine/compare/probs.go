@@ -253,45 +253,76 @@ func measure(m *measurement, out []float64, os *outputScan, r, base []float64, c
 			}
 		}
 	}
-	if maxAbs < 0 { // nothing measured: every token is 0 on both sides
-		maxAbs, maxRel = 0, 0
-	}
-	maxAbsAt, maxRelAt = pos(maxAbsAt), pos(maxRelAt)
-	if maxAbs == 0 { // no error anywhere: the first token, as the full pass says
-		maxAbsAt = 0
-	}
-	if maxRel == 0 {
-		maxRelAt = 0
-	}
 	if m.worst >= 0 {
 		m.worstRef = r[m.worst]
 		m.worst = pos(m.worst)
 	}
-	m.topAbs, m.topRel = errorKey(math.Float64bits(maxAbs)), errorKey(math.Float64bits(maxRel))
+	t := rowTotals{
+		elements: full, mismatched: mismatched, sumAbs: sumAbs, sumRel: sumRel, kl: kl, minAtol: minAtol, minRtol: minRtol,
+		maxAbs: maxAbs, maxRel: maxRel, maxAbsAt: pos(maxAbsAt), maxRelAt: pos(maxRelAt),
+		argmaxAgree: os.argmax >= 0 && refFull[os.argmax] == refFull[refArgmax],
+	}
+	m.setTops(&t, os)
+	m.loAbs, m.loRel = countKeys(absBits, relBits, b.absHist, b.relHist, m.topAbs, m.topRel, full-n)
+	m.setDrift(&t, os, tol)
+}
+
+// rowTotals are what one pass over a row's errors gathers (measure,
+// measureGroups) before they become its drift.
+type rowTotals struct {
+	elements, mismatched int
+	sumAbs, sumRel, kl   float64
+	minAtol, minRtol     float64
+	// maxAbs and maxRel are -1 when nothing was measured; maxAbsAt and
+	// maxRelAt are tokens.
+	maxAbs, maxRel     float64
+	maxAbsAt, maxRelAt int
+	argmaxAgree        bool
+}
+
+// setTops settles t's maxima (0 at token 0 when there is no error) and sets
+// m's highest histogram buckets from them, or the NaN bucket when the output
+// holds NaN.
+func (m *measurement) setTops(t *rowTotals, os *outputScan) {
+	if t.maxAbs < 0 { // nothing measured: every token is 0 on both sides
+		t.maxAbs, t.maxRel = 0, 0
+	}
+	if t.maxAbs == 0 { // no error anywhere: the first token, as the full pass says
+		t.maxAbsAt = 0
+	}
+	if t.maxRel == 0 {
+		t.maxRelAt = 0
+	}
+	m.topAbs, m.topRel = errorKey(math.Float64bits(t.maxAbs)), errorKey(math.Float64bits(t.maxRel))
 	if os.nan > 0 {
 		m.topAbs, m.topRel = histBins/2-1, histBins/2-1
 	}
-	m.loAbs, m.loRel = countKeys(absBits, relBits, b.absHist, b.relHist, m.topAbs, m.topRel, full-n)
-	n = full
+}
 
+// setDrift fills m's drift from a row's totals, its output scan and its
+// support differences: NaN in the output makes the maxima NaN (at the first
+// NaN), the KL NaN and no tolerance pass.
+func (m *measurement) setDrift(t *rowTotals, os *outputScan, tol engine.Tolerance) {
+	n := t.elements
+	minAtol, minRtol := t.minAtol, t.minRtol
 	dr := &m.drift
 	dr.Tolerance = tol
 	dr.Elements = n
-	dr.Mismatched = mismatched
-	dr.MismatchShare = engine.Float(float64(mismatched) / float64(max(n, 1)))
+	dr.Mismatched = t.mismatched
+	dr.MismatchShare = engine.Float(float64(t.mismatched) / float64(max(n, 1)))
 	dr.NaN, dr.Inf = os.nan, os.inf
 	dr.RowSumError = engine.Float(math.Abs(os.rowSum - 1))
-	dr.KL = engine.Float(max(kl, 0))
-	dr.TV = engine.Float(sumAbs / 2)
-	dr.Abs = engine.ErrorStats{Max: engine.Float(maxAbs), Mean: engine.Float(sumAbs / float64(n)), Index: maxAbsAt}
-	dr.Rel = engine.ErrorStats{Max: engine.Float(maxRel), Mean: engine.Float(sumRel / float64(n)), Index: maxRelAt}
+	dr.KL = engine.Float(max(t.kl, 0))
+	dr.TV = engine.Float(t.sumAbs / 2)
+	dr.Abs = engine.ErrorStats{Max: engine.Float(t.maxAbs), Mean: engine.Float(t.sumAbs / float64(n)), Index: t.maxAbsAt}
+	dr.Rel = engine.ErrorStats{Max: engine.Float(t.maxRel), Mean: engine.Float(t.sumRel / float64(n)), Index: t.maxRelAt}
 	if os.nan > 0 {
 		dr.Abs.Max, dr.Abs.Index = engine.Float(math.NaN()), os.firstNaN
 		dr.Rel.Max, dr.Rel.Index = engine.Float(math.NaN()), os.firstNaN
 		minAtol, minRtol = math.Inf(1), math.Inf(1)
 		dr.KL = engine.Float(math.NaN())
 	}
-	if os.argmax >= 0 && refFull[os.argmax] == refFull[refArgmax] {
+	if t.argmaxAgree {
 		dr.ArgmaxAgree = 1
 	}
 	dr.MinAtol, dr.MinRtol = engine.Float(minAtol), engine.Float(minRtol)

@@ -34,29 +34,11 @@ func ReadGate(g *GateRow, x Logits) {
 	}
 	x.Tensor.Floats64(x.Offset, g.Logits)
 	g.Argmax = argmaxOfValues(x, g.Logits)
-	nan, inf, masked, first := 0, 0, 0, -1
-	m := math.Inf(-1)
-	for i, v := range g.Logits {
-		switch {
-		case math.IsNaN(v):
-			nan++
-		case math.IsInf(v, 1):
-			inf++
-		case math.IsInf(v, -1):
-			masked++
-			continue
-		default:
-			m = max(m, v)
-			continue
-		}
-		if first < 0 {
-			first = i
-		}
-	}
-	if msg, rule := invalidReason(x, nan, inf, masked, first); msg != "" {
+	if msg, rule := oddReason(x, g.Logits); msg != "" {
 		g.Invalid, g.InvalidRule = msg, rule
 		return
 	}
+	m := g.Argmax.Max // finite: the row holds no NaN or +Inf, and not only -inf
 	var s exactSum
 	for _, v := range g.Logits {
 		s.add(math.Exp(v - m))
