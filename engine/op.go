@@ -217,7 +217,7 @@ func (s *OpSpec) Input(name string) *TensorSpec {
 // (TENSOR@MODE), an output or a seed or offset the mode declares.
 func (s *OpSpec) Uses(name string) bool {
 	if base, _ := SplitName(name); HasMode(name) {
-		return s.Judges(base) || Declares(base) && s.Takes(base) && s.Kernel&NeedSeeds != 0
+		return s.Judges(base) || Declares(base) && s.Takes(base)
 	}
 	if o := OutputSpec(name); o != nil && o.NamedOnly {
 		return s.Input(name) != nil

@@ -235,7 +235,7 @@ func (j *judge) drift(ag *engine.Agreement, pr *pair, pa *plan, oa, ob *engine.O
 	}
 	t := pr.total()
 	ag.Compared, ag.Agree = t.compared, t.equal
-	ag.MaxAbs, ag.MeanAbs = float(t.max), float(t.mean)
+	ag.MaxAbs, ag.MeanAbs = floatPtr(t.max), floatPtr(t.mean)
 	ag.MaxRow, ag.MaxToken = t.row, t.token
 	for r, row := range pr.rows {
 		if row.ok && (row.max > 0 || row.nan > 0) && ag.FirstRow < 0 {

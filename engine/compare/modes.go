@@ -103,7 +103,7 @@ func (j *judge) against(i, k int, pr *pair) engine.ModeDiff {
 	case pr != nil:
 		t := pr.total()
 		if t.compared > 0 {
-			d.Max, d.Row = float(t.max), t.row
+			d.Max, d.Row = floatPtr(t.max), t.row
 		}
 	case drawKind(pi) && drawKind(pk):
 		n := 0

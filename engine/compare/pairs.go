@@ -124,7 +124,7 @@ type pairTotal struct {
 	row, token      int
 	mean            float64
 	compared, equal int
-	nan, elements   int
+	elements        int
 }
 
 // total sums up the pair's rows.
@@ -144,7 +144,6 @@ func (pr *pair) total() pairTotal {
 		}
 		sum += row.sum
 		t.elements += row.n
-		t.nan += row.nan
 	}
 	if t.elements > 0 {
 		t.mean = sum / float64(t.elements)
@@ -152,9 +151,9 @@ func (pr *pair) total() pairTotal {
 	return t
 }
 
-// float returns v as a pointer to an engine.Float, for the report's
+// floatPtr returns v as a pointer to an engine.Float, for the report's
 // optional numbers.
-func float(v float64) *engine.Float {
+func floatPtr(v float64) *engine.Float {
 	f := engine.Float(v)
 	return &f
 }

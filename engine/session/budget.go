@@ -45,6 +45,13 @@ const (
 	heapSlack = 1.1
 )
 
+// The parts of a Need that outlive the judgement (a Diff holds them while
+// it judges the other run).
+const (
+	partDump   = "the dump's tensors"
+	partReport = "the report"
+)
+
 // Need is the memory a job holds at its peak, by what holds it.
 type Need struct {
 	Parts []NeedPart
@@ -113,7 +120,7 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 			}
 		}
 	}
-	add("the dump's tensors", float64(input))
+	add(partDump, float64(input))
 
 	// Our backend's outputs.
 	var ours, trace int64
@@ -177,7 +184,7 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 	if b != nil {
 		outputs++
 	}
-	report := add("the report", heapSlack*float64(rows*max(outputs, 1)*reportBytesPerRow))
+	report := add(partReport, heapSlack*float64(rows*max(outputs, 1)*reportBytesPerRow))
 	var pages int64
 	if stored {
 		g := int64(runtime.GOMAXPROCS(0))
