@@ -46,9 +46,13 @@ type Device struct {
 // Output is what one implementation produced for a run: ours from a Backend,
 // or an external one found in the dump. Fields the op does not produce are nil.
 type Output struct {
-	// Name is "cpu" or "cuda" for ours, the DUMPS.md tensor name for external.
+	// Name is "cpu" or "cuda" for ours, the DUMPS.md tensor name for external
+	// ("probs", or with its mode "probs@eager").
 	Name     string
 	External bool
+	// Declared is the seed and offset the output's mode declares it drew
+	// with (seed@MODE, offset@MODE), or nil.
+	Declared *DeclaredSeeds
 
 	Probs        *Tensor // [B, V]: softmax or renorm
 	Tokens       *Tensor // [B]: argmax, or one sampled token per row
@@ -59,6 +63,7 @@ type Output struct {
 	SpecTrials   *Tensor // [T, B, K+1]
 	Trace        *SpecTrace
 	DraftOut     *Tensor // [B, D], -1 padded
+	Logits       *Tensor // [B, V]: an engine's logits, judged against golden ones (logits_gate)
 
 	// Timing is set by backends that measure their kernels.
 	Timing *Timing
@@ -109,10 +114,12 @@ type SpecTrace struct {
 func (s *SpecTrace) At(t, r, i int) *SpecStep { return &s.Step[(t*s.Rows+r)*s.Steps+i] }
 
 // Kind is what a judge judges of the output, in its order of priority:
-// "probs", "spec", "samples", "tokens" or "draft" ("" when it holds none of
-// them).
+// "probs", "spec", "samples", "tokens", "draft" or "logits" ("" when it
+// holds none of them).
 func (o *Output) Kind() string {
 	switch {
+	case o.Logits != nil:
+		return "logits"
 	case o.Probs != nil:
 		return "probs"
 	case o.SpecTokens != nil || o.SpecTrials != nil:
@@ -132,7 +139,8 @@ type OutputInfo struct {
 	// Name is "cpu" or "cuda" for ours, the DUMPS.md tensor name for external.
 	Name     string `json:"name"`
 	External bool   `json:"external"`
-	// Kind is what is judged: "probs", "tokens", "samples", "spec", "draft".
+	// Kind is what is judged: "probs", "tokens", "samples", "spec", "draft",
+	// "logits".
 	Kind string `json:"kind"`
 	// Tolerances are what this output is judged with (they depend on its
 	// dtype), when the judge says so before judging; the charts draw the

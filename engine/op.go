@@ -17,6 +17,7 @@ const (
 	OpSample     Op = "sample"
 	OpSpecVerify Op = "spec_verify"
 	OpNgramMatch Op = "ngram_match"
+	OpLogitsGate Op = "logits_gate"
 )
 
 // TensorSpec is one tensor of the dump format (DUMPS.md): its name, the
@@ -33,8 +34,12 @@ type TensorSpec struct {
 	Required bool
 	// Values says what the elements must hold: "" anything of the dtype,
 	// "token" ids in [0, V), "count:X" integers in [0, X] where X is a
-	// dimension letter.
+	// dimension letter, "mask" 0 or 1.
 	Values string
+	// NamedOnly marks an output that exists only as TENSOR@NAME: the
+	// tensor of the plain name is an input (logits, the golden of
+	// logits_gate).
+	NamedOnly bool
 }
 
 // OpSpec is one op's entry in the op table: the tensors it reads, the
@@ -56,6 +61,10 @@ type OpSpec struct {
 	Outputs []string
 	// Kernel is what the op's kernels read of the per-row parameters.
 	Kernel ParamGroup
+	// NoKernel marks an op that has nothing for a backend to run: only the
+	// dump's outputs are judged (logits_gate, whose outputs are another
+	// engine's logits). Its faces are the reference and the judging rule.
+	NoKernel bool
 }
 
 // outputSpecs are the output tensors of DUMPS.md, by name.
@@ -68,12 +77,16 @@ var outputSpecs = []TensorSpec{
 	{Name: "spec_accepted", Dims: []string{"B"}},
 	{Name: "spec_trials", Dims: []string{"T", "B", "K+1"}},
 	{Name: "draft_out", Dims: []string{"B", "D"}},
+	{Name: "logits", Dims: []string{"B", "V"}, Float: true, NamedOnly: true},
 }
 
 var (
 	logitsInput  = TensorSpec{Name: "logits", Dims: []string{"B", "V"}, Float: true, Required: true}
 	filterParams = []string{"temperature", "top_k", "top_p", "min_p", "filter_order", "top_k_ties"}
 	seedParams   = []string{"seed", "offset"}
+	// validInput marks the real rows of a padded batch; every op takes it
+	// (docs/SEMANTICS.md "Padded rows").
+	validInput = TensorSpec{Name: "valid", Dims: []string{"B"}, Values: "mask"}
 )
 
 // opTable is the op table, in the order the documentation presents the ops.
@@ -120,6 +133,17 @@ var opTable = []*OpSpec{
 		Params:  []string{"max_ngram_size", "max_draft_tokens", "threshold"},
 		Outputs: []string{"draft_out"},
 	},
+	{
+		Op: OpLogitsGate, Summary: "an engine's logits against golden logits: |Δlogit|, KL and top-1 flips",
+		Inputs: []TensorSpec{logitsInput}, Outputs: []string{"logits"}, NoKernel: true,
+	},
+}
+
+func init() {
+	for _, s := range opTable {
+		s.Inputs = append(s.Inputs, validInput)
+		s.Params = append(s.Params, "valid_rows")
+	}
 }
 
 func join(lists ...[]string) []string {
@@ -189,8 +213,15 @@ func (s *OpSpec) Input(name string) *TensorSpec {
 }
 
 // Uses reports whether the op reads or judges the tensor called name: an
-// input, a per-row parameter or an output.
+// input, a per-row parameter or an output, or, named after a mode
+// (TENSOR@MODE), an output or a seed or offset the mode declares.
 func (s *OpSpec) Uses(name string) bool {
+	if base, _ := SplitName(name); HasMode(name) {
+		return s.Judges(base) || Declares(base) && s.Takes(base)
+	}
+	if o := OutputSpec(name); o != nil && o.NamedOnly {
+		return s.Input(name) != nil
+	}
 	if s.Input(name) != nil || s.Judges(name) {
 		return true
 	}
@@ -218,8 +249,12 @@ func OutputNames() []string {
 }
 
 // KnownTensor reports whether name is a tensor of the dump format: an input
-// of some op, a per-row parameter or an output.
+// of some op, a per-row parameter or an output, or an output or a seed or
+// offset named after a mode (TENSOR@MODE, whatever the mode).
 func KnownTensor(name string) bool {
+	if base, _ := SplitName(name); HasMode(name) {
+		return OutputSpec(base) != nil || Declares(base)
+	}
 	if OutputSpec(name) != nil {
 		return true
 	}

@@ -153,6 +153,13 @@ var params = []*Param{
 		field:   func(o *Overrides) any { return &o.Threshold },
 	},
 	{
+		Name: "valid_rows", Flag: "valid-rows", Scope: RunWide, Kind: KindInt, Default: "0",
+		Rule:    "an integer in [0, 2147483647] (0 means every row is real)",
+		Usage:   "padded batch: the number of real rows at the front; the rows after them are padding, never judged (0: every row is real)",
+		integer: func(v int64) bool { return v >= 0 && v <= math.MaxInt32 },
+		field:   func(o *Overrides) any { return &o.ValidRows },
+	},
+	{
 		Name: "op", Flag: "op", Scope: Work, Kind: KindChoice,
 		Usage: "the op to run (default: the dump's op metadata, else inferred from its tensors)",
 		field: func(o *Overrides) any { return &o.Op },
@@ -275,6 +282,7 @@ type Overrides struct {
 	MaxNgramSize   *int          `json:"max_ngram_size,omitempty"`
 	MaxDraftTokens *int          `json:"max_draft_tokens,omitempty"`
 	Threshold      *int          `json:"threshold,omitempty"`
+	ValidRows      *int          `json:"valid_rows,omitempty"`
 }
 
 // Set parses text as the value of the parameter called name, checks it

@@ -59,6 +59,8 @@ const (
 	RuleAcceptance Rule = "acceptance"  // speculative acceptance against theory
 	RuleExact      Rule = "exact"       // exact equality (ngram_match)
 	RuleParameter  Rule = "parameter"   // a row made invalid by its parameters
+	RulePadding    Rule = "padding"     // a padded lane written into, or real rows shifted by the padding
+	RuleAgreement  Rule = "agreement"   // outputs that declare the same seed and offset drew differently
 )
 
 // Finding is one thing the judge says about a row.
@@ -121,6 +123,9 @@ type Drift struct {
 type RowReport struct {
 	Row  int  `json:"row"`
 	Pass bool `json:"pass"`
+	// Padding marks a padded lane of the batch (Run.Padding): it is not
+	// judged against the reference; only the output's fill is checked.
+	Padding bool `json:"padding,omitempty"`
 	// Violations holds the messages of the violation findings, in order.
 	Violations []string  `json:"violations"`
 	Findings   []Finding `json:"findings,omitempty"`
@@ -139,6 +144,40 @@ type RowReport struct {
 	Fit *Fit `json:"fit,omitempty"`
 	// Spec holds the statistics of a row's speculative trials.
 	Spec *SpecStats `json:"spec,omitempty"`
+	// Flip is set on a row of a logits_gate output whose top-1 token is not
+	// the golden's.
+	Flip *Flip `json:"flip,omitempty"`
+}
+
+// Flip is a row whose top-1 token differs between two sides: an output and
+// its reference, or two outputs.
+type Flip struct {
+	Row int `json:"row"`
+	// Token is the output's top-1 (the second output's, between two),
+	// RefToken the reference's (the first output's).
+	Token    int `json:"token"`
+	RefToken int `json:"ref_token"`
+	// Margin is how far the reference logits put Token below RefToken (the
+	// golden logits of logits_gate, the input logits of argmax).
+	Margin Float `json:"margin"`
+	// Fragile is set when the margin is within the tolerance: a near-tie
+	// that rounding may flip. A flip that is not fragile is real.
+	Fragile bool `json:"fragile"`
+}
+
+// GateStats summarise one output of a logits_gate run over its rows.
+type GateStats struct {
+	// MeanKL and MaxKL are the mean and the greatest KL divergence of the
+	// golden distribution from the output's at T = 1, over the rows that
+	// have both (MaxKLRow is the row of the greatest).
+	MeanKL   Float `json:"mean_kl"`
+	MaxKL    Float `json:"max_kl"`
+	MaxKLRow int   `json:"max_kl_row"`
+	// Flips lists every row whose top-1 differs from the golden's; Real and
+	// Fragile count them by class.
+	Flips   []Flip `json:"flips"`
+	Real    int    `json:"real"`
+	Fragile int    `json:"fragile"`
 }
 
 // Fit is the goodness of fit of N draws of one row against the reference
@@ -224,6 +263,8 @@ type OutputReport struct {
 	// Spec pools the speculative statistics of every row (acceptance by
 	// position, emitted lengths) for the run page.
 	Spec *SpecStats `json:"spec,omitempty"`
+	// Gate summarises a logits_gate output: KL and top-1 flips.
+	Gate *GateStats `json:"gate,omitempty"`
 	// Notes are run-level remarks (for example, how many failures chance alone
 	// would give at the p-value threshold).
 	Notes  []string `json:"notes,omitempty"`
@@ -241,5 +282,108 @@ type Report struct {
 	Device     *Device        `json:"device,omitempty"`
 	Tolerances Tolerances     `json:"tolerances"`
 	Outputs    []OutputReport `json:"outputs"`
-	Notices    []string       `json:"notices,omitempty"`
+	// Padding lists the padded lanes of the batch (RowReport.Padding).
+	Padding []int `json:"padding,omitempty"`
+	// Modes puts side by side the outputs of each kind that has more than
+	// one, in the order of Outputs.
+	Modes []ModeTable `json:"modes,omitempty"`
+	// Agreement compares every pair of outputs of one kind.
+	Agreement []Agreement `json:"agreement,omitempty"`
+	Notices   []string    `json:"notices,omitempty"`
+}
+
+// ModeTable puts side by side the outputs of one kind, ours included: one
+// line per output with its verdict, its error against the reference and its
+// greatest difference from each other output (pegainfer's gate table,
+// mode | mean | P99 | max, from one dump).
+type ModeTable struct {
+	Kind string `json:"kind"`
+	// Metric says what the lines' Mean, P99 and Max measure: "abs"
+	// (|output - reference| of probabilities) or "logit" (|Δlogit| against
+	// the golden logits); "" for token kinds, whose lines count Mismatches.
+	Metric string     `json:"metric"`
+	Lines  []ModeLine `json:"lines"`
+	// Summary says in words which outputs pass and why the others fail.
+	Summary string `json:"summary"`
+}
+
+// ModeLine is one output of a mode table.
+type ModeLine struct {
+	Output   string `json:"output"`
+	External bool   `json:"external"`
+	Pass     bool   `json:"pass"`
+	// Rows counts the rows judged (padded lanes aside), FailedRows those
+	// that fail, padded lanes written into included.
+	Rows       int `json:"rows"`
+	FailedRows int `json:"failed_rows"`
+	// Mean, P99 and Max summarise the metric over every element (float
+	// kinds): the run-level strict drift.
+	Mean *Float `json:"mean,omitempty"`
+	P99  *Float `json:"p99,omitempty"`
+	Max  *Float `json:"max,omitempty"`
+	// KL is the mean KL divergence of the golden distribution from the
+	// output's (logits).
+	KL *Float `json:"kl,omitempty"`
+	// Mismatches counts the rows whose tokens the reference rules out (a
+	// violation of the token, token_range or support rules): argmax tokens
+	// that are no tied maximum, draws the reference gives no mass (token
+	// kinds).
+	Mismatches *int `json:"mismatches,omitempty"`
+	// RealFlips and FragileFlips count the top-1 flips (logits).
+	RealFlips    *int `json:"real_flips,omitempty"`
+	FragileFlips *int `json:"fragile_flips,omitempty"`
+	// Against holds the difference from each other output of the table, in
+	// table order.
+	Against []ModeDiff `json:"against"`
+}
+
+// ModeDiff is how far one output of a mode table is from another.
+type ModeDiff struct {
+	Output string `json:"output"`
+	// Max is the greatest elementwise |difference| (float kinds).
+	Max *Float `json:"max,omitempty"`
+	// Differ counts the rows that differ (token kinds).
+	Differ *int `json:"differ,omitempty"`
+	// Row is the row of Max, or the first row that differs (-1: none).
+	Row int `json:"row"`
+}
+
+// Agreement compares two outputs of one kind row by row
+// (docs/SEMANTICS.md "Agreement between outputs").
+type Agreement struct {
+	Kind string `json:"kind"`
+	// A and B name the outputs, A first in report order.
+	A string `json:"a"`
+	B string `json:"b"`
+	// Rule is what is asked of the pair: "same_draws" (seeded draws whose
+	// modes declare the same seed and offset must be identical: each row
+	// where they are not fails in B), "draws" (draws not declared to share
+	// a seed: compared, never failed), "argmax" (top-1 flips between the
+	// two, fragile or real), "drift" (probabilities or logits: how far
+	// apart elementwise).
+	Rule string `json:"rule"`
+	// Compared counts the rows compared (real rows, and for same_draws
+	// those where both declare the same seed and offset), Agree those where
+	// the two are identical.
+	Compared int `json:"compared"`
+	Agree    int `json:"agree"`
+	// FirstRow and FirstDraw say where the two first part (-1 when they
+	// never do): the draw is the element of the row (a sample, a spec
+	// position k, or trial t's position k as t·(K+1)+k).
+	FirstRow  int `json:"first_row"`
+	FirstDraw int `json:"first_draw"`
+	// Flips lists the rows whose top-1 tokens differ (argmax, logits),
+	// each fragile or real by the reference logits at the two tokens.
+	Flips []Flip `json:"flips,omitempty"`
+	// MaxAbs is the greatest elementwise |A - B| (drift), at MaxRow and
+	// MaxToken; MeanAbs the mean over every element compared.
+	MaxAbs   *Float `json:"max_abs,omitempty"`
+	MaxRow   int    `json:"max_row"`
+	MaxToken int    `json:"max_token"`
+	MeanAbs  *Float `json:"mean_abs,omitempty"`
+	// Pass is false when the pair breaks its rule: same_draws that part,
+	// or a real flip.
+	Pass bool `json:"pass"`
+	// Message says it in one sentence.
+	Message string `json:"message"`
 }

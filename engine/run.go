@@ -68,6 +68,10 @@ type Params struct {
 	MaxNgramSize   int // n-gram drafting: longest n tried (default 3)
 	MaxDraftTokens int // n-gram drafting: tokens proposed per row (default 8)
 	Threshold      int // n-gram drafting: draft tokens shared across the batch (default 1024)
+
+	// ValidRows is the number of real rows at the front of a padded batch
+	// (0: every row is real; docs/SEMANTICS.md "Padded rows").
+	ValidRows int
 }
 
 // Filtered reports whether row r has top-k, top-p or min-p active for a
@@ -94,12 +98,19 @@ type Run struct {
 	InputIDsLen  *Tensor // [B]
 	PreIDs       *Tensor // [B, M]
 	StepIdx      *Tensor // [B]
+	// Valid marks the real rows of a padded batch ([B], 0 for padding); nil
+	// when the dump has no mask.
+	Valid *Tensor
 
 	Params Params
 
 	// External holds the outputs some other implementation produced, by their
-	// DUMPS.md names ("probs", "tokens", "samples", "spec_tokens", ...).
+	// DUMPS.md names ("probs", "tokens", "samples", "spec_tokens", ...),
+	// with their modes ("probs@eager").
 	External map[string]*Tensor
+	// Declared holds the seeds and offsets that modes declare (seed@MODE,
+	// offset@MODE), by mode; modes that declare none are absent.
+	Declared map[string]*DeclaredSeeds
 
 	// Notices are things worth saying that are not errors (ignored tensors).
 	Notices []string
@@ -126,9 +137,58 @@ func (r *Run) SetTensor(name string, t *Tensor) {
 		r.PreIDs = t
 	case "step_idx":
 		r.StepIdx = t
+	case "valid":
+		r.Valid = t
 	default:
 		panic("engine: Run has no input " + name)
 	}
+}
+
+// Input returns the input called name (an engine.TensorSpec name of the op
+// table), or nil when the run has none.
+func (r *Run) Input(name string) *Tensor {
+	switch name {
+	case "logits":
+		return r.Logits
+	case "target_logits":
+		return r.TargetLogits
+	case "draft_tokens":
+		return r.DraftTokens
+	case "draft_probs":
+		return r.DraftProbs
+	case "input_ids":
+		return r.InputIDs
+	case "input_ids_len":
+		return r.InputIDsLen
+	case "pre_ids":
+		return r.PreIDs
+	case "step_idx":
+		return r.StepIdx
+	case "valid":
+		return r.Valid
+	}
+	return nil
+}
+
+// Padding reports whether row is a padded lane of the batch: after the
+// first Params.ValidRows rows, or 0 in the valid mask.
+func (r *Run) Padding(row int) bool {
+	if n := r.Params.ValidRows; n > 0 && row >= n {
+		return true
+	}
+	return r.Valid != nil && row < r.Valid.NumElements() && r.Valid.Int(row) == 0
+}
+
+// PaddedRows lists the padded lanes of the batch, ascending (nil when every
+// row is real).
+func (r *Run) PaddedRows() []int {
+	var rows []int
+	for row := range r.Rows() {
+		if r.Padding(row) {
+			rows = append(rows, row)
+		}
+	}
+	return rows
 }
 
 // Rows returns the batch size B.

@@ -57,6 +57,22 @@ type Config struct {
 	// backend's draws for the dump's seeds, and a seed that must draw
 	// differently.
 	Determinism *Determinism `json:"determinism,omitempty"`
+	// Diff, when set, makes the scenario a before/after pair for `sampviz
+	// diff`: the dump is the before, Diff.After the after.
+	Diff *DiffExpect `json:"diff,omitempty"`
+}
+
+// DiffExpect is what `sampviz diff` must say of a before/after pair.
+type DiffExpect struct {
+	// After is the after dump's file name, in the scenario's folder.
+	After string `json:"after"`
+	// Worse says whether something got worse (exit status 1).
+	Worse bool `json:"worse"`
+	// Output names the output whose rows change; Fixed and Broken list
+	// exactly the rows that go from fail to pass and from pass to fail.
+	Output string `json:"output"`
+	Fixed  []int  `json:"fixed"`
+	Broken []int  `json:"broken"`
 }
 
 // Overrides are the engine overrides a scenario runs with.
@@ -168,6 +184,19 @@ func (s Scenario) DumpBytes() ([]byte, error) {
 	return b, nil
 }
 
+// AfterBytes returns a copy of the embedded after dump of a before/after
+// pair (Config.Diff).
+func (s Scenario) AfterBytes() ([]byte, error) {
+	if s.Diff == nil {
+		return nil, fmt.Errorf("scenario %s is no before/after pair", s.Name)
+	}
+	b, err := catalogue.ReadFile(path.Join(s.Name, s.Diff.After))
+	if err != nil {
+		return nil, fmt.Errorf("read scenario %s: %w", s.Name, err)
+	}
+	return b, nil
+}
+
 // load reads every embedded scenario, ordered by Config.Order.
 func load() ([]Scenario, error) {
 	configs, err := fs.Glob(catalogue, "*/"+ConfigFile)
@@ -194,6 +223,11 @@ func load() ([]Scenario, error) {
 		}
 		if _, err := fs.Stat(catalogue, path.Join(dir, c.Dump)); err != nil {
 			return nil, fmt.Errorf("scenario %s: dump %q: %w", dir, c.Dump, err)
+		}
+		if c.Diff != nil {
+			if _, err := fs.Stat(catalogue, path.Join(dir, c.Diff.After)); err != nil {
+				return nil, fmt.Errorf("scenario %s: after dump %q: %w", dir, c.Diff.After, err)
+			}
 		}
 		out = append(out, Scenario{Config: c, README: string(readme)})
 	}

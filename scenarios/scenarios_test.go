@@ -13,6 +13,7 @@ import (
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/compare"
 	"github.com/sampviz/sampviz/engine/cpu"
+	"github.com/sampviz/sampviz/engine/diff"
 	"github.com/sampviz/sampviz/engine/dump"
 	"github.com/sampviz/sampviz/engine/ref"
 	"github.com/sampviz/sampviz/engine/stats"
@@ -20,15 +21,61 @@ import (
 	"github.com/sampviz/sampviz/scenarios/internal/generate"
 )
 
-// judge runs sc's dump on the CPU backend with o and judges our output and
-// every external output, as `sampviz check` does.
+// TestDiffPairs judges both dumps of every before/after pair as `sampviz
+// diff` does and checks the comparison its config declares: whether
+// something got worse, and exactly the rows fixed and broken.
+func TestDiffPairs(t *testing.T) {
+	checked := 0
+	for _, sc := range scenarios.Catalogue() {
+		if sc.Diff == nil {
+			continue
+		}
+		checked++
+		t.Run(sc.Name, func(t *testing.T) {
+			runA, _, repA := judge(t, sc, sc.Overrides.Engine())
+			after, err := sc.AfterBytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			runB, _, repB := judgeBytes(t, sc, sc.Diff.After, after, sc.Overrides.Engine())
+			d, err := diff.Compare(diff.Side{Name: sc.Dump, Run: runA, Report: repA}, diff.Side{Name: sc.Diff.After, Run: runB, Report: repB})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Inputs.Same {
+				t.Errorf("the pair's inputs differ: %s", d.Inputs.Why)
+			}
+			if d.Worse != sc.Diff.Worse {
+				t.Errorf("worse %t, want %t: %q", d.Worse, sc.Diff.Worse, d.Why)
+			}
+			for _, o := range d.Outputs {
+				if o.Name == sc.Diff.Output && (!slices.Equal(o.Fixed, sc.Diff.Fixed) || !slices.Equal(o.Broken, sc.Diff.Broken)) {
+					t.Errorf("%s: fixed %v and broken %v, want %v and %v", o.Name, o.Fixed, o.Broken, sc.Diff.Fixed, sc.Diff.Broken)
+				}
+			}
+		})
+	}
+	if checked == 0 {
+		t.Fatal("no scenario is a before/after pair")
+	}
+}
+
+// judge runs sc's dump on the CPU backend with o and judges our output (nil
+// for an op without kernels) and every external output, as `sampviz check`
+// does.
 func judge(t *testing.T, sc scenarios.Scenario, o engine.Overrides) (*engine.Run, *engine.Output, *engine.Report) {
 	t.Helper()
 	b, err := sc.DumpBytes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := dump.Parse(sc.FileName(), b)
+	return judgeBytes(t, sc, sc.FileName(), b, o)
+}
+
+// judgeBytes is judge on the dump b, called name, of scenario sc.
+func judgeBytes(t *testing.T, sc scenarios.Scenario, name string, b []byte, o engine.Overrides) (*engine.Run, *engine.Output, *engine.Report) {
+	t.Helper()
+	f, err := dump.Parse(name, b)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
@@ -40,11 +87,15 @@ func judge(t *testing.T, sc scenarios.Scenario, o engine.Overrides) (*engine.Run
 		t.Fatalf("the dump loads as op %s, the config says %s", run.Op, sc.Op)
 	}
 	ctx := context.Background()
-	ours, err := cpu.New().Run(ctx, run)
-	if err != nil {
-		t.Fatalf("cpu backend: %v", err)
+	var outs []*engine.Output
+	var ours *engine.Output
+	if !run.Op.Spec().NoKernel {
+		if ours, err = cpu.New().Run(ctx, run); err != nil {
+			t.Fatalf("cpu backend: %v", err)
+		}
+		outs = append(outs, ours)
 	}
-	rep, err := compare.Judge(ctx, run, append([]*engine.Output{ours}, compare.ExternalOutputs(run)...), compare.Options{}, nil)
+	rep, err := compare.Judge(ctx, run, append(outs, compare.ExternalOutputs(run)...), compare.Options{}, nil)
 	if err != nil {
 		t.Fatalf("judge: %v", err)
 	}
@@ -179,6 +230,11 @@ func TestCatalogueMatchesGenerator(t *testing.T) {
 			}
 			if !bytes.Equal(b, f.Dump) {
 				t.Errorf("the embedded dump (%d bytes) differs from the generator's (%d bytes): run `make scenarios`", len(b), len(f.Dump))
+			}
+			if sc.Diff != nil {
+				if after, err := sc.AfterBytes(); err != nil || !bytes.Equal(after, f.After) {
+					t.Errorf("the embedded after dump differs from the generator's (%v): run `make scenarios`", err)
+				}
 			}
 			cfg, err := os.ReadFile(filepath.Join(sc.Name, scenarios.ConfigFile))
 			if err != nil {

@@ -91,18 +91,7 @@ func newCheckFlags(stderr io.Writer) *checkFlags {
 // parse parses flags that may come before or after the one positional
 // argument, as `sampviz check dump.safetensors --json` is typed.
 func (c *checkFlags) parse(args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := c.fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = c.fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
+	return parseInterleaved(c.fs, args)
 }
 
 // tolerancesSet turns the tolerance flags a person set into the session's
@@ -164,22 +153,15 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	var sess *session.Session
+	sess, closeBackend, err := newSession(c.backend, c.kernels, int64(c.maxMemory))
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer closeBackend()
 	backend := session.NoBackend
 	if c.backend != session.NoBackend {
-		b, err := openBackend(c.backend, c.kernels)
-		if err != nil {
-			return fail("%v", err)
-		}
-		if cl, ok := b.(io.Closer); ok {
-			defer cl.Close()
-		}
-		sess, backend = session.New(b), ""
-	} else {
-		sess = session.New()
+		backend = ""
 	}
-	sess.MaxMemory = int64(c.maxMemory)
-	limitMemory(sess.MaxMemory)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
@@ -236,9 +218,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	case results[0].Error != "":
 		return fail("%s", results[0].Error)
 	case c.jsonOut:
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(results[0].Report); err != nil {
+		if err := writeJSON(stdout, results[0].Report); err != nil {
 			return fail("write report: %v", err)
 		}
 	default:
@@ -270,4 +250,33 @@ func fmtNum(v float64) string {
 		return strconv.FormatInt(int64(v), 10)
 	}
 	return strconv.FormatFloat(v, 'g', 2, 64)
+}
+
+// newSession returns the session of a command's --backend ("none": no
+// backend, only the dumps' outputs are judged) under its memory budget,
+// which it also sets as the process's memory limit, and the function that
+// closes the backend.
+func newSession(backend, kernels string, maxMemory int64) (*session.Session, func(), error) {
+	sess, closer := session.New(), func() {}
+	if backend != session.NoBackend {
+		b, err := openBackend(backend, kernels)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cl, ok := b.(io.Closer); ok {
+			closer = func() { cl.Close() }
+		}
+		sess = session.New(b)
+	}
+	sess.MaxMemory = maxMemory
+	limitMemory(maxMemory)
+	return sess, closer, nil
+}
+
+// writeJSON writes v as indented JSON, as check --json and diff --json
+// print their reports.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -183,21 +183,28 @@ func TestCheckGolden(t *testing.T) {
 			}
 			got := normalise(stdout.String())
 			got = strings.ReplaceAll(got, filepath.Dir(dumps["good"])+string(filepath.Separator), "")
-			path := filepath.Join("testdata", tt.golden)
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden (run with -update to create it): %v", err)
-			}
-			if got != string(want) {
-				t.Errorf("report differs from %s (-got +want):\n%s", path, lineDiff(got, string(want)))
-			}
+			checkGolden(t, tt.golden, got)
 		})
+	}
+}
+
+// checkGolden compares got with the golden file testdata/name, or writes it
+// there with -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create it): %v", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (-got +want):\n%s", path, lineDiff(got, string(want)))
 	}
 }
 

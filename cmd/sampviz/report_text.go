@@ -25,6 +25,9 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int) {
 			fmt.Fprintf(w, "  (%s)\n", r.Device.Reason)
 		}
 	}
+	if len(r.Padding) > 0 {
+		fmt.Fprintf(w, "  padding: %s %s (never judged; an external output must hold its fill there)\n", plural(len(r.Padding), "row"), rowList(r.Padding))
+	}
 	for _, n := range r.Notices {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
@@ -34,7 +37,7 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int) {
 	fmt.Fprintln(tw, "  output\tjudged\tverdict\tfailed rows\tdrift")
 	for _, o := range r.Outputs {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d of %d\t%s\n",
-			outputLabel(o), o.Kind, verdictWord(o.Pass), o.FailedRows, len(o.Rows), driftSummary(o))
+			outputLabel(o), o.Kind, verdictWord(o.Pass), o.FailedRows, len(o.Rows), driftSummary(o, r.Vocab))
 	}
 	tw.Flush()
 
@@ -43,6 +46,8 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int) {
 			fmt.Fprintf(w, "  %s: %s\n", outputLabel(o), t)
 		}
 	}
+	writeModes(w, r)
+	writeAgreement(w, r)
 
 	for _, o := range r.Outputs {
 		if len(o.Notes) == 0 && o.FailedRows == 0 && o.Spec == nil {
@@ -109,7 +114,7 @@ func verdictWord(pass bool) string {
 }
 
 // driftSummary gives the numbers that matter for an output's kind on one line.
-func driftSummary(o engine.OutputReport) string {
+func driftSummary(o engine.OutputReport, vocab int) string {
 	if o.Spec != nil && len(o.Spec.Positions) > 0 {
 		return fmt.Sprintf("mean acceptance length %.3g (theory %.3g)", float64(o.Spec.MeanAcceptanceLength), float64(o.Spec.TheoryMeanAcceptanceLength))
 	}
@@ -121,7 +126,7 @@ func driftSummary(o engine.OutputReport) string {
 		return ""
 	}
 	s := fmt.Sprintf("max |err| %s at %s, p99 %s, KL %s",
-		fmtSci(float64(d.Abs.Max)), flatIndex(d.Abs.Index, o), fmtSci(float64(d.Abs.P99)), fmtSci(float64(d.KL)))
+		fmtSci(float64(d.Abs.Max)), flatIndex(d.Abs.Index, vocab), fmtSci(float64(d.Abs.P99)), fmtSci(float64(d.KL)))
 	if d.Mismatched > 0 {
 		s += fmt.Sprintf(", %d off", d.Mismatched)
 	}
@@ -214,17 +219,13 @@ func pct(x float64) string {
 	return fmt.Sprintf("%.1f%%", 100*x)
 }
 
-// flatIndex prints a run-level element index as row:token when the rows are
-// known to have a common width.
-func flatIndex(i int, o engine.OutputReport) string {
-	if o.Strict == nil || len(o.Rows) == 0 || o.Strict.Elements == 0 {
+// flatIndex prints a run-level element index as "row R token T" for rows
+// of vocab tokens.
+func flatIndex(i, vocab int) string {
+	if vocab <= 0 {
 		return fmt.Sprint(i)
 	}
-	v := o.Strict.Elements / len(o.Rows)
-	if v == 0 {
-		return fmt.Sprint(i)
-	}
-	return fmt.Sprintf("row %d token %d", i/v, i%v)
+	return fmt.Sprintf("row %d token %d", i/vocab, i%vocab)
 }
 
 // fmtSci prints a drift number in two significant digits.

@@ -109,6 +109,15 @@ func showScenario(w io.Writer, s scenarios.Scenario) {
 	fmt.Fprintf(w, "                  (it opens %s)\n", view)
 	fmt.Fprintf(w, "  from a terminal: sampviz scenarios --write DIR %s\n", s.Name)
 	fmt.Fprintf(w, "                   %s\n", checkCommand(filepath.Join("DIR", s.FileName()), s))
+	if s.Diff != nil {
+		fmt.Fprintf(w, "                   %s\n", diffCommand(filepath.Join("DIR", s.FileName()), filepath.Join("DIR", s.Diff.After)))
+	}
+}
+
+// diffCommand is the `sampviz diff` line that compares a written
+// before/after pair.
+func diffCommand(before, after string) string {
+	return strings.Join([]string{"sampviz", "diff", before, after}, " ")
 }
 
 // checkCommand is the `sampviz check` line that judges a written dump.
@@ -132,6 +141,18 @@ func writeScenarios(w io.Writer, dir string, list []scenarios.Scenario) error {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
 		fmt.Fprintln(w, checkCommand(path, s))
+		if s.Diff == nil {
+			continue
+		}
+		after, err := s.AfterBytes()
+		if err != nil {
+			return err
+		}
+		afterPath := filepath.Join(dir, s.Diff.After)
+		if err := os.WriteFile(afterPath, after, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", afterPath, err)
+		}
+		fmt.Fprintln(w, diffCommand(path, afterPath))
 	}
 	return nil
 }

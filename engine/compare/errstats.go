@@ -89,6 +89,8 @@ type selector struct {
 	sub       [subBins]uint32
 	subSlot   [subBins]uint8
 	subs      [][]uint64
+	// weighed holds the groups of the wanted buckets (groupPercentiles).
+	weighed [][]weighted
 }
 
 // A bucket with more elements than subBins is selected from by counting its
@@ -188,36 +190,7 @@ func (s *selector) percentiles(bits []uint64, n int, counts []uint32, lo, top in
 	if n == 0 {
 		return
 	}
-	// The ranks the four percentiles need, ascending.
-	s.wanted = s.wanted[:0]
-	for _, q := range quantiles {
-		h := float64(n-1) * q
-		lo := int(h)
-		s.want(lo)
-		if float64(lo) < h && lo+1 < n {
-			s.want(lo + 1)
-		}
-	}
-	// Find each rank's bucket with one walk of the histogram.
-	cum, w := 0, 0
-	for key := 0; key <= top && w < len(s.wanted); key++ {
-		if key == 1 {
-			key = max(lo, 1)
-		}
-		c := int(counts[key])
-		for w < len(s.wanted) && s.wanted[w].rank < cum+c {
-			s.wanted[w].key, s.wanted[w].within = key, s.wanted[w].rank-cum
-			w++
-		}
-		cum += c
-	}
-	s.keys = s.keys[:0]
-	for _, r := range s.wanted {
-		if s.slot[r.key] == 0 {
-			s.keys = append(s.keys, r.key)
-			s.slot[r.key] = uint8(len(s.keys))
-		}
-	}
+	s.wantedBuckets(n, counts, lo, top)
 	// Gather the elements of those buckets in one pass (the zeros of bucket
 	// 0 are only counted: they are most of a renormalised row).
 	for len(s.gather) < len(s.keys) {
@@ -281,6 +254,48 @@ func (s *selector) percentiles(bits []uint64, n int, counts []uint32, lo, top in
 	for _, k := range s.keys {
 		s.slot[k] = 0
 	}
+	s.interpolate(n, st)
+}
+
+// wantedBuckets lists the ranks the four percentiles of n errors need,
+// ascending (s.wanted), finds each one's bucket in the histogram counts
+// (nonzero only at bucket 0 and within [lo, top]) with one walk, and lists
+// those buckets (s.keys), each with its slot.
+func (s *selector) wantedBuckets(n int, counts []uint32, lo, top int) {
+	s.wanted = s.wanted[:0]
+	for _, q := range quantiles {
+		h := float64(n-1) * q
+		r := int(h)
+		s.want(r)
+		if float64(r) < h && r+1 < n {
+			s.want(r + 1)
+		}
+	}
+	cum, w := 0, 0
+	for key := 0; key <= top && w < len(s.wanted); key++ {
+		if key == 1 {
+			key = max(lo, 1)
+		}
+		c := int(counts[key])
+		for w < len(s.wanted) && s.wanted[w].rank < cum+c {
+			s.wanted[w].key, s.wanted[w].within = key, s.wanted[w].rank-cum
+			w++
+		}
+		cum += c
+	}
+	s.keys = s.keys[:0]
+	for _, r := range s.wanted {
+		if s.slot[r.key] == 0 {
+			s.keys = append(s.keys, r.key)
+			s.slot[r.key] = uint8(len(s.keys))
+		}
+	}
+}
+
+// interpolate sets st's percentiles of n errors from the values of the
+// wanted ranks, linearly between order statistics, as numpy's default
+// does.
+func (s *selector) interpolate(n int, st *engine.ErrorStats) {
 	value := func(rank int) float64 {
 		for _, r := range s.wanted {
 			if r.rank == rank {
@@ -357,18 +372,30 @@ func nth(a []uint64, k int) uint64 {
 // runHist merges rows' histograms into a run-level one. Run-level
 // percentiles are read from it, so they are the upper edge of the bucket that
 // holds the rank: an upper bound at most 1/16 (6.25%) above the exact value
-// (0 for the bucket of zero, +Inf and NaN for theirs).
+// (0 for the bucket of zero, +Inf and NaN for theirs). Its counts are held
+// in chunks of histChunk buckets, allocated when a row first reaches them:
+// a run's errors span a few hundred buckets of the 65536, and a judgement
+// holds four of these per output and worker.
 type runHist struct {
-	counts []uint64
+	chunks [histBins / histChunk][]uint64
 	n      uint64
+}
+
+// histChunk is the number of buckets of one chunk of a runHist.
+const histChunk = 256
+
+// at returns the count of bucket k, allocating its chunk.
+func (h *runHist) at(k int) *uint64 {
+	c := &h.chunks[k/histChunk]
+	if *c == nil {
+		*c = make([]uint64, histChunk)
+	}
+	return &(*c)[k%histChunk]
 }
 
 // add merges a row histogram that is nonzero only at bucket 0 and within
 // [lo, top], and clears the row's unless keep is set.
 func (h *runHist) add(counts []uint32, lo, top int, keep bool) {
-	if h.counts == nil {
-		h.counts = make([]uint64, histBins)
-	}
 	for k := 0; k <= top; k++ {
 		if k == 1 {
 			k = max(lo, 1)
@@ -376,24 +403,28 @@ func (h *runHist) add(counts []uint32, lo, top int, keep bool) {
 				break
 			}
 		}
-		h.counts[k] += uint64(counts[k])
-		h.n += uint64(counts[k])
-		if !keep {
-			counts[k] = 0
+		if c := counts[k]; c != 0 {
+			*h.at(k) += uint64(c)
+			h.n += uint64(c)
+			if !keep {
+				counts[k] = 0
+			}
 		}
 	}
 }
 
 // merge adds o into h.
 func (h *runHist) merge(o *runHist) {
-	if o.counts == nil {
-		return
-	}
-	if h.counts == nil {
-		h.counts = make([]uint64, histBins)
-	}
-	for k, c := range o.counts {
-		h.counts[k] += c
+	for i, c := range o.chunks {
+		if c == nil {
+			continue
+		}
+		if h.chunks[i] == nil {
+			h.chunks[i] = make([]uint64, histChunk)
+		}
+		for k, v := range c {
+			h.chunks[i][k] += v
+		}
 	}
 	h.n += o.n
 }
@@ -407,12 +438,15 @@ func (h *runHist) percentiles(st *engine.ErrorStats) {
 	for i, q := range quantiles {
 		rank := uint64(float64(h.n-1) * q)
 		var cum uint64
-		for k, c := range h.counts {
-			if cum+c > rank {
-				*out[i] = engine.Float(bucketUpper(k))
-				break
+	walk:
+		for ci, c := range h.chunks {
+			for k, v := range c {
+				if cum+v > rank {
+					*out[i] = engine.Float(bucketUpper(ci*histChunk + k))
+					break walk
+				}
+				cum += v
 			}
-			cum += c
 		}
 	}
 }

@@ -44,6 +44,8 @@ type judge struct {
 	ngram [][]int64
 	// hists are the run-level histograms, per plan, merged from the workers.
 	hists []planHists
+	// pairs are the float outputs of one kind compared with each other.
+	pairs []*pair
 }
 
 // planHists are one float output's run-level error histograms.
@@ -64,6 +66,7 @@ func newJudge(run *engine.Run, outs []*engine.Output, o Options) *judge {
 		}
 	}
 	j.hists = make([]planHists, len(j.plans))
+	j.pairs = newPairs(j.plans, j.rows)
 	if rr := o.Reruns; rr != nil {
 		if rr.Output < 0 || rr.Output >= len(j.plans) {
 			for _, p := range j.plans {
@@ -175,6 +178,7 @@ func (j *judge) report() *engine.Report {
 	for i, p := range j.plans {
 		or := p.rep
 		slices.SortFunc(or.Rows, func(a, b engine.RowReport) int { return a.Row - b.Row })
+		j.shifted(p, &or)
 		or.Pass = p.problem == ""
 		for _, r := range or.Rows {
 			if !r.Pass {
@@ -187,9 +191,16 @@ func (j *judge) report() *engine.Report {
 			or.Strict = runDrift("strict", p.tol.Strict, or.Rows, j.vocab, func(r *engine.RowReport) *engine.Drift { return r.Strict }, &j.hists[i].strictAbs, &j.hists[i].strictRel)
 			or.Native = runDrift("native", p.tol.Native, or.Rows, j.vocab, func(r *engine.RowReport) *engine.Drift { return r.Native }, &j.hists[i].nativeAbs, &j.hists[i].nativeRel)
 		}
+		if p.logits {
+			or.Strict = runDrift("golden", p.tol.Strict, or.Rows, j.vocab, func(r *engine.RowReport) *engine.Drift { return r.Strict }, &j.hists[i].strictAbs, &j.hists[i].strictRel)
+			or.Gate = gateStats(&or)
+		}
 		rep.Pass = rep.Pass && or.Pass
 		rep.Outputs = append(rep.Outputs, or)
 	}
+	rep.Padding = j.run.PaddedRows()
+	rep.Modes = j.modes(rep.Outputs)
+	rep.Agreement = j.agreement(rep.Outputs)
 	return rep
 }
 

@@ -29,10 +29,15 @@ func init() {
 // tabulated c, and log(x) = e·ln 2 + log(c) + log1p((m - c)/c), the last
 // by five terms of its series, written into the loop so that the loop makes
 // no call. Zero, negative, subnormal and non-finite x go to math.Log.
-func klLogged(out, ref []float64, idx []int32) float64 {
+// Element i stands for w[i] tokens (w nil: one each).
+func klLogged(out, ref []float64, idx []int32, w []int64) float64 {
 	kl := 0.0
 	for _, i := range idx {
 		r := ref[i]
+		if w != nil {
+			kl += float64(w[i]) * klLogged(out, ref, []int32{i}, nil)
+			continue
+		}
 		if r == 0 { // an extra token: the term is the output's mass
 			kl += out[i]
 			continue

@@ -1,28 +1,64 @@
 package compare
 
-import "github.com/sampviz/sampviz/engine"
+import (
+	"slices"
+
+	"github.com/sampviz/sampviz/engine"
+)
 
 // ExternalOutputs packages the external outputs found in a dump
 // (run.External) as Outputs, in a fixed order: probs, tokens, samples,
-// spec_tokens (with spec_emitted and spec_accepted, which only make sense
-// with it), spec_trials and draft_out. Each is named after its tensor.
+// spec_tokens (with spec_emitted and spec_accepted of the same mode, which
+// only make sense with it), spec_trials, draft_out and logits; of each, the
+// output without a mode first, then the named ones by name. Each is named
+// after its tensor ("probs", "probs@eager") and carries the seeds its mode
+// declares (run.Declared).
 func ExternalOutputs(run *engine.Run) []*engine.Output {
 	ext := run.External
 	var outs []*engine.Output
-	add := func(name string, fill func(o *engine.Output, t *engine.Tensor)) {
-		if t := ext[name]; t != nil {
+	add := func(base string, fill func(o *engine.Output, t *engine.Tensor, mode string)) {
+		for _, name := range namesOf(ext, base) {
+			_, mode := engine.SplitName(name)
 			o := &engine.Output{Name: name, External: true}
-			fill(o, t)
+			if mode != "" {
+				o.Declared = run.Declared[mode]
+			}
+			fill(o, ext[name], mode)
 			outs = append(outs, o)
 		}
 	}
-	add("probs", func(o *engine.Output, t *engine.Tensor) { o.Probs = t })
-	add("tokens", func(o *engine.Output, t *engine.Tensor) { o.Tokens = t })
-	add("samples", func(o *engine.Output, t *engine.Tensor) { o.Samples = t })
-	add("spec_tokens", func(o *engine.Output, t *engine.Tensor) {
-		o.SpecTokens, o.SpecEmitted, o.SpecAccepted = t, ext["spec_emitted"], ext["spec_accepted"]
+	add("probs", func(o *engine.Output, t *engine.Tensor, _ string) { o.Probs = t })
+	add("tokens", func(o *engine.Output, t *engine.Tensor, _ string) { o.Tokens = t })
+	add("samples", func(o *engine.Output, t *engine.Tensor, _ string) { o.Samples = t })
+	add("spec_tokens", func(o *engine.Output, t *engine.Tensor, mode string) {
+		o.SpecTokens, o.SpecEmitted, o.SpecAccepted = t, ext[withMode("spec_emitted", mode)], ext[withMode("spec_accepted", mode)]
 	})
-	add("spec_trials", func(o *engine.Output, t *engine.Tensor) { o.SpecTrials = t })
-	add("draft_out", func(o *engine.Output, t *engine.Tensor) { o.DraftOut = t })
+	add("spec_trials", func(o *engine.Output, t *engine.Tensor, _ string) { o.SpecTrials = t })
+	add("draft_out", func(o *engine.Output, t *engine.Tensor, _ string) { o.DraftOut = t })
+	add("logits", func(o *engine.Output, t *engine.Tensor, _ string) { o.Logits = t })
 	return outs
+}
+
+// namesOf lists the tensors of ext that are the output base: base itself
+// first, then base@MODE by mode.
+func namesOf(ext map[string]*engine.Tensor, base string) []string {
+	var named []string
+	for name := range ext {
+		if b, mode := engine.SplitName(name); b == base && mode != "" {
+			named = append(named, name)
+		}
+	}
+	slices.Sort(named)
+	if ext[base] != nil {
+		named = append([]string{base}, named...)
+	}
+	return named
+}
+
+// withMode names the tensor base of mode ("" for the plain one).
+func withMode(base, mode string) string {
+	if mode == "" {
+		return base
+	}
+	return base + "@" + mode
 }

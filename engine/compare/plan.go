@@ -27,6 +27,7 @@ type plan struct {
 	spec    bool // SpecTokens (+ SpecEmitted, SpecAccepted)
 	trials  bool // SpecTrials
 	draft   bool // DraftOut
+	logits  bool // Logits against the golden logits (logits_gate)
 	// underflow is the reference probability below which a zero output is
 	// not a dropped token.
 	underflow float64
@@ -144,7 +145,20 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 			p.draft = true
 		}
 	}
+	if t := out.Logits; t != nil && needLogits("logits") {
+		switch {
+		case !t.DType.IsFloat():
+			fail("logits have dtype %v, want a float dtype", t.DType)
+		case !shapeIs(t, b, v):
+			fail("logits have shape %s, want [%d, %d]", t.ShapeString(), b, v)
+		default:
+			p.logits = true
+			outDType = t.DType
+		}
+	}
 	switch {
+	case p.logits:
+		p.rep.Kind = "logits"
 	case p.probs:
 		p.rep.Kind = "probs"
 	case p.spec || p.trials:
@@ -161,7 +175,7 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 	p.tol = TolerancesFor(run.InputDType(), outDType, j.o)
 	p.eps = ref.BoundaryEps(p.tol.Strict.Rtol)
 	if len(problems) > 0 {
-		p.probs, p.tokens, p.samples, p.spec, p.trials, p.draft = false, false, false, false, false, false
+		p.probs, p.tokens, p.samples, p.spec, p.trials, p.draft, p.logits = false, false, false, false, false, false, false
 		p.problem = strings.Join(problems, "; ")
 		p.rep.Notes = append(p.rep.Notes, fmt.Sprintf("%s cannot be judged: %s", p.rep.Name, p.problem))
 	}

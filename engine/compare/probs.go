@@ -241,10 +241,10 @@ func measure(m *measurement, out []float64, os *outputScan, r, base []float64, c
 		}
 		absBits[i], relBits[i] = math.Float64bits(ad), math.Float64bits(rel)&^signBit
 	}
-	kl += klLogged(out, r, logged[:nLogged])
+	kl += klLogged(out, r, logged[:nLogged], nil)
 	for _, k := range diffs[:nDiffs] {
 		i := pos(int(k))
-		m.supportDiff(i, out[k], r[k], base[i], cls[i], underflow)
+		m.supportDiff(i, 1, out[k], r[k], base[i], cls[i], underflow)
 		if r[k] == 0 && out[k] == out[k] { // an extra token
 			relBits[k] = math.Float64bits(math.Inf(1))
 			sumRel = math.Inf(1)
@@ -253,45 +253,76 @@ func measure(m *measurement, out []float64, os *outputScan, r, base []float64, c
 			}
 		}
 	}
-	if maxAbs < 0 { // nothing measured: every token is 0 on both sides
-		maxAbs, maxRel = 0, 0
-	}
-	maxAbsAt, maxRelAt = pos(maxAbsAt), pos(maxRelAt)
-	if maxAbs == 0 { // no error anywhere: the first token, as the full pass says
-		maxAbsAt = 0
-	}
-	if maxRel == 0 {
-		maxRelAt = 0
-	}
 	if m.worst >= 0 {
 		m.worstRef = r[m.worst]
 		m.worst = pos(m.worst)
 	}
-	m.topAbs, m.topRel = errorKey(math.Float64bits(maxAbs)), errorKey(math.Float64bits(maxRel))
+	t := rowTotals{
+		elements: full, mismatched: mismatched, sumAbs: sumAbs, sumRel: sumRel, kl: kl, minAtol: minAtol, minRtol: minRtol,
+		maxAbs: maxAbs, maxRel: maxRel, maxAbsAt: pos(maxAbsAt), maxRelAt: pos(maxRelAt),
+		argmaxAgree: os.argmax >= 0 && refFull[os.argmax] == refFull[refArgmax],
+	}
+	m.setTops(&t, os)
+	m.loAbs, m.loRel = countKeys(absBits, relBits, b.absHist, b.relHist, m.topAbs, m.topRel, full-n)
+	m.setDrift(&t, os, tol)
+}
+
+// rowTotals are what one pass over a row's errors gathers (measure,
+// measureGroups) before they become its drift.
+type rowTotals struct {
+	elements, mismatched int
+	sumAbs, sumRel, kl   float64
+	minAtol, minRtol     float64
+	// maxAbs and maxRel are -1 when nothing was measured; maxAbsAt and
+	// maxRelAt are tokens.
+	maxAbs, maxRel     float64
+	maxAbsAt, maxRelAt int
+	argmaxAgree        bool
+}
+
+// setTops settles t's maxima (0 at token 0 when there is no error) and sets
+// m's highest histogram buckets from them, or the NaN bucket when the output
+// holds NaN.
+func (m *measurement) setTops(t *rowTotals, os *outputScan) {
+	if t.maxAbs < 0 { // nothing measured: every token is 0 on both sides
+		t.maxAbs, t.maxRel = 0, 0
+	}
+	if t.maxAbs == 0 { // no error anywhere: the first token, as the full pass says
+		t.maxAbsAt = 0
+	}
+	if t.maxRel == 0 {
+		t.maxRelAt = 0
+	}
+	m.topAbs, m.topRel = errorKey(math.Float64bits(t.maxAbs)), errorKey(math.Float64bits(t.maxRel))
 	if os.nan > 0 {
 		m.topAbs, m.topRel = histBins/2-1, histBins/2-1
 	}
-	m.loAbs, m.loRel = countKeys(absBits, relBits, b.absHist, b.relHist, m.topAbs, m.topRel, full-n)
-	n = full
+}
 
+// setDrift fills m's drift from a row's totals, its output scan and its
+// support differences: NaN in the output makes the maxima NaN (at the first
+// NaN), the KL NaN and no tolerance pass.
+func (m *measurement) setDrift(t *rowTotals, os *outputScan, tol engine.Tolerance) {
+	n := t.elements
+	minAtol, minRtol := t.minAtol, t.minRtol
 	dr := &m.drift
 	dr.Tolerance = tol
 	dr.Elements = n
-	dr.Mismatched = mismatched
-	dr.MismatchShare = engine.Float(float64(mismatched) / float64(max(n, 1)))
+	dr.Mismatched = t.mismatched
+	dr.MismatchShare = engine.Float(float64(t.mismatched) / float64(max(n, 1)))
 	dr.NaN, dr.Inf = os.nan, os.inf
 	dr.RowSumError = engine.Float(math.Abs(os.rowSum - 1))
-	dr.KL = engine.Float(max(kl, 0))
-	dr.TV = engine.Float(sumAbs / 2)
-	dr.Abs = engine.ErrorStats{Max: engine.Float(maxAbs), Mean: engine.Float(sumAbs / float64(n)), Index: maxAbsAt}
-	dr.Rel = engine.ErrorStats{Max: engine.Float(maxRel), Mean: engine.Float(sumRel / float64(n)), Index: maxRelAt}
+	dr.KL = engine.Float(max(t.kl, 0))
+	dr.TV = engine.Float(t.sumAbs / 2)
+	dr.Abs = engine.ErrorStats{Max: engine.Float(t.maxAbs), Mean: engine.Float(t.sumAbs / float64(n)), Index: t.maxAbsAt}
+	dr.Rel = engine.ErrorStats{Max: engine.Float(t.maxRel), Mean: engine.Float(t.sumRel / float64(n)), Index: t.maxRelAt}
 	if os.nan > 0 {
 		dr.Abs.Max, dr.Abs.Index = engine.Float(math.NaN()), os.firstNaN
 		dr.Rel.Max, dr.Rel.Index = engine.Float(math.NaN()), os.firstNaN
 		minAtol, minRtol = math.Inf(1), math.Inf(1)
 		dr.KL = engine.Float(math.NaN())
 	}
-	if os.argmax >= 0 && refFull[os.argmax] == refFull[refArgmax] {
+	if t.argmaxAgree {
 		dr.ArgmaxAgree = 1
 	}
 	dr.MinAtol, dr.MinRtol = engine.Float(minAtol), engine.Float(minRtol)
@@ -302,21 +333,28 @@ func measure(m *measurement, out []float64, os *outputScan, r, base []float64, c
 // retolerate sets m to src judged at another tolerance against the same
 // reference r (the one src was measured against, renormalised or not): only
 // the mismatches, the worst token and the least passing tolerances depend on
-// the tolerance, so only they are recomputed.
-func retolerate(m, src *measurement, out, r []float64, tol engine.Tolerance) {
+// the tolerance, so only they are recomputed. For a row read by groups
+// (rowGroups), element i stands for g.count[i] tokens, the first at
+// g.first[i] (g nil: the row's tokens).
+func retolerate(m, src *measurement, out, r []float64, tol engine.Tolerance, g *rowGroups) {
 	*m = *src
 	m.worst, m.worstAbs, m.worstRef = -1, 0, 0
 	r = r[:len(out)]
 	atol, rtol := tol.Atol, tol.Rtol
 	var minAtol, minRtol float64
 	mismatched := 0
+	worst := -1
 	for i, o := range out {
 		ri := r[i]
 		ad := math.Abs(o - ri)
 		if !(ad <= atol+rtol*ri) {
-			mismatched++
-			if ad > m.worstAbs || m.worst < 0 {
-				m.worstAbs, m.worst = ad, i
+			if g != nil {
+				mismatched += int(g.count[i])
+			} else {
+				mismatched++
+			}
+			if ad > m.worstAbs || worst < 0 {
+				m.worstAbs, worst = ad, i
 			}
 		}
 		if ex := ad - rtol*ri; ex > minAtol {
@@ -329,13 +367,16 @@ func retolerate(m, src *measurement, out, r []float64, tol engine.Tolerance) {
 	dr := &m.drift
 	dr.Tolerance = tol
 	dr.Mismatched = mismatched
-	dr.MismatchShare = engine.Float(float64(mismatched) / float64(max(len(out), 1)))
+	dr.MismatchShare = engine.Float(float64(mismatched) / float64(max(dr.Elements, 1)))
 	if dr.NaN > 0 {
 		minAtol, minRtol = math.Inf(1), math.Inf(1)
 	}
 	dr.MinAtol, dr.MinRtol = engine.Float(minAtol), engine.Float(minRtol)
-	if m.worst >= 0 {
-		m.worstRef = r[m.worst]
+	if worst >= 0 {
+		m.worst, m.worstRef = worst, r[worst]
+		if g != nil {
+			m.worst = int(g.first[worst])
+		}
 	}
 }
 
@@ -361,7 +402,7 @@ func compareRow(m *measurement, out []float64, os *outputScan, d *ref.Dist, tol 
 	if m.supportOK() && (m.boundaryKept.n > 0 || m.boundaryDropped.n > 0) {
 		kept, dropped := m.boundaryKept, m.boundaryDropped
 		m.clearHists(b)
-		b.renorm = renormalisedRef(b.renorm[:cap(b.renorm)], out, d.Base, d.Class)
+		b.renorm = renormalisedRef(b.renorm[:cap(b.renorm)], out, d.Base, d.Class, nil)
 		measure(m, out, os, b.renorm, d.Base, d.Class, d.Argmax, true, tol, underflow, b)
 		m.boundaryKept, m.boundaryDropped = kept, dropped
 		m.renormalised = true

@@ -26,19 +26,19 @@ type supportDiff struct {
 	refMass, outMass float64
 }
 
-// supportDiff records a token that is zero on one side only (a NaN output
-// is counted as NaN, not here).
-func (m *measurement) supportDiff(i int, o, r, base float64, c ref.Class, underflow float64) {
+// supportDiff records n tokens, the first at i, that are zero on one side
+// only (a NaN output is counted as NaN, not here).
+func (m *measurement) supportDiff(i, n int, o, r, base float64, c ref.Class, underflow float64) {
 	switch {
 	case o != o:
 	case o == 0: // the reference has mass here
 		switch c {
 		case ref.Kept:
 			if r >= underflow {
-				m.missing.add(i, r, 0)
+				m.missing.add(i, n, r, 0)
 			}
 		case ref.Boundary:
-			m.boundaryDropped.add(i, base, 0)
+			m.boundaryDropped.add(i, n, base, 0)
 		}
 	default: // the output has mass where the reference has none
 		switch {
@@ -47,24 +47,29 @@ func (m *measurement) supportDiff(i int, o, r, base float64, c ref.Class, underf
 			// subnormals whose lost bits tie values that float64 tells
 			// apart, so a filter may keep them: a boundary, not an extra
 			// token (the value check still sees their mass).
-			m.boundaryKept.add(i, base, o)
+			m.boundaryKept.add(i, n, base, o)
 		case c == ref.Dropped:
-			m.extra.add(i, base, o)
+			m.extra.add(i, n, base, o)
 		}
 	}
 }
 
 // renormalisedRef returns the reference renormalised over the output's
 // support: base on the tokens the reference does not drop and the output
-// keeps (and on every Kept token), divided by its mass.
-func renormalisedRef(dst, out, base []float64, cls []ref.Class) []float64 {
+// keeps (and on every Kept token), divided by its mass. Element i stands
+// for n[i] tokens (n nil: one each).
+func renormalisedRef(dst, out, base []float64, cls []ref.Class, n []int64) []float64 {
 	dst = dst[:len(out)]
 	var z float64
 	for i, o := range out {
 		dst[i] = 0
 		if cls[i] == ref.Kept || (cls[i] == ref.Boundary && o != 0) {
 			dst[i] = base[i]
-			z += base[i]
+			if n != nil {
+				z += float64(n[i]) * base[i]
+			} else {
+				z += base[i]
+			}
 		}
 	}
 	for i := range dst {
@@ -73,12 +78,13 @@ func renormalisedRef(dst, out, base []float64, cls []ref.Class) []float64 {
 	return dst
 }
 
-// add records token i, its reference mass and the output's.
-func (s *supportDiff) add(i int, refMass, outMass float64) {
+// add records n tokens of one value, the first at i, each with its
+// reference mass and the output's.
+func (s *supportDiff) add(i, n int, refMass, outMass float64) {
 	if s.n == 0 {
 		s.first = i
 	}
-	s.n++
-	s.refMass += refMass
-	s.outMass += outMass
+	s.n += n
+	s.refMass += float64(n) * refMass
+	s.outMass += float64(n) * outMass
 }

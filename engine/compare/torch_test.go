@@ -2,6 +2,7 @@ package compare
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -67,5 +68,52 @@ func TestTorchDumps(t *testing.T) {
 				t.Errorf("run-level violations: %v", o.Violations)
 			}
 		})
+	}
+}
+
+// TestTorchGraphDump judges a real torch sampler (vLLM's random sampling)
+// run eagerly and replayed from a CUDA graph with the same seed, written on
+// a GPU by testdata/torch/make_graph_dump.py: sampviz must say of each mode
+// what torch.equal said against eager (the dump's metadata agree_graph and
+// agree_graph_stale), and the draws of eager and of the reseeded graph must
+// follow the reference distribution. On an H100 with torch 2.11 the
+// reseeded graph draws eager's tokens, and the graph replayed without
+// reseeding draws one token over and over on each row.
+func TestTorchGraphDump(t *testing.T) {
+	path := filepath.Join("testdata", "torch", "graph_eager.safetensors")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("%s is absent: run make_graph_dump.py on a machine with a CUDA GPU and commit what it writes", path)
+	}
+	run, f, err := dump.Load(path, engine.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := Judge(context.Background(), run, ExternalOutputs(run), Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"graph", "graph_stale"} {
+		want := run.Meta["agree_"+mode] == "true"
+		for _, kind := range []string{"tokens", "samples"} {
+			found := false
+			for _, ag := range rep.Agreement {
+				if ag.A != kind+"@eager" || ag.B != kind+"@"+mode {
+					continue
+				}
+				found = true
+				if ag.Rule != "same_draws" || ag.Pass != want {
+					t.Errorf("%s: %s (pass %t), but torch.equal says %t", ag.B, ag.Message, ag.Pass, want)
+				}
+			}
+			if !found {
+				t.Errorf("no agreement of %s@eager and %s@%s", kind, kind, mode)
+			}
+		}
+	}
+	for _, o := range rep.Outputs {
+		if (o.Name == "samples@eager" || o.Name == "samples@graph") && !o.Pass {
+			t.Errorf("%s fails: torch's sampler should follow the reference (%v)", o.Name, failedRows(o))
+		}
 	}
 }

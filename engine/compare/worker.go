@@ -18,10 +18,29 @@ type worker struct {
 	specRow   int
 	specEps   float64
 
-	out    []float64
-	bufs   *rowBuffers
-	hists  []planHists
-	counts []int64
+	out  []float64
+	bufs *rowBuffers
+	// pairRows holds, per plan compared with others elementwise (float
+	// outputs of one kind), the row decoded last, and groupVals per plan
+	// the row read by group last; read says how each plan read the
+	// current row.
+	pairRows  [][]float64
+	paired    []bool
+	groupVals [][]float64
+	read      []rowRead
+	// ungrouped counts, per plan, the rows in a row its output could not be
+	// read by group (readProbs stops trying at giveUpGroups).
+	ungrouped []int
+	// grouped groups the current row's 16-bit logits by pattern.
+	grouped *rowGroups
+	// gate and gateOut are the golden and the engine's logits of the row
+	// being judged (logits_gate); gateRow is the golden's row.
+	gate, gateOut ref.GateRow
+	gateRow       int
+	// drawsA and drawsB hold two outputs' draws of a row (agree).
+	drawsA, drawsB []int64
+	hists          []planHists
+	counts         []int64
 	// fitRef holds a reference renormalised over the support a sampler
 	// revealed (revealedSupport).
 	fitRef []float64
@@ -29,35 +48,78 @@ type worker struct {
 	native measurement
 }
 
-// distEntry is a reference distribution kept for the row being judged.
+// distEntry is a reference distribution kept for the row being judged,
+// with its values by group of logit pattern once an output read by group
+// needed them.
 type distEntry struct {
 	renorm, native bool
 	eps            float64
 	row            int
 	d              ref.Dist
+	groups         groupRef
 }
 
 func newWorker(j *judge) *worker {
-	w := &worker{j: j, argmaxRow: -1, specRow: -1, hists: make([]planHists, len(j.plans))}
+	w := &worker{j: j, argmaxRow: -1, specRow: -1, gateRow: -1, hists: make([]planHists, len(j.plans)),
+		read: make([]rowRead, len(j.plans)), groupVals: make([][]float64, len(j.plans)), ungrouped: make([]int, len(j.plans))}
 	v := j.vocab
 	for _, p := range j.plans {
-		if p.probs {
+		if p.probs || p.logits {
 			w.out = make([]float64, v)
 			w.bufs = newRowBuffers(v)
 			break
 		}
 	}
+	w.pairRows = make([][]float64, len(j.plans))
+	w.paired = make([]bool, len(j.plans))
+	for _, pr := range j.pairs {
+		w.paired[pr.a], w.paired[pr.b] = true, true
+	}
 	return w
+}
+
+// rowRead says how a plan's output row was read.
+type rowRead uint8
+
+const (
+	readNone   rowRead = iota // not read (an invalid row, or no float output)
+	readTokens                // token by token, into worker.row
+	readGroups                // by group of logit pattern, into worker.groupVals
+)
+
+// row returns the buffer that plan i's output row is decoded into: its own
+// when the row is compared with other outputs afterwards (pairs), else the
+// shared one.
+func (w *worker) row(i int) []float64 {
+	if !w.paired[i] {
+		return w.out[:w.j.vocab]
+	}
+	if w.pairRows[i] == nil {
+		w.pairRows[i] = make([]float64, w.j.vocab)
+	}
+	return w.pairRows[i]
 }
 
 // judgeRow judges row r of every output that can be judged.
 func (w *worker) judgeRow(r int) []*engine.RowReport {
 	reports := make([]*engine.RowReport, len(w.j.plans))
+	clear(w.read)
 	for i, p := range w.j.plans {
 		if p.problem != "" {
 			continue
 		}
 		rep := &engine.RowReport{Row: r, Pass: true, Violations: []string{}}
+		reports[i] = rep
+		if w.j.run.Padding(r) {
+			rep.Padding = true
+			if p.out.External {
+				w.judgeFill(p, r, rep)
+			}
+			continue
+		}
+		if p.logits {
+			w.judgeLogits(i, p, r, rep)
+		}
 		if p.probs {
 			w.judgeProbs(i, p, r, rep)
 		}
@@ -76,8 +138,8 @@ func (w *worker) judgeRow(r int) []*engine.RowReport {
 		if p.draft {
 			w.judgeDraft(p, r, rep)
 		}
-		reports[i] = rep
 	}
+	w.agree(r, reports)
 	return reports
 }
 
@@ -102,7 +164,7 @@ func (w *worker) dist(r int, renorm, native bool, eps float64) *ref.Dist {
 		}
 	}
 	if e == nil {
-		e = &distEntry{renorm: renorm, native: native, eps: eps, row: -1}
+		e = &distEntry{renorm: renorm, native: native, eps: eps, row: -1, groups: groupRef{row: -1}}
 		w.dists = append(w.dists, e)
 	}
 	if e.row != r {
@@ -111,9 +173,20 @@ func (w *worker) dist(r int, renorm, native bool, eps float64) *ref.Dist {
 			f = ref.RowFilter(run, r, eps)
 		}
 		w.ws.Compute(&e.d, ref.RowLogits(run, r), t, f, native)
-		e.row = r
+		e.row, e.groups.row = r, -1
 	}
 	return &e.d
+}
+
+// groupRef returns the cache by group of d, one of the worker's reference
+// distributions.
+func (w *worker) groupRef(d *ref.Dist) *groupRef {
+	for _, e := range w.dists {
+		if &e.d == d {
+			return &e.groups
+		}
+	}
+	panic("compare: groupRef of a distribution the worker does not hold")
 }
 
 // argmaxRef returns the argmax reference of row r.

@@ -100,6 +100,9 @@ func Inspect(f *File, o engine.Overrides) (*engine.Run, error) {
 		}
 		b.names = append(b.names, t.Name)
 	}
+	if err := b.modeNames(); err != nil {
+		return nil, err
+	}
 	if err := b.settings(); err != nil {
 		return nil, err
 	}
@@ -119,7 +122,13 @@ func Inspect(f *File, o engine.Overrides) (*engine.Run, error) {
 	if err := b.params(); err != nil {
 		return nil, err
 	}
+	if err := b.padding(); err != nil {
+		return nil, err
+	}
 	if err := b.outputs(); err != nil {
+		return nil, err
+	}
+	if err := b.declared(); err != nil {
 		return nil, err
 	}
 	return b.run, nil
@@ -188,18 +197,20 @@ func (b *builder) op() (engine.Op, error) {
 func (b *builder) inferOp() (engine.Op, error) {
 	has := func(names ...string) bool {
 		for _, n := range names {
-			if b.tensors[n] != nil {
+			if b.tensors[n] != nil || b.named(n) {
 				return true
 			}
 		}
 		return false
 	}
 	switch {
+	case b.named("logits"):
+		return engine.OpLogitsGate, nil
 	case has("target_logits"):
 		return engine.OpSpecVerify, nil
 	case has("input_ids", "pre_ids"):
 		return engine.OpNgramMatch, nil
-	case !has("logits"):
+	case b.tensors["logits"] == nil:
 		switch {
 		case has("draft_tokens", "draft_probs", "spec_tokens", "spec_emitted", "spec_accepted", "spec_trials"):
 			return "", tensorError(b.file, "target_logits", "not found; spec_verify needs it (the file holds %s)", b.held())
@@ -264,7 +275,8 @@ func (b *builder) inputs() error {
 			}
 			return tensorError(b.file, ts.Name, "not found; op %s needs it (the file holds %s)", b.run.Op, b.held())
 		}
-		if err := b.wantDType(t, ts.Float); err != nil {
+		boolMask := ts.Values == "mask" && t.DType == engine.Bool // a mask's own dtype
+		if err := b.wantDType(t, ts.Float); err != nil && !boolMask {
 			return err
 		}
 		if i == 0 {
@@ -368,6 +380,12 @@ func (b *builder) wantValues(t *engine.Tensor, ts engine.TensorSpec) error {
 				return tensorError(b.file, t.Name, "row %d, position %d holds token %d, outside the vocabulary [0, %d) of %s", i/cols, i%cols, tok, v, b.boundBy["V"])
 			}
 		}
+	case ts.Values == "mask":
+		for i := range t.NumElements() {
+			if v := t.Int(i); v != 0 && v != 1 {
+				return tensorError(b.file, t.Name, "row %d is %d, but a row mask holds 1 (a real row) or 0 (padding)", i, v)
+			}
+		}
 	case strings.HasPrefix(ts.Values, "count:"):
 		letter := strings.TrimPrefix(ts.Values, "count:")
 		limit := b.dims[letter]
@@ -419,22 +437,8 @@ func (b *builder) params() error {
 		if t == nil || overridden {
 			continue
 		}
-		at, err := b.perRow(t, param)
-		if err != nil {
+		if err := b.rowValues(t, param, set); err != nil {
 			return err
-		}
-		if err := b.f.Load(t.Name); err != nil {
-			return err
-		}
-		for r := range rows {
-			var row engine.Overrides
-			if err := row.Set(param.Name, valueText(t, at(r), param)); err != nil {
-				if len(t.Shape) == 0 {
-					return tensorError(b.file, t.Name, "%v", err)
-				}
-				return tensorError(b.file, t.Name, "row %d: %v", r, err)
-			}
-			set(r, &row)
 		}
 	}
 	return nil
@@ -512,6 +516,7 @@ func (b *builder) settings() error {
 	p := &b.run.Params
 	p.FilterOrder, p.TopKTies = *s.FilterOrder, *s.TopKTies
 	p.MaxNgramSize, p.MaxDraftTokens, p.Threshold = *s.MaxNgramSize, *s.MaxDraftTokens, *s.Threshold
+	p.ValidRows = *s.ValidRows
 	p.Method, p.Draws, p.Trials = engine.SampleAuto, 0, 0
 	if b.o.Method != nil {
 		p.Method = *b.o.Method
@@ -524,30 +529,6 @@ func (b *builder) settings() error {
 	}
 	// D, the width of draft_out, is a parameter.
 	b.dims["D"], b.boundBy["D"] = p.MaxDraftTokens, "max_draft_tokens"
-	return nil
-}
-
-// outputs checks the external outputs the op judges (engine.OpSpec.Outputs)
-// and files them in run.External by name. Token values are not checked:
-// out-of-range tokens are the judge's findings, not reading errors.
-func (b *builder) outputs() error {
-	for _, name := range engine.OutputNames() {
-		t := b.used(name)
-		if t == nil {
-			continue
-		}
-		ts := engine.OutputSpec(name)
-		if err := b.wantDType(t, ts.Float); err != nil {
-			return err
-		}
-		if d := b.dims["D"]; len(ts.Dims) == 2 && ts.Dims[1] == "D" && len(t.Shape) == 2 && t.Shape[0] == b.rows && t.Shape[1] != d {
-			return tensorError(b.file, t.Name, "shape %s has %d columns, but max_draft_tokens is %d: set max_draft_tokens to %d in the metadata or with the override", t.ShapeString(), t.Shape[1], d, t.Shape[1])
-		}
-		if err := b.wantDims(t, ts.Dims); err != nil {
-			return err
-		}
-		b.run.External[name] = t
-	}
 	return nil
 }
 

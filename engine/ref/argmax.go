@@ -46,6 +46,12 @@ func ArgmaxOf(x Logits) ArgmaxRef {
 	}
 	xs := make([]float64, x.Len)
 	x.Tensor.Floats64(x.Offset, xs)
+	return argmaxOfValues(x, xs)
+}
+
+// argmaxOfValues returns the argmax reference of the row x, read into xs.
+func argmaxOfValues(x Logits, xs []float64) ArgmaxRef {
+	a := ArgmaxRef{RunnerUpToken: -1}
 	nan, masked, first := 0, 0, -1
 	m := math.Inf(-1)
 	for i, v := range xs {

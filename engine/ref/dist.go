@@ -68,6 +68,12 @@ type Dist struct {
 	TopPCut       float64
 	MinPThreshold float64
 
+	// ByPattern is set when every token whose logit has the same 16-bit
+	// pattern has the same probability, base and class (a BF16 or F16 row
+	// not split by a top-k tie rule), so that a judge may measure the row by
+	// distinct logit rather than by token.
+	ByPattern bool
+
 	// probsBuf, baseBuf and classBuf keep the memory a Workspace reuses.
 	probsBuf, baseBuf []float64
 	classBuf          []Class

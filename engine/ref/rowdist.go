@@ -59,8 +59,18 @@ func (ws *Workspace) Compute(d *Dist, x Logits, t float64, f Filter, native bool
 func (ws *Workspace) decode(d *Dist, x Logits) bool {
 	ws.x = resize(ws.x, x.Len)
 	x.Tensor.Floats64(x.Offset, ws.x)
+	if msg, rule := oddReason(x, ws.x); msg != "" {
+		d.invalidate(msg, rule)
+		return false
+	}
+	return true
+}
+
+// oddReason says why the row x, read into xs, has no distribution
+// (invalidReason), or "".
+func oddReason(x Logits, xs []float64) (string, engine.Rule) {
 	nan, inf, masked, first := 0, 0, 0, -1
-	for i, v := range ws.x {
+	for i, v := range xs {
 		switch {
 		case math.IsNaN(v):
 			nan++
@@ -76,11 +86,7 @@ func (ws *Workspace) decode(d *Dist, x Logits) bool {
 			first = i
 		}
 	}
-	if msg, rule := invalidReason(x, nan, inf, masked, first); msg != "" {
-		d.invalidate(msg, rule)
-		return false
-	}
-	return true
+	return invalidReason(x, nan, inf, masked, first)
 }
 
 // invalidReason says why a row with nan NaN, inf +Inf and masked -inf
@@ -417,6 +423,7 @@ func (ws *Workspace) computeHalf(d *Dist, x Logits, t float64, f Filter, native 
 			d.Class[i/2] = h.class[b]
 		}
 		d.Argmax = h.first(data, func(b uint16) bool { return h.base[b] == top })
+		d.ByPattern = true
 		return
 	}
 
@@ -473,6 +480,7 @@ func (ws *Workspace) computeHalf(d *Dist, x Logits, t float64, f Filter, native 
 	}
 	d.Argmax = h.first(data, func(b uint16) bool { return h.group[b] == 0 })
 	d.TopKProb, d.TopPCut, d.MinPThreshold = g.topKProb, g.topPCut, g.minPThreshold
+	d.ByPattern = g.split < 0
 }
 
 // cmpDesc orders greater probabilities first.

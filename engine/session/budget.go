@@ -37,9 +37,19 @@ const (
 	// runtimeBytes is the process before any job: the Go runtime, the
 	// binary's tables, the HTTP server.
 	runtimeBytes = 48 << 20
+	// groupTablesBytes is what one judging worker's grouping of a row of
+	// 16-bit logits holds whatever the row (tables indexed by pattern).
+	groupTablesBytes = 768 << 10
 	// heapSlack is the garbage collector's margin over the live heap when
 	// the process runs under its memory limit (debug.SetMemoryLimit).
 	heapSlack = 1.1
+)
+
+// The parts of a Need that outlive the judgement (a Diff holds them while
+// it judges the other run).
+const (
+	partDump   = "the dump's tensors"
+	partReport = "the report"
 )
 
 // Need is the memory a job holds at its peak, by what holds it.
@@ -104,13 +114,13 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 		}
 	} else {
 		for _, t := range append([]*engine.Tensor{run.Logits, run.TargetLogits, run.DraftTokens, run.DraftProbs,
-			run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx}, externals(run)...) {
+			run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx, run.Valid}, externals(run)...) {
 			if t != nil {
 				input += int64(len(t.Data))
 			}
 		}
 	}
-	add("the dump's tensors", float64(input))
+	add(partDump, float64(input))
 
 	// Our backend's outputs.
 	var ours, trace int64
@@ -157,13 +167,24 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 	case engine.OpSpecVerify:
 		per = judgeBytesPerToken * vocab * (k + 1)
 		per += int64(max(p.Trials, 1)) * (4*(k+1) + 24) // one row's trials
+	case engine.OpLogitsGate:
+		per += 16 * vocab // the golden row and an engine's, in float64
+	}
+	if n := floatOutputs(run, b); n > 1 {
+		per += 8 * vocab * n // each one's row, kept to compare them pairwise
+	}
+	if d := run.InputDType(); d == engine.BF16 || d == engine.F16 {
+		// Rows of 16-bit logits are measured by group of logit pattern
+		// (engine/compare): the tables of the grouping, each token's group,
+		// and each float output's values by group.
+		per += groupTablesBytes + 2*vocab + 8*min(vocab, 1<<16)*floatOutputs(run, b)
 	}
 	judge := add("the judge", heapSlack*float64(w*per))
 	outputs := int64(len(externals(run)))
 	if b != nil {
 		outputs++
 	}
-	report := add("the report", heapSlack*float64(rows*max(outputs, 1)*reportBytesPerRow))
+	report := add(partReport, heapSlack*float64(rows*max(outputs, 1)*reportBytesPerRow))
 	var pages int64
 	if stored {
 		// GOMAXPROCS rows summarised at once, and the cache of their
@@ -177,6 +198,22 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 	backendStage := base + input + shm + int64(heapSlack*float64(ours+trace))
 	judgeStage := base + input + int64(heapSlack*float64(ours+trace)) + judge + report + pages
 	n.Total = max(backendStage, judgeStage)
+	return n
+}
+
+// floatOutputs counts the outputs of run that are compared with each other
+// elementwise: the external probs and logits, and ours when b computes
+// probabilities.
+func floatOutputs(run *engine.Run, b engine.Backend) int64 {
+	var n int64
+	for name := range run.External {
+		if base, _ := engine.SplitName(name); base == "probs" || base == "logits" {
+			n++
+		}
+	}
+	if b != nil && (run.Op == engine.OpSoftmax || run.Op == engine.OpRenorm) {
+		n++
+	}
 	return n
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/compare"
+	"github.com/sampviz/sampviz/engine/dump"
 )
 
 // Sink receives a judgement as it happens.
@@ -37,43 +38,54 @@ type RowUpdate struct {
 // message says what failed, in words a person reads; ctx's end is ctx's
 // error.
 func (s *Session) Execute(ctx context.Context, job Job, sink Sink) (*engine.Report, error) {
+	rep, _, f, err := s.execute(ctx, job, sink)
+	f.Close()
+	return rep, err
+}
+
+// execute is Execute, returning the judged run and its dump's File (nil
+// for Job.Run), which the caller must close.
+func (s *Session) execute(ctx context.Context, job Job, sink Sink) (*engine.Report, *engine.Run, *dump.File, error) {
 	b, err := s.backend(job.Backend)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	run, f, err := s.load(job, b, job.OutputsPath != "")
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	defer f.Close()
 	var (
 		ours   *engine.Output
 		reruns *compare.Reruns
 		device *engine.Device
 	)
-	if b != nil {
+	fail := func(err error) (*engine.Report, *engine.Run, *dump.File, error) {
+		f.Close()
+		return nil, nil, nil, err
+	}
+	if b = kernels(b, run); b != nil {
 		if ours, err = runBackend(ctx, b, run); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if run.Op == engine.OpSample {
 			if reruns, err = seedReruns(ctx, b, run); err != nil {
-				return nil, fmt.Errorf("%w (seed reruns)", err)
+				return fail(fmt.Errorf("%w (seed reruns)", err))
 			}
 		}
 		d := b.Device()
 		device = &d
 		if job.OutputsPath != "" {
 			if err := writeOutputs(job.OutputsPath, ours, reruns, d); err != nil {
-				return nil, err
+				return fail(err)
 			}
 		}
 	}
 	rep, err := s.judge(ctx, run, ours, reruns, job, sink)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	rep.Device = device
-	return rep, nil
+	return rep, run, f, nil
 }
 
 // Rejudge judges the outputs that Execute stored at job.OutputsPath (with
@@ -81,22 +93,31 @@ func (s *Session) Execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 // without running kernels, telling sink as Execute does. It returns
 // ErrNoOutputs when nothing was stored there.
 func (s *Session) Rejudge(ctx context.Context, job Job, sink Sink) (*engine.Report, error) {
+	rep, _, f, err := s.rejudge(ctx, job, sink)
+	f.Close()
+	return rep, err
+}
+
+// rejudge is Rejudge, returning the judged run and its dump's File (nil
+// for Job.Run), which the caller must close.
+func (s *Session) rejudge(ctx context.Context, job Job, sink Sink) (*engine.Report, *engine.Run, *dump.File, error) {
 	run, f, err := s.load(job, nil, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	defer f.Close()
 	st, err := readOutputs(job.OutputsPath)
 	if err != nil {
-		return nil, err
+		f.Close()
+		return nil, nil, nil, err
 	}
 	defer st.Close()
 	rep, err := s.judge(ctx, run, st.ours, st.reruns, job, sink)
 	if err != nil {
-		return nil, err
+		f.Close()
+		return nil, nil, nil, err
 	}
 	rep.Device = st.device
-	return rep, nil
+	return rep, run, f, nil
 }
 
 // runBackend runs b on run and names the output after b.

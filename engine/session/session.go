@@ -59,6 +59,16 @@ func (s *Session) Backends() []engine.Device {
 // outputs are judged.
 const NoBackend = "none"
 
+// kernels returns the backend that runs run's kernels: b, or nil when the
+// op has no kernel (engine.OpSpec.NoKernel: only the dump's outputs are
+// judged).
+func kernels(b engine.Backend, run *engine.Run) engine.Backend {
+	if s := run.Op.Spec(); s != nil && s.NoKernel {
+		return nil
+	}
+	return b
+}
+
 // backend returns the backend called name ("": the default), nil for
 // NoBackend.
 func (s *Session) backend(name string) (engine.Backend, error) {
@@ -155,6 +165,7 @@ func (s *Session) load(job Job, b engine.Backend, stored bool) (*engine.Run, *du
 	if err != nil {
 		return nil, nil, err
 	}
+	b = kernels(b, run)
 	if b != nil {
 		run.SetWorkDefaults(job.Overrides)
 	}
@@ -223,6 +234,7 @@ func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 		return nil, err
 	}
 	defer f.Close()
+	b = kernels(b, run)
 	if b != nil {
 		run.SetWorkDefaults(job.Overrides)
 	}

@@ -25,6 +25,12 @@ func main() {
 	}
 }
 
+// file is one file of a scenario folder.
+type file struct {
+	name string
+	data []byte
+}
+
 // write generates every scenario into dir, rewriting only files whose
 // content changed.
 func write(dir string) error {
@@ -37,12 +43,9 @@ func write(dir string) error {
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", sub, err)
 		}
-		files := []struct {
-			name string
-			data []byte
-		}{
-			{f.Config.Dump, f.Dump},
-			{scenarios.ConfigFile, f.ConfigJSON},
+		files := []file{{f.Config.Dump, f.Dump}, {scenarios.ConfigFile, f.ConfigJSON}}
+		if f.Config.Diff != nil {
+			files = append(files, file{f.Config.Diff.After, f.After})
 		}
 		for _, file := range files {
 			path := filepath.Join(sub, file.name)

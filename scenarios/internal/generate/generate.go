@@ -32,6 +32,9 @@ type Folder struct {
 	Dump []byte
 	// ConfigJSON is scenarios.ConfigFile's content.
 	ConfigJSON []byte
+	// After is the after dump of a before/after pair, named
+	// Config.Diff.After (nil for other scenarios).
+	After []byte
 }
 
 // scenario is a builder's result before it is serialised.
@@ -39,6 +42,9 @@ type scenario struct {
 	cfg     scenarios.Config
 	tensors []*engine.Tensor
 	meta    map[string]string
+	// after are the after dump's tensors of a before/after pair
+	// (cfg.Diff), written with the same metadata.
+	after []*engine.Tensor
 }
 
 // builders lists every scenario in catalogue order.
@@ -60,6 +66,10 @@ var builders = []func() (*scenario, error){
 	seededDeterminism,
 	nanAndMaskedRows,
 	oddVocabulary,
+	graphVsEager,
+	logitsGate,
+	paddedBatch,
+	kernelFixDiff,
 }
 
 // All builds every scenario, in catalogue order.
@@ -89,29 +99,46 @@ func (s *scenario) folder() (Folder, error) {
 	meta["op"] = string(s.cfg.Op)
 	meta["source"] = "sampviz scenario " + s.cfg.Name + " (go run ./scenarios/gen)"
 	s.cfg.Dump = s.cfg.Name + ".safetensors"
-	b, err := encodeDump(s.tensors, meta)
+	b, err := s.encode(s.cfg.Dump, s.tensors, meta)
 	if err != nil {
 		return Folder{}, err
 	}
-	f, err := dump.Parse(s.cfg.Dump, b)
-	if err != nil {
-		return Folder{}, fmt.Errorf("parse the dump back: %w", err)
-	}
-	run, err := dump.BuildRun(f, s.cfg.Overrides.Engine())
-	if err != nil {
-		return Folder{}, fmt.Errorf("build the dump's run: %w", err)
-	}
-	if run.Op != s.cfg.Op {
-		return Folder{}, fmt.Errorf("the dump loads as op %s, not %s", run.Op, s.cfg.Op)
-	}
-	if len(run.Notices) > 0 {
-		return Folder{}, fmt.Errorf("the dump has notices: %q", run.Notices)
+	var after []byte
+	if s.cfg.Diff != nil {
+		s.cfg.Diff.After = s.cfg.Name + "-after.safetensors"
+		if after, err = s.encode(s.cfg.Diff.After, s.after, meta); err != nil {
+			return Folder{}, err
+		}
 	}
 	cfg, err := json.MarshalIndent(s.cfg, "", "  ")
 	if err != nil {
 		return Folder{}, fmt.Errorf("encode %s: %w", scenarios.ConfigFile, err)
 	}
-	return Folder{Config: s.cfg, Dump: b, ConfigJSON: append(cfg, '\n')}, nil
+	return Folder{Config: s.cfg, Dump: b, ConfigJSON: append(cfg, '\n'), After: after}, nil
+}
+
+// encode writes tensors and meta as the dump called name and checks that it
+// loads as the op s declares, without notices.
+func (s *scenario) encode(name string, tensors []*engine.Tensor, meta map[string]string) ([]byte, error) {
+	b, err := encodeDump(tensors, meta)
+	if err != nil {
+		return nil, err
+	}
+	f, err := dump.Parse(name, b)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s back: %w", name, err)
+	}
+	run, err := dump.BuildRun(f, s.cfg.Overrides.Engine())
+	if err != nil {
+		return nil, fmt.Errorf("build the run of %s: %w", name, err)
+	}
+	if run.Op != s.cfg.Op {
+		return nil, fmt.Errorf("%s loads as op %s, not %s", name, run.Op, s.cfg.Op)
+	}
+	if len(run.Notices) > 0 {
+		return nil, fmt.Errorf("%s has notices: %q", name, run.Notices)
+	}
+	return b, nil
 }
 
 // encodeDump writes tensors and meta as safetensors.
