@@ -53,33 +53,58 @@ fuzz:
 	done
 
 # --- CUDA kernels and the GPU suite (csrc/, engine/cuda) ----------------------
-# `make kernels` builds build/libsampviz_kernels.so with nvcc (sm_90 and sm_80).
+# `make kernels` builds build/libsampviz_kernels.so with nvcc for the archs
+# in SAMPVIZ_ARCHS (default sm_90 and sm_80; `make kernels
+# SAMPVIZ_ARCHS=sm_90` builds one, for iterating on an H100). Every .cu of
+# csrc/ and csrc/instances/ is one object, compiled with its archs side by
+# side (--threads); csrc/instances/ holds the heavy kernels, an op's family
+# and dtype each, so that `make -j16` spreads them over the cores
+# (docs/PERF.md, "Kernel build"). Objects live in a folder per arch set,
+# depend on the headers they include (nvcc -MMD), and go through ccache
+# where it is installed.
 # `make gpu-bundle` (here, with Go) builds the Go test binaries of engine/cuda
 # and cmd/sampviz and sampviz into gpu-bundle/, gzipped so that they travel
 # light (gpu_test.sh unpacks them); `make gpu-test` (on the GPU machine, no Go
 # needed) builds the kernels, runs the GPU suite, compute-sanitizer on its
 # quick mode, `sampviz check` and `sampviz serve` on the cuda backend over the
-# scenario catalogue, and `sampviz bench`, with logs under $(GPU_OUT).
-NVCC        ?= nvcc
-KERNEL_LIB  := build/libsampviz_kernels.so
-KERNEL_SRC  := $(wildcard csrc/*.cu)
-KERNEL_OBJ  := $(patsubst csrc/%.cu,build/obj/%.o,$(KERNEL_SRC))
-KERNEL_HDR  := $(wildcard csrc/*.h csrc/*.cuh)
-NVCC_ARCH   ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
+# scenario catalogue, and `sampviz bench`, with logs under $(GPU_OUT)
+# (csrc/dev/gpu_test.sh; STAGES picks the steps).
+NVCC          ?= nvcc
+NVCC_LAUNCHER ?= $(shell command -v ccache 2>/dev/null)
+SAMPVIZ_ARCHS ?= sm_90 sm_80
+empty         :=
+space         := $(empty) $(empty)
+KERNEL_LIB    := build/libsampviz_kernels.so
+# The longest compiles first (make -j starts them in this order): softmax,
+# then the instances.
+KERNEL_SRC    := csrc/softmax.cu $(wildcard csrc/instances/*.cu) \
+                 $(filter-out csrc/softmax.cu,$(wildcard csrc/*.cu))
+KERNEL_DIR    := build/obj/$(subst $(space),-,$(strip $(SAMPVIZ_ARCHS)))
+KERNEL_OBJ    := $(patsubst csrc/%.cu,$(KERNEL_DIR)/%.o,$(KERNEL_SRC))
+KERNEL_ARCHS  := build/obj/archs
+NVCC_ARCH     ?= $(foreach a,$(SAMPVIZ_ARCHS),-gencode arch=compute_$(a:sm_%=%),code=$(a))
 # Never --use_fast_math or -ftz=true: csrc/f32math.cuh must match engine/f32math.
-NVCC_FLAGS  ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC $(NVCC_ARCH)
-GPU_OUT     ?= gpu-out
-GPU_TIMEOUT ?= 15m
+NVCC_FLAGS    ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 $(NVCC_ARCH)
+GPU_OUT       ?= gpu-out
+GPU_TIMEOUT   ?= 15m
 
-.PHONY: kernels gpu-bundle gpu-test gpu-probe gpu-trace
+.PHONY: kernels gpu-bundle gpu-test gpu-probe FORCE
 
 kernels: $(KERNEL_LIB)
 
-build/obj/%.o: csrc/%.cu $(KERNEL_HDR)
-	@mkdir -p build/obj
-	$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
+$(KERNEL_DIR)/%.o: csrc/%.cu
+	@mkdir -p $(@D)
+	$(NVCC_LAUNCHER) $(NVCC) $(NVCC_FLAGS) -MMD -MP -MF $(@:.o=.d) -c -o $@ $<
 
-$(KERNEL_LIB): $(KERNEL_OBJ)
+-include $(KERNEL_OBJ:.o=.d)
+
+# The library is relinked when the arch set changes, so that it never
+# keeps another set's objects.
+$(KERNEL_ARCHS): FORCE
+	@mkdir -p $(@D)
+	@echo '$(strip $(SAMPVIZ_ARCHS))' | cmp -s - $@ || echo '$(strip $(SAMPVIZ_ARCHS))' >$@
+
+$(KERNEL_LIB): $(KERNEL_OBJ) $(KERNEL_ARCHS)
 	$(NVCC) $(NVCC_FLAGS) -shared -o $@ $(KERNEL_OBJ)
 
 gpu-bundle:
@@ -90,36 +115,17 @@ gpu-bundle:
 	gzip -f gpu-bundle/cuda.test gpu-bundle/sampviz.test gpu-bundle/sampviz
 
 gpu-test:
-	GPU_OUT=$(GPU_OUT) GPU_TIMEOUT=$(GPU_TIMEOUT) bash csrc/gpu_test.sh
+	GPU_OUT=$(GPU_OUT) GPU_TIMEOUT=$(GPU_TIMEOUT) bash csrc/dev/gpu_test.sh
 
 # `make gpu-probe` (on the GPU machine) times simple reference kernels on the
-# bench's shapes: what a kernel of each op's traffic can reach (docs/PERF.md);
-# PROBE=split times softmax as a statistics kernel and a write kernel per
-# slice of rows instead (docs/PERF.md, run 92), PROBE=tma with the chunk
-# in shared memory by a bulk load and the outputs by the threads or by bulk
-# stores (softmax v6; runs 99-100), PROBE=tma2 v5's two reads with bulk
-# stores (run 102), PROBE=queue statistics and write tasks from a global
-# counter (run 106).
+# bench's shapes: what a kernel of each op's traffic can reach (docs/PERF.md).
+# PROBE names one of csrc/dev/bwprobe.cu's other probes (its header lists
+# them); they time designs of softmax that the library does not use.
 PROBE ?=
 gpu-probe:
 	@mkdir -p build
-	$(NVCC) -O3 -std=c++17 -arch=sm_90 -o build/bwprobe csrc/probe/bwprobe.cu
+	$(NVCC) -O3 -std=c++17 -arch=sm_90 -o build/bwprobe csrc/dev/bwprobe.cu
 	build/bwprobe $(PROBE)
-
-# `make gpu-trace` (on the GPU machine) builds renorm with phase stamps
-# (csrc/trace.cuh, -DSV_TRACE) beside the library and prints where one
-# filtered launch of TRACE_ROWS rows spends its time, step by step
-# (csrc/probe/trace.cu, docs/PERF.md); TRACE_MODE=p times top-p alone,
-# which the full-row kernel serves by distinct value (csrc/patterns.cuh).
-TRACE_ROWS ?= 1
-TRACE_MODE ?=
-gpu-trace:
-	@mkdir -p build/trace
-	$(NVCC) -O3 -std=c++17 -Xcompiler -fPIC -arch=sm_90 -DSV_TRACE -shared \
-	  -o build/trace/libsampviz_trace.so csrc/renorm.cu csrc/runtime.cu
-	$(NVCC) -O3 -std=c++17 -arch=sm_90 -o build/trace/trace csrc/probe/trace.cu \
-	  -Lbuild/trace -lsampviz_trace -Xlinker -rpath,$(CURDIR)/build/trace
-	build/trace/trace $(TRACE_ROWS) $(TRACE_MODE)
 
 # --- web UI (web/, `sampviz serve`) --------------------------------------------
 # `make run` passes SERVE_FLAGS to `sampviz serve` (--listen, --data, --token,

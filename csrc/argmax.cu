@@ -1,44 +1,20 @@
 // argmax.cu: the first index of each row's maximum.
 //
-// History (H100, bf16, V=128256; `sampviz bench`, 2026-11-22):
-//
-//   v1  rows split into chunks so that every SM streams whatever B is; per
-//       chunk a (value, index, flags) partial from 16-byte loads (two in
-//       flight per thread) compared element by element, then a second
-//       kernel combined a row's chunks. B=128: 29.9 us (2.7x the floor),
-//       B=512: 83.4 us (1.9x), B=1: 9.7 us. About 80 instructions per
-//       16-byte vector and two launches.
-//   v2  (the sm_80 path) one comparison per vector: the largest element of 8
-//       bf16 (or f16) comes from three packed __hmax2_nan and one __hmax_nan,
-//       which also carry any NaN (a NaN makes the row -1 anyway), and only a
-//       vector that beats the thread's best is searched for its first
-//       index. Vectors are visited in increasing index order within a
-//       thread, so a strict > keeps the first index. Four loads in flight
-//       per thread. The chunks of a row are combined by the block that
-//       finishes last (a counter per row, reset by that block): one launch.
-//       B=512: 52.4 us (1.18x, 85% of the copy bandwidth), B=128: 19.9 us
-//       (1.79x), B=1: 7.5 us. What is left at B=128 is a fixed ~8 us per
-//       launch (launch, first-load latency, reductions, the last block's
-//       combine) on an 11 us floor.
-//   v3  (this file, sm_90) a thread block cluster per row instead of the
-//       last-block combine: each block of the cluster scans its chunk
-//       (scan_max, now eight 16-byte loads in flight per thread), reduces
-//       it in the block (NaN folded into the key as (+Inf, -1), so one
-//       reduction), and writes its (value, index) into slot [rank] of rank
-//       0's shared memory over DSMEM; after one cluster barrier rank 0 folds
-//       the slots in rank order and writes the token. No counter, no
-//       __threadfence, no partials in global memory, no second read of
-//       them. Shape: 256-thread blocks and the largest cluster (<= 16) that keeps every
-//       block of the launch resident at once (56 registers: 4 blocks per
-//       SM, so B=128: 4 blocks per row, B=512: 1), so no block waits for a
-//       second wave and all finish together. Floors: B=128 11.1 us, B=512 44.6 us.
-//       Predicted: B=128 ~13.5 us (1.2x: the floor plus ~2.5 us of launch
-//       and one load latency), B=512 ~50 us, B=1 ~5 us. The sm_80 build
-//       keeps v2. Measured (H100, 2026-11-22): B=512 49.6 us (1.11x; v2
-//       52.4), B=128 18.7 us (1.68x; v2 19.9), V=151936 B=128 21.1 us (v2
-//       23.3): the fixed cost at B=128 shrank by ~1 us, not the predicted
-//       ~6. With clusters of 16 blocks of 1024 threads B=1 took 8.6 us (v2
-//       7.5), so up to SMs / 16 rows keep v2.
+// Bound by one read of the logits. One comparison per 16-byte vector: the
+// largest element of 8 bf16 (or f16) comes from packed __hmax2_nan, which
+// also carry any NaN (a NaN makes the row -1 anyway), and only a vector
+// that beats the thread's best is searched for its first index (scan_max).
+// A row is split over blocks so that every SM streams whatever B is:
+//   - sm_90, more rows than SMs / 16: a thread block cluster per row, each
+//     block reducing its chunk and writing its (value, index) into rank 0's
+//     shared memory over DSMEM; rank 0 folds them in rank order. No
+//     counter, no partials in global memory. The largest cluster (<= 16)
+//     that keeps every block of the launch resident at once, so no block
+//     waits for a second wave.
+//   - otherwise: chunks of a row, the partials combined by the block that
+//     finishes last (a counter per row, reset by that block); clusters
+//     measured slower for so few rows.
+// Measurements are in docs/perf-log.md.
 //
 // Ties go to the lowest index everywhere: in a thread, in the block
 // reduction and across chunks. Padded lanes start at (-Inf, INT_MAX) and
@@ -163,7 +139,7 @@ int argmax_occupancy() {
   static const int occ = [] {
     auto kern = argmax_cluster_kernel<T, BLOCK, UNROLL, MINB>;
     int n = 0;
-    if (!cluster_binary((const void *)kern)) return 0;
+    if (!sm90_binary((const void *)kern)) return 0;
     if (cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern, BLOCK, 0) != cudaSuccess) {
       cudaGetLastError();
@@ -180,8 +156,8 @@ template <typename T>
 int argmax_cluster(const T *logits, int slots, int vocab, const int *row_idx, int inf_invalid, int *tokens) {
   constexpr int N = 16 / sizeof(T);
   const int sms = device_sms();
-  // Few rows (B <= SMs / 16) keep v2: clusters of 16 blocks of 1024 threads
-  // measured slower there (B=1: 8.6 us against 7.5).
+  // Few rows (B <= SMs / 16) keep the chunks: clusters of 16 blocks of 1024
+  // threads measured slower there.
   if ((long long)slots * kMaxCluster <= sms) return -1;
   // Many rows: the largest cluster with which every block of the launch is
   // resident at once (one wave), and at least one vector per thread per
@@ -197,8 +173,8 @@ int argmax_cluster(const T *logits, int slots, int vocab, const int *row_idx, in
     const int fit = max_clusters((const void *)kern, c, kNarrowBlock, 0);
     if (fit >= 1 && (fit >= slots || c == 1)) {
       if ((long long)c * slots > 0x7fffffff) return -1;
-      return launch_cluster(kern, c * slots, kNarrowBlock, 0, c, "argmax", logits, vocab, chunk, row_idx,
-                            inf_invalid, tokens);
+      return launch_cluster(SV_VARIANT_ARGMAX_CLUSTER, kern, c * slots, kNarrowBlock, 0, c, "argmax", logits, vocab,
+                            chunk, row_idx, inf_invalid, tokens);
     }
     if (csize == 1) return -1;
     csize--;
@@ -221,7 +197,7 @@ int launch_argmax(int dtype, const void *logits, int rows, int vocab, const int 
                                              tokens));
     if (st >= 0) return st;
   }
-  // sm_80 (and any shape no cluster fits): v2.
+  // sm_80 (and any shape no cluster fits): chunks combined by the last block.
   if (slots > 65535) return set_error(SV_ERR_UNSUPPORTED, "argmax: %d rows in one launch", slots);
   // Enough chunks for about eight blocks per SM, none under 2048 tokens.
   const int want = (8 * device_sms() + slots - 1) / slots;
@@ -234,6 +210,7 @@ int launch_argmax(int dtype, const void *logits, int rows, int vocab, const int 
   st = counters(slots, &count);
   if (st != SV_OK) return st;
   dim3 grid(chunks, slots);
+  if (skip_launch(SV_VARIANT_ARGMAX_CHUNKS)) return SV_OK;
   SV_DISPATCH_DTYPE(dtype, T,
                     argmax_kernel<T, kArgmaxBlock, 4><<<grid, kArgmaxBlock, 0, stream()>>>(
                         static_cast<const T *>(logits), vocab, chunk, row_idx, static_cast<ArgPartial *>(ws), count,

@@ -4,8 +4,7 @@
 // load completes on an mbarrier in shared memory, stores are tracked per
 // issuing thread in bulk groups. Kernels use it where threads' own loads
 // or stores measured slower: the chunks softmax writes (the probe's
-// `bwprobe tma`, docs/PERF.md run 99) and the zeros of a filtered row
-// (patterns.cuh).
+// `bwprobe tma`, csrc/dev) and the zeros of a filtered row (patterns.cuh).
 //
 // On sm_80 every helper is empty: callers keep their bulk paths behind
 // the same __CUDA_ARCH__ guard, or (bulk_store's callers) test it first.

@@ -7,9 +7,10 @@
 // The device helpers exist only in the sm_90 pass (__CUDA_ARCH__ >= 900);
 // kernels that use them keep their body inside the same guard, and the host
 // launches them only where cluster_path() says so. The few that fastrow.cuh's
-// cluster rows call are also declared elsewhere, where they trap: its
-// kernels have a cluster variant (a template flag) that the sm_80 pass
-// compiles and the host never launches from an sm_80 binary.
+// cluster rows call are also declared elsewhere, where they trap: the fast
+// kernels' cluster variant (a template flag) is compiled empty in the sm_80
+// pass (kSm90Pass), but the code it shares with the others must still
+// compile there.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -40,6 +41,18 @@ inline bool cluster_path() {
   }();
   return major >= 9;
 }
+
+// kSm90Pass is false in the sm_80 device pass and true in the sm_90 pass
+// (and on the host). Kernel variants that only an sm_90 device launches
+// (the cluster and pattern variants of the fast and full-row kernels) keep
+// their bodies behind it, so the sm_80 pass compiles them empty rather
+// than compiling code that never runs there; the host checks sm90_binary
+// before it launches one.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+constexpr bool kSm90Pass = false;
+#else
+constexpr bool kSm90Pass = true;
+#endif
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // cluster_arrive and cluster_wait are the two halves of the cluster barrier
@@ -172,10 +185,11 @@ inline bool smem_ready(const void *kern, size_t bytes) {
   return ok;
 }
 
-// cluster_binary says whether the device runs kern from an sm_90 (or newer)
+// sm90_binary says whether the device runs kern from an sm_90 (or newer)
 // binary: a build without sm_90 code (say sm_80 PTX, JIT-compiled) would
-// run the cluster kernels' empty sm_80 bodies.
-inline bool cluster_binary(const void *kern) {
+// run the empty sm_80 bodies of the cluster and pattern kernels
+// (kSm90Pass).
+inline bool sm90_binary(const void *kern) {
   static KernelMemo<bool> memo;
   bool v;
   if (memo.find(kern, v)) return v;
@@ -198,7 +212,7 @@ inline bool cluster_ready(const void *kern, bool big_smem) {
   static KernelMemo<bool> memo;
   bool ok;
   if (memo.find(kern, ok)) return ok;
-  ok = cluster_binary(kern) &&
+  ok = sm90_binary(kern) &&
        cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
   if (ok && big_smem) {
     int dev = 0, optin = 0;
@@ -259,13 +273,14 @@ inline int max_clusters(const void *kern, int csize, int threads, size_t smem) {
   return n;
 }
 
-// launch_cluster launches kern on blocks blocks of threads threads, grouped
-// into clusters of csize consecutive blocks along x (blocks.x is a multiple
-// of csize), with smem bytes of dynamic shared memory, on the library's
-// stream.
+// launch_cluster launches kern, variant (SV_VARIANT_*) of its op, on
+// blocks blocks of threads threads, grouped into clusters of csize
+// consecutive blocks along x (blocks.x is a multiple of csize), with smem
+// bytes of dynamic shared memory, on the library's stream.
 template <typename... Params, typename... Args>
-int launch_cluster(void (*kern)(Params...), dim3 blocks, int threads, size_t smem, int csize, const char *what,
-                   Args &&...args) {
+int launch_cluster(int variant, void (*kern)(Params...), dim3 blocks, int threads, size_t smem, int csize,
+                   const char *what, Args &&...args) {
+  if (skip_launch(variant)) return SV_OK;
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg = cluster_config(blocks, threads, smem, csize, attr);
   cfg.stream = stream();

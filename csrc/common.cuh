@@ -62,6 +62,11 @@ inline int flagged_grid(const void *kernel, int block, int slots, size_t smem = 
   return max(min(slots, device_sms() * resident), (slots + block - 1) / block);
 }
 
+// skip_launch is asked by a launcher before it launches kernel variant
+// (SV_VARIANT_*): in a dry run (sv_dry_run, for the GPU suite's coverage
+// of the variants) it records the variant and says to skip the launch.
+bool skip_launch(int variant);
+
 // check_launch returns the status of the last launch.
 inline int check_launch(const char *what) {
   cudaError_t err = cudaGetLastError();
@@ -93,15 +98,17 @@ __device__ __forceinline__ void pdl_wait() {
 // early start (compute capability 9.0 or newer), asked once.
 bool pdl_supported();
 
-// launch_after launches kernel (grid, block threads, smem bytes of dynamic
-// shared memory) on the library's stream; with early, as a programmatic
-// dependent of the kernel before it where the device supports it, which
-// pays off when the kernel has little to do (its blocks sit resident, so
-// a kernel with real work may start unevenly spread: the full-row kernels
-// after a fast kernel take early only under SV_ALL_FAST).
+// launch_after launches kernel, variant (SV_VARIANT_*) of its op (grid,
+// block threads, smem bytes of dynamic shared memory) on the library's
+// stream; with early, as a programmatic dependent of the kernel before it
+// where the device supports it, which pays off when the kernel has little
+// to do (its blocks sit resident, so a kernel with real work may start
+// unevenly spread: the full-row kernels after a fast kernel take early
+// only under SV_ALL_FAST). Without early it is the plain launch.
 template <typename... Params, typename... Args>
-int launch_after(bool early, void (*kernel)(Params...), dim3 grid, int block, size_t smem, const char *what,
-                 Args... args) {
+int launch_after(int variant, bool early, void (*kernel)(Params...), dim3 grid, int block, size_t smem,
+                 const char *what, Args... args) {
+  if (skip_launch(variant)) return SV_OK;
   cudaLaunchAttribute attr;
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;

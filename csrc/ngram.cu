@@ -5,17 +5,9 @@
 // the leftmost match; the first n that matches wins. Only the draft budget
 // is sequential (it is shared across the batch in row order). (Not done:
 // one thread per row running the reference loops, which leaves a 32k-token
-// prompt to one thread for ~n * 32k steps.)
-//
-// History (H100, L=4096, M=512; 2026-11-22):
-//
-//   v1  a second kernel spent the budget in one thread and wrote the
-//       drafts: B=1 15.4 us, B=128 34.7 us.
-//   v2  (this file) one launch: the block that finishes last (a counter,
-//       reset by that block) spends the budget and writes every draft.
-//       B=1 14.0 us; B=128 42.8 us, slower: the budget walk reads each
-//       row's match from global memory one row after another in one
-//       thread (next: stage the matches in shared memory first).
+// prompt to one thread for ~n * 32k steps.) One launch: the block that
+// finishes last (a counter, reset by that block) spends the budget and
+// writes every draft.
 #include "common.cuh"
 
 namespace sv {
@@ -130,6 +122,7 @@ int launch_ngram(const int *input_ids, int L, const int *input_len, const int *p
   unsigned *count = nullptr;
   st = counters(1, &count);
   if (st != SV_OK) return st;
+  if (skip_launch(SV_VARIANT_NGRAM)) return SV_OK;
   ngram_kernel<kNgramBlock><<<rows, kNgramBlock, 0, stream()>>>(input_ids, L, input_len, pre_ids, M, step_idx, max_ngram,
                                                                max_draft, threshold, matches, lens, count, out);
   return check_launch("ngram_match");

@@ -20,7 +20,8 @@
 //
 // The count also finds the row's maximum (the top of the list) and
 // whether it has a distribution (no NaN, no +Inf, a finite value), so a
-// row on this path never needs row_stat's pass.
+// row on this path never needs row_stat's pass. (ptable.cuh's memo of bf16
+// weights is a second, smaller mechanism; it says why both exist.)
 #pragma once
 
 #include <type_traits>
@@ -28,7 +29,6 @@
 #include "bulk.cuh"
 #include "cluster.cuh"
 #include "rowops.cuh"
-#include "trace.cuh"
 
 namespace sv {
 
@@ -256,7 +256,6 @@ __device__ PatternOutcome pattern_ready(const T *x, int n, float t, PatternSmem<
   });
   bad = Reduce<BLOCK>::any(p.sh.red, bad);  // its barrier also ends the count
   finite = Reduce<BLOCK>::sum(p.sh.red, finite);
-  SV_MARK(16);
   if (bad || finite == 0) return kPatternInvalid;
 
   // List, in descending key order: warp w owns the keys below 65536 - w *
@@ -315,7 +314,6 @@ __device__ PatternOutcome pattern_ready(const T *x, int n, float t, PatternSmem<
     hv[vec_of(s)] = q;
   }
   __syncthreads();  // every position is written (the -inf key's included)
-  SV_MARK(17);
   const int nd = (int)total;
   const float m = bits_f32(unkey16((unsigned short)__float_as_uint(p.w[0])), (const T *)nullptr);
   __syncthreads();  // every thread has read the top key before its weight replaces it
@@ -333,8 +331,6 @@ __device__ PatternOutcome pattern_ready(const T *x, int n, float t, PatternSmem<
   int rises = 0;
   for (int j = threadIdx.x + 1; j < nd; j += BLOCK) rises |= p.w[j] > p.w[j - 1];
   rises = Reduce<BLOCK>::any(p.sh.red, rises);
-  SV_MARK(18);
-  SV_COUNT(25, nd);
   return rises ? kPatternNo : kPatternReady;
 }
 
@@ -657,8 +653,8 @@ __device__ int pattern_pick(const PSource<T> &ps, int n, const Filter *f, uint64
 // bytes (one store a token, from lanes 32 bytes apart, costs a sector
 // each). On sm_90, a whole 256-token chunk outside the quads (most of a
 // filtered row) is written by one 1 KB bulk store from zeros (shared
-// memory): one block an SM stores ~12 GB/s with its threads (docs/PERF.md,
-// run 97), which made this the path's slowest step.
+// memory): one block an SM stores far below the copy bandwidth with its
+// threads, which made this the path's slowest step.
 template <int BLOCK, typename T, typename G>
 __device__ void pattern_write(const PSource<T> &ps, int n, float *out, float4 *zeros, G &&g) {
   if ((reinterpret_cast<uintptr_t>(ps.x) & 7) || (reinterpret_cast<uintptr_t>(out) & 15)) {
@@ -713,6 +709,13 @@ __device__ void pattern_write(const PSource<T> &ps, int n, float *out, float4 *z
   if (issued) bulk_wait();  // before the block moves on (its shared memory is the source)
 }
 
+// FullRowKernels are a full-row kernel's two variants for one dtype: by
+// pattern (16-bit logits; the same kernel as tokens for f32) and per token.
+template <typename K>
+struct FullRowKernels {
+  K pattern, tokens;
+};
+
 // FullRowLaunch is the full-row kernel a launcher runs and its dynamic
 // shared memory.
 template <typename K>
@@ -722,12 +725,13 @@ struct FullRowLaunch {
 };
 
 // full_row_variant picks a full-row kernel of BLOCK threads: the pattern
-// variant (want: the logits are 16-bit) where the device gives it its
-// shared memory, else the per-token one.
+// variant (want: the logits are 16-bit) where the device runs it from an
+// sm_90 binary (the sm_80 pass compiles it empty) and gives it its shared
+// memory, else the per-token one.
 template <int BLOCK, typename K>
 inline FullRowLaunch<K> full_row_variant(K pattern, K tokens, bool want) {
   constexpr size_t smem = sizeof(PatternSmem<BLOCK>);
-  if (want && smem_ready((const void *)pattern, smem)) return {pattern, smem};
+  if (want && sm90_binary((const void *)pattern) && smem_ready((const void *)pattern, smem)) return {pattern, smem};
   return {tokens, 0};
 }
 

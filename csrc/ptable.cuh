@@ -2,7 +2,7 @@
 //
 // Every exact weight is w = f32math.Exp((x - m) / T) (SEMANTICS.md): ~40
 // separately rounded float operations a token, which bounded the
-// unfiltered spec_verify kernels (docs/PERF.md, "the exact weights"). For
+// unfiltered spec_verify kernels (docs/PERF.md, the floors). For
 // bf16 logits w is a function of the token's 16-bit pattern once the row's
 // m and T are known, and a row of 128k tokens holds a few thousand
 // distinct patterns. A PatternTable holds a value computed from w (w
@@ -16,9 +16,16 @@
 //
 // bf16 only: its 7-bit mantissa puts 16 binades of either sign in 4096
 // entries (16 KB). A window that size holds 2 binades of f16 patterns, too
-// few for logits, so f16 and f32 rows keep computing every weight. The
-// table is never a filter, a sort or a histogram: the patterns' counts are
-// patterns.cuh's business.
+// few for logits, so f16 and f32 rows keep computing every weight.
+//
+// Why this and patterns.cuh both exist: patterns.cuh counts all 65536
+// patterns of a row and lists its distinct values in order, which the
+// filters need (a count and a mass per value), in ~222 KB of shared
+// memory, one block an SM. The kernels here (the unfiltered spec_verify
+// prepare and chain) need no filter, only each token's weight, and run two
+// blocks an SM; a 16 KB window of weights serves them, where patterns.cuh's
+// tables would halve their blocks and add a count and a list pass a row.
+// So this table is never a filter, a sort or a histogram.
 #pragma once
 
 #include <type_traits>
@@ -65,8 +72,8 @@ struct PatternTable {
 
   // pair sets a and b to the entries of the low and the high pattern of the
   // 32-bit word w, both at once and without a branch: value()'s branch a
-  // token, with its convergence barrier, cost more than the lookup itself
-  // (docs/PERF.md, run 125). Outside the window the index wraps to another
+  // token, with its convergence barrier, cost more than the lookup itself.
+  // Outside the window the index wraps to another
   // entry; pair ORs into miss what missed(miss) then reads, and the caller
   // takes value() for the tokens of a word that missed.
   __device__ __forceinline__ void pair(unsigned w, unsigned koff, V &a, V &b, unsigned &miss) const {

@@ -9,8 +9,7 @@
 // block filled earlier. Both offer w(i) for scattered reads and each(n, f)
 // for whole-row passes, which issue 16-byte loads, several per thread,
 // before the first use: a pass that loads one element at a time and waits
-// for it is bound by memory latency, not bandwidth (v1 of these kernels
-// spent most of their time exactly so).
+// for it is bound by memory latency, not bandwidth.
 #pragma once
 
 #include "common.cuh"
@@ -56,8 +55,7 @@ struct Flagged {
 // gridDim.x, j < BLOCK; flagged_grid makes that all of them) that todo
 // flags, and returns how many to every thread. Every flag is read at once:
 // a launch where a fast kernel served every slot costs one load per block,
-// not one wave of blocks per resident set (1152 slots, 512-thread blocks:
-// 7 us before, as one block per slot).
+// not one wave of blocks per resident set.
 template <int BLOCK>
 __device__ int flagged_slots(const int *todo, int slots, Flagged<BLOCK> &f) {
   if (threadIdx.x == 0) f.n = 0;

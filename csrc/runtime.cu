@@ -23,6 +23,9 @@ size_t g_ws_bytes = 0;
 std::vector<cudaEvent_t> g_events;
 unsigned *g_counters = nullptr;
 int g_counters_n = 0;
+// A dry run (sv_dry_run): launchers record the variants they would launch.
+bool g_dry_run = false;
+uint64_t g_variants = 0;
 
 bool sticky(cudaError_t err) {
   switch (err) {
@@ -115,6 +118,12 @@ int cuda_status(cudaError_t err, const char *what) {
 
 cudaStream_t stream() { return g_stream; }
 int device_sms() { return g_sms > 0 ? g_sms : 1; }
+
+bool skip_launch(int variant) {
+  if (!g_dry_run) return false;
+  g_variants |= 1ull << variant;
+  return true;
+}
 
 bool pdl_supported() {
   static const bool yes = [] {
@@ -388,4 +397,16 @@ extern "C" int sv_fault_spin(void) {
   if (err != cudaSuccess) return cuda_status(err, "fault: spin");
   spin_kernel<<<1, 1, 0, g_stream>>>(flag);
   return check_launch("fault: spin");
+}
+
+extern "C" int sv_dry_run(int on, uint64_t *variants) {
+  if (on) {
+    int st = need_init();
+    if (st != SV_OK) return st;
+    g_variants = 0;
+  } else if (variants) {
+    *variants = g_variants;
+  }
+  g_dry_run = on != 0;
+  return SV_OK;
 }

@@ -159,6 +159,51 @@ int sv_ngram_match(uint64_t input_ids, int L, uint64_t input_len,
 int sv_fault_out_of_bounds(void);
 int sv_fault_spin(void);
 
+/* Test-only, for the GPU suite's coverage of the kernel variants: between
+   sv_dry_run(1, 0) and sv_dry_run(0, &variants) the launchers decide as
+   they always do but launch nothing, and variants receives bit
+   SV_VARIANT_* for each kernel variant they would have launched. Device
+   handles are not read in a dry run: any nonzero value serves (equal ones
+   for in-place softmax). */
+int sv_dry_run(int on, uint64_t *variants);
+
+/* The kernel variants the launchers choose among (bit numbers). */
+enum sv_variant {
+  SV_VARIANT_ARGMAX_CHUNKS = 0,           /* chunks of a row, combined by its last block */
+  SV_VARIANT_ARGMAX_CLUSTER = 1,          /* sm_90: one cluster a row */
+  SV_VARIANT_SOFTMAX_ROW = 2,             /* one block a row, two reads */
+  SV_VARIANT_SOFTMAX_ROW_CACHED = 3,      /* one block a row, the row in shared memory */
+  SV_VARIANT_SOFTMAX_SPLIT = 4,           /* chunk statistics, then a write kernel */
+  SV_VARIANT_SOFTMAX_CLUSTER = 5,         /* sm_90: one cluster a row, two reads */
+  SV_VARIANT_SOFTMAX_BULK = 6,            /* sm_90: one cluster a row, bulk copies */
+  SV_VARIANT_RENORM_FAST = 7,             /* the top-k fast path */
+  SV_VARIANT_RENORM_FAST_SERVE = 8,       /* the fast path serving its flagged rows */
+  SV_VARIANT_RENORM_FAST_CLUSTER = 9,     /* that, a row's chunks one cluster */
+  SV_VARIANT_RENORM_FLAGGED_TOKENS = 10,  /* the full-row kernel on flagged rows, per token */
+  SV_VARIANT_RENORM_FLAGGED_PATTERN = 11, /* the same by pattern (16-bit, sm_90) */
+  SV_VARIANT_RENORM_ROWS_TOKENS = 12,     /* the full-row kernel on every row, per token */
+  SV_VARIANT_RENORM_ROWS_PATTERN = 13,    /* the same by pattern */
+  SV_VARIANT_SAMPLE_FAST = 14,
+  SV_VARIANT_SAMPLE_FAST_SERVE = 15,
+  SV_VARIANT_SAMPLE_FAST_CLUSTER = 16,
+  SV_VARIANT_SAMPLE_FLAGGED_TOKENS = 17,
+  SV_VARIANT_SAMPLE_FLAGGED_PATTERN = 18,
+  SV_VARIANT_SAMPLE_FILTERED_TOKENS = 19, /* every sampled row, with filters */
+  SV_VARIANT_SAMPLE_FILTERED_PATTERN = 20,
+  SV_VARIANT_SAMPLE_LEAN_TOKENS = 21,     /* every sampled row, no filter in the launch */
+  SV_VARIANT_SAMPLE_LEAN_PATTERN = 22,
+  SV_VARIANT_SAMPLE_DRAWS = 23,           /* many draws from the written CDFs */
+  SV_VARIANT_SPEC_FAST = 24,
+  SV_VARIANT_SPEC_FAST_CLUSTER = 25,
+  SV_VARIANT_SPEC_PREPARE_FLAGGED = 26,   /* the prepare on the positions the fast path flagged */
+  SV_VARIANT_SPEC_CHAIN_FILTERED = 27,
+  SV_VARIANT_SPEC_SPLIT = 28,             /* sm_90: a cluster a position, few positions */
+  SV_VARIANT_SPEC_PREPARE_LEAN = 29,      /* one block a position, no filter in the launch */
+  SV_VARIANT_SPEC_CHAIN_LEAN = 30,
+  SV_VARIANT_SPEC_CHAIN_LEAN_TABLE = 31,  /* bf16, one-hot drafts: a table of fixed-point weights */
+  SV_VARIANT_NGRAM = 32
+};
+
 #ifdef __cplusplus
 }
 #endif

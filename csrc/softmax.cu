@@ -1,100 +1,23 @@
 // softmax.cu: probs = softmax((x - max) / T) per row, f32/f16/bf16 in, f32 out.
 //
-// History (H100, bf16, V=128256; `sampviz bench`, 2026-11-22; floor = bytes
-// at the measured copy bandwidth):
-//
-//   v1  online max and sum in one pass (Milakov and Gimelshein, 2018), then
-//       a write pass that re-reads the row (from L2: the block just read
-//       it); each output the exact weight f32math.Exp((x - m) / T) over the
-//       sum. Rows of up to 16k tokens cached in shared memory; fewer rows
-//       than SMs split into chunks (a statistics kernel, then a combining
-//       write kernel). B=128: 86.3 us (2.6x), B=512: 276 us (2.1x), B=1:
-//       16.4 us.
-//   v2  the hardware exp in the write pass and four 16-byte loads in flight
-//       per thread: B=512 243 us, B=1 12.5 us, but B=128 stayed at 86 us:
-//       the exp was not its bottleneck; the per-token online update
-//       (compare, branch, rescale: one dependent chain per thread) was.
-//   v3  (the sm_80 path) per-vector online statistics: the max of a 16-byte
-//       vector first (no branches), one rescale per vector when it grows,
-//       then 8 independent exp2 (MUFU.EX2, ~5 instructions per token in
-//       all), and the same in the write pass. T = 0 rows take a separate
-//       argmax pass, so the fast pass tracks no index. B=128: 57.5 us
-//       (1.72x), B=512: 222 us (1.67x), B=1: 10.5 us.
-//       Tried and reverted: 1024-thread blocks (B=128 64.5 us) and the split
-//       path for 66 <= B < 264 (B=128 71.8 us). ncu at B=128: one block per
-//       SM, 48% occupancy, DRAM at 50-56%: the row kernel cannot keep enough
-//       loads in flight with one row per SM.
-//   v4  (sm_90, replaced by v5) one read of the input: a thread block
-//       cluster of C blocks per row (C = 1..16). Each block copies its
-//       chunk once into dynamic shared memory with cp.async (16-byte
-//       copies, the whole chunk in flight at once, no registers held),
-//       then works from shared memory: the chunk's max and first maximum;
-//       the row's, from every block's slot in DSMEM folded in rank order
-//       (all blocks derive the same m); the chunk's sum of 2^((x - m) * c);
-//       the row's S the same way (the same bits in every block); the
-//       outputs (float4 stores).
-//       Two cluster barriers, no L2 re-read, no second kernel. Shape:
-//       512-thread blocks, chunks of at most 48 KB (bf16 V=128256: C=6,
-//       42.8 KB; V=151936: C=7, 43.4 KB; f32: C=8, 64 KB), at least two
-//       blocks per SM, up to four blocks per SM (32 registers) so that one
-//       block's reads overlap another's writes. Floors: B=128 33.4 us,
-//       B=512 133.7 us. Predicted: B=128 ~40 us (1.2x: the floor at ~90% of
-//       the copy bandwidth plus ~3 us of launch, first copy and the last
-//       blocks' barriers), B=512 ~150 us (1.12x), B=1 ~6 us.
-//       Measured (H100, 2026-11-22): B=512 200.7 us (1.50x; v3 223.5),
-//       f32 B=128 64.9 us (v3 76.0); but bf16 B=128 64.7 us (v3 58.0) and,
-//       with clusters of 16 blocks of 1024 threads, B=1 14.0 us (v3 10.3).
-//       The prediction missed by ~30%: a block cannot start its sums
-//       before its whole chunk has landed, and below two waves the last
-//       partial wave idles SMs. So v4 runs only where it measured faster
-//       (at least ~2 waves of blocks: B=512, f32 B=128); other shapes kept
-//       v3.
-//   v5  (sm_90: f32 logits, and launches of fewer blocks than SMs) v3's
-//       two reads in a cluster: C
-//       blocks per row (C = 1..16, chunks of about 8192 tokens), each
-//       reading its chunk for v3's per-vector online statistics, the
-//       blocks' (max, first maximum, sum, flags) exchanged over DSMEM and
-//       folded in rank order by every block (one cluster barrier), then the
-//       chunk read again, from L2, and written. A probe of simple kernels
-//       on the bench's shapes (docs/PERF.md, run 24) showed why: a block
-//       that reads a chunk of 4-8k tokens twice, the second time from L2,
-//       wrote bf16 B=512 at 1.14x the floor (153 us) and B=128 at 1.28x,
-//       where a plain one-read conversion took 194-258 us; and small blocks
-//       with few registers, many per SM. Measured (runs 26-33): B=128 54 us
-//       (1.63x; v3 57.9), B=512 178-183 us (1.33-1.38x; v4 200.8),
-//       V=151936 66 us (v3 69.7), f32 B=128 65 us (v4 64.8), B=1 10.6 us
-//       (v3 10.3). The cluster costs against the probe: blocks of a
-//       cluster start and are scheduled together within a GPC, and every
-//       block waits for its cluster's slowest before it writes.
-//       Tried after v5 (run 34): the same blocks without a cluster, as a
-//       cooperative grid of row groups (up to 32 blocks, all resident)
-//       that exchange their statistics through global memory and a
-//       counter, each group serving rows in rounds: B=128 55-61 us,
-//       B=512 196-227 us, worse than v5 (within a block the rounds run
-//       read, wait, write one after another; in v5 finished blocks are
-//       replaced by fresh ones that overlap them); B=1 9.1 us. And (run
-//       37) clusters of two or four rows, a block reading its chunk of the
-//       next row while the cluster's statistics of the last one arrive
-//       (split barrier): B=512 201 and 254 us, B=128 61.5 and 80.7 us,
-//       against 187 and 55.7 for one row in the same run: fewer, longer
-//       blocks lose more than the hidden barrier wins.
-//   v6  (sm_90, 16-bit logits) v5's cluster, with the chunk brought into
-//       shared memory by the copy engine (one bulk load; v4 copied it with
-//       the threads' 16-byte cp.async) and the outputs written by it too:
-//       each warp stages 256 tokens of f32 in shared memory and writes
-//       them with one 1 KB bulk store. The stores were what held v5 back:
-//       in the probe (`bwprobe tma`, run 99) the same kernel with the
-//       threads' float4 stores took 61-68 us at B=128 and 199-243 at
-//       B=512, with bulk stores 45.7 and 149.9. Shape (runs 100, 107):
-//       256 threads, clusters of a power of two with chunks of at most
-//       40 KB (8 at V=128256 and 151936), four blocks an SM. Measured in
-//       the library (run 101, the same call as v5): B=512 155.5 us
-//       (1.16x; v5 182.3), B=128 49.1 (1.47x; v5 54.7), V=151936 59.4
-//       (v5 66.6; 53.4 with clusters of 8 in place of 10, run 107); but
-//       f32 B=128 68.4 (v5 65.6) and B=1 12.0 (v5 10.8), which v5 keeps.
-//       v5's two reads with v6's stores (`bwprobe tma2`, run 102)
-//       measured the same within 2-6%; a queue of statistics and write
-//       tasks with no cluster (`bwprobe queue`, run 106) no better.
+// Bound by memory: the input read once (or twice, the second time from
+// L2) and the output written once. Which kernel runs:
+//   - sm_90, 16-bit logits, launches of at least a wave of blocks: the bulk
+//     kernel. A cluster of blocks per row, each block's chunk brought into
+//     shared memory by one bulk copy and written back by warp tiles of bulk
+//     stores, so no registers hold loads in flight, the chunk is read once,
+//     and the copy engine carries the stores, which held the threads' own
+//     stores far from the copy bandwidth.
+//   - sm_90 otherwise (f32, few rows): the cluster kernel. A cluster per
+//     row; each block reads its chunk for per-vector online statistics,
+//     the blocks exchange them over DSMEM, and each reads its chunk again
+//     from L2 to write it.
+//   - sm_80 (and rows no cluster holds): one block a row (the row cached in
+//     shared memory up to 16k tokens), or, for fewer rows than half the
+//     SMs, chunk statistics then a combining write kernel.
+// Every statistic is per 16-byte vector: the vector's max first (no
+// branches), one rescale per vector when it grows, then independent exp2.
+// Measurements and the designs tried are in docs/perf-log.md.
 //
 // Numerics: softmax is not bit for bit (docs/SEMANTICS.md): the outputs are
 // exp2((x - m) * log2(e)/T) / S with the hardware exp2 (relative error
@@ -102,8 +25,8 @@
 // The scale comes after the max (x - m <= 0), so T = 1e-4 cannot overflow.
 // T = 0 writes one-hot at the first maximum; rows with NaN or +Inf, or all
 // -Inf, write NaN. In-place (f32) works because each thread reads its
-// elements before it writes them, and (v5, v6) every block of a row has
-// read its chunk for the statistics before any block writes.
+// elements before it writes them, and (cluster kernels) every block of a
+// row has read its chunk for the statistics before any block writes.
 #include "bulk.cuh"
 #include "cluster.cuh"
 #include "common.cuh"
@@ -438,8 +361,8 @@ __device__ __forceinline__ __nv_bfloat16 neg_inf(const __nv_bfloat16 *) { return
 
 // softmax_cluster_kernel (sm_90): one cluster of C blocks per row
 // (blockIdx.x / C); block rank r owns tokens [r * chunk, (r + 1) * chunk).
-// Each block reads its chunk once for its statistics (v3's per-vector
-// online statistics; T = 0 rows the first maximum by scan_max), sends
+// Each block reads its chunk once for its statistics (per-vector online
+// statistics; T = 0 rows the first maximum by scan_max), sends
 // them to every block of the cluster over DSMEM (slot [rank] of each peer),
 // folds the slots in rank order (so all blocks derive the same m, first
 // maximum and S) and reads its chunk again to write it: the second read
@@ -490,23 +413,23 @@ constexpr size_t bulk_chunk_bytes(int chunk) {
   return ((size_t)chunk * sizeof(T) / 16 + 4) * 16;
 }
 
-// softmax_bulk_kernel (v6, sm_90): v5's cluster with one read of the
-// input. Block rank r of a row's cluster owns tokens [begin, end). The
+// softmax_bulk_kernel (sm_90): softmax_cluster_kernel's cluster with one
+// read of the input. Block rank r of a row's cluster owns tokens [begin, end). The
 // SM's copy engine brings the chunk into shared memory (one bulk load of
 // its 16-byte-aligned interior; the unaligned head and tail by threads),
 // so no registers hold loads in flight and the chunk is not read again
-// from L2; the statistics are v5's, taken from shared memory, and
-// exchanged as v5 does; the outputs leave in tiles of kTile tokens, each
-// staged by one warp in shared memory and written by one bulk store (the
-// same chunks written by the threads' float4 stores measured 16-60%
-// slower: docs/PERF.md, runs 99 and 105). A block never reads or writes
+// from L2; the statistics are the cluster kernel's, taken from shared
+// memory, and exchanged as it does; the outputs leave in tiles of kTile
+// tokens, each staged by one warp in shared memory and written by one bulk
+// store (the threads' own float4 stores measured slower). A block never
+// reads or writes
 // outside its chunk, and writes only after the cluster's barrier, by
 // when every block has its chunk in shared memory (in place would be
-// safe, but v6 serves 16-bit logits only).
+// safe, but this kernel serves 16-bit logits only).
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
     softmax_bulk_kernel(const T *logits, int vocab, int chunk, const float *__restrict__ temperature, float *probs) {
-  static_assert(sizeof(T) == 2, "v6 serves 16-bit logits; v5 serves f32");
+  static_assert(sizeof(T) == 2, "the bulk kernel serves 16-bit logits; the cluster kernel f32");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int N = 8;  // tokens a 16-byte vector
   constexpr int WARPS = BLOCK / 32;
@@ -629,15 +552,14 @@ __global__ void __launch_bounds__(BLOCK)
 }
 
 constexpr int kSoftmaxBlock = 512;  // split kernels
-constexpr int kRowBlock = 512;      // one block per row (1024 measured slower: 64.5 vs 58 us)
+constexpr int kRowBlock = 512;      // one block per row (1024 measured slower)
 constexpr int kCacheVocab = 16384;  // rows up to this many tokens stay in shared memory
 
 // Cluster shape (sm_90): 256-thread blocks with 40 registers (six blocks
 // per SM), four 16-byte loads in flight per thread, chunks of about 8192
-// tokens (bf16 V=128256: clusters of 16). Measured against 512-thread
-// blocks (2 to 4 per SM: 18-70% slower), 128-thread blocks (12 or 16 per
-// SM: 2-8% slower), 32 registers (8 per SM: spills, 1-15% slower) and
-// chunks of 11000 or 16384 tokens (3-18% slower) on the bench's shapes.
+// tokens (bf16 V=128256: clusters of 16); 512- and 128-thread blocks, 32
+// registers (spills) and longer chunks measured slower on the bench's
+// shapes (docs/perf-log.md).
 constexpr int kClusterBlock = 256, kClusterMin = 6, kClusterUnroll = 4;
 constexpr int kClusterChunk = 8192;
 
@@ -653,32 +575,31 @@ int softmax_cluster(const T *logits, int rows, int vocab, const float *temperatu
     int c = csize;
     const int chunk = split_row(vocab, c);
     if (max_clusters((const void *)kern, c, BLOCK, 0) >= 1)
-      return launch_cluster(kern, c * rows, BLOCK, 0, c, "softmax", logits, vocab, chunk, temperature, probs);
+      return launch_cluster(SV_VARIANT_SOFTMAX_CLUSTER, kern, c * rows, BLOCK, 0, c, "softmax", logits, vocab, chunk,
+                            temperature, probs);
     if (csize == 1) return -1;
     csize = csize > kPortableCluster ? kPortableCluster : csize - 1;
   }
 }
 
-// v6's shape: 256-thread blocks, chunks of at most 40 KB of logits (bf16
-// V=128256 and V=151936: clusters of 8), measured against 128 and 512
-// threads, chunks of 16 and 64 KB, tiles of 512 tokens a warp, and stages
-// of 1024 to 4096 tokens for the whole block (runs 100 and 107).
+// The bulk kernel's shape: 256-thread blocks, chunks of at most 40 KB of
+// logits (bf16 V=128256 and V=151936: clusters of 8); other block sizes,
+// chunk sizes, tiles and stages measured slower (docs/perf-log.md).
 constexpr int kBulkBlock = 256;
 constexpr int kBulkChunkBytes = 40 << 10;
 
-// softmax_bulk launches v6 (16-bit logits), or returns -1 (nothing
-// launched) where v5 serves: launches of fewer blocks than SMs, where v5
-// measured faster (bf16 B=1 10.8 against 12.0 us: run 101), no sm_90
-// binary, and rows whose chunk over 16 blocks leaves no room for a block
-// on an SM.
+// softmax_bulk launches the bulk kernel (16-bit logits), or returns -1
+// (nothing launched) where the cluster kernel serves: launches of fewer
+// blocks than SMs, where it measured faster, no sm_90 binary, and rows
+// whose chunk over 16 blocks leaves no room for a block on an SM.
 template <typename T>
 int softmax_bulk(const T *logits, int rows, int vocab, const float *temperature, float *probs) {
   auto kern = softmax_bulk_kernel<T, kBulkBlock>;
   if (!cluster_ready((const void *)kern, true)) return -1;
   // The fewest blocks, a power of two, whose chunks are at most
-  // kBulkChunkBytes: V=151936 as clusters of 8 (37 KB chunks) took 53.4
-  // us at B=128, as clusters of 10 (30 KB) 58.9 (run 107). Perhaps eight
-  // blocks pack a GPC's SMs with fewer leftovers; not measured further.
+  // kBulkChunkBytes: V=151936 ran faster as clusters of 8 than of 10.
+  // Perhaps eight blocks pack a GPC's SMs with fewer leftovers; not
+  // measured further.
   const long long bytes = (long long)vocab * sizeof(T);
   int want = 1;
   while (want < kMaxCluster && bytes > (long long)want * kBulkChunkBytes) want *= 2;
@@ -691,7 +612,8 @@ int softmax_bulk(const T *logits, int rows, int vocab, const float *temperature,
     if ((long long)c * rows > 0x7fffffff) return -1;
     const size_t smem = bulk_stage_bytes<kBulkBlock>() + bulk_chunk_bytes<T>(chunk);
     if (max_clusters((const void *)kern, c, kBulkBlock, smem) >= 1)
-      return launch_cluster(kern, c * rows, kBulkBlock, smem, c, "softmax", logits, vocab, chunk, temperature, probs);
+      return launch_cluster(SV_VARIANT_SOFTMAX_BULK, kern, c * rows, kBulkBlock, smem, c, "softmax", logits, vocab,
+                            chunk, temperature, probs);
   }
   return -1;
 }
@@ -705,7 +627,7 @@ int launch_softmax(int dtype, const void *logits, int rows, int vocab, const flo
   if (cluster_path()) {
     int st = -1;
     SV_DISPATCH_DTYPE(dtype, T, {
-      // v6 for 16-bit logits; f32 takes v5 (65.6 against v6's 68.4 us at B=128).
+      // The bulk kernel for 16-bit logits; f32 measured faster in the cluster kernel.
       if constexpr (sizeof(T) == 2)
         st = softmax_bulk<T>(static_cast<const T *>(logits), rows, vocab, temperature, probs);
       if (st < 0)
@@ -714,10 +636,11 @@ int launch_softmax(int dtype, const void *logits, int rows, int vocab, const flo
     });
     if (st >= 0) return st;
   }
-  // sm_80 (and rows no cluster holds): v3.
+  // sm_80 (and rows no cluster holds): a block a row, or the split kernels.
   const int sms = device_sms();
   if (vocab <= kCacheVocab) {
     const size_t smem = sizeof(float) * (size_t)vocab;
+    if (skip_launch(SV_VARIANT_SOFTMAX_ROW_CACHED)) return SV_OK;
     SV_DISPATCH_DTYPE(dtype, T, {
       auto kern = softmax_row_kernel<T, kRowBlock, true>;
       cudaError_t err = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
@@ -726,7 +649,8 @@ int launch_softmax(int dtype, const void *logits, int rows, int vocab, const flo
     });
     return check_launch("softmax");
   }
-  if (2 * rows >= sms) {  // the split path measured slower here (B=128: 71.8 vs 57.5 us)
+  if (2 * rows >= sms) {  // the split path measured slower here
+    if (skip_launch(SV_VARIANT_SOFTMAX_ROW)) return SV_OK;
     SV_DISPATCH_DTYPE(dtype, T,
                       softmax_row_kernel<T, kRowBlock, false><<<rows, kRowBlock, 0, stream()>>>(
                           static_cast<const T *>(logits), vocab, temperature, probs));
@@ -740,6 +664,7 @@ int launch_softmax(int dtype, const void *logits, int rows, int vocab, const flo
   if (st != SV_OK) return st;
   ChunkStat *part = static_cast<ChunkStat *>(ws);
   dim3 grid(chunks, rows);
+  if (skip_launch(SV_VARIANT_SOFTMAX_SPLIT)) return SV_OK;
   SV_DISPATCH_DTYPE(dtype, T, {
     softmax_chunk_kernel<T, kSoftmaxBlock><<<grid, kSoftmaxBlock, 0, stream()>>>(static_cast<const T *>(logits),
                                                                                    vocab, chunk, temperature, part);

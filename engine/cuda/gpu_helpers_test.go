@@ -213,9 +213,11 @@ func params(rng *rand.Rand, rows, vocab int, filters bool) engine.Params {
 	return p
 }
 
-// runBoth runs run on the GPU and on engine/cpu.
+// runBoth runs run on the GPU and on engine/cpu, and records which kernel
+// variants its launch takes (TestGPUVariantCoverage).
 func runBoth(t *testing.T, run *engine.Run) (gpu, host *engine.Output) {
 	t.Helper()
+	recordVariants(t, run)
 	ctx := context.Background()
 	gpu, err := gpuBackend(t).Run(ctx, run)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // TestAllFast checks the SV_ALL_FAST hint against the fast path's rule
-// (csrc/fastrow.cuh fast_eligible): every row must qualify.
+// (csrc/fast_layout.cuh fast_eligible): every row must qualify.
 func TestAllFast(t *testing.T) {
 	const vocab = 1000
 	row := func(temp float32, k int32, p float32) *rowParams {

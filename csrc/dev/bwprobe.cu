@@ -15,7 +15,7 @@
 // queue` a grid of resident blocks taking statistics and write tasks from
 // a global counter (queue_probe). Not part of the library: `make
 // gpu-probe [PROBE=split|tma|tma2|queue]` builds and runs it on the GPU
-// machine (docs/PERF.md, runs 24, 92, 99-100, 102 and 106).
+// machine (docs/perf-log.md, runs 24, 92, 99-100, 102 and 106).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

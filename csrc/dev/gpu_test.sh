@@ -6,7 +6,9 @@
 # scenario catalogue, `sampviz serve --backend cuda` opening every scenario
 # over HTTP (cmd/sampviz's TestServeScenarios), and `sampviz bench`. Logs go
 # to $GPU_OUT (default gpu-out). STAGES picks the steps (default "build suite
-# memcheck check serve bench").
+# memcheck check serve bench"). The suite and memcheck print which tests
+# took each kernel variant (TestGPUVariantCoverage), and memcheck's quick
+# mode fails when a variant the dispatch can choose was never taken.
 set -uo pipefail
 out=${GPU_OUT:-gpu-out}
 stages=${STAGES:-build suite memcheck check serve bench}
@@ -17,8 +19,10 @@ status=0
 has() { [[ " $stages " == *" $1 "* ]]; }
 
 if has build; then
-  echo "== build ($(nvcc --version | tail -1))"
+  echo "== build ($(nvcc --version | tail -1), archs ${SAMPVIZ_ARCHS:-default})"
+  start=$(date +%s)
   make -j"$(nproc)" kernels >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+  echo "build took $(($(date +%s) - start)) s"
 fi
 [ -f "$lib" ] || { echo "no $lib"; exit 1; }
 # make gpu-bundle gzips the binaries; unpack them once.
@@ -34,7 +38,9 @@ if has suite; then
   SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 ./gpu-bundle/cuda.test -test.v -test.count=1 \
     -test.timeout="$timeout" ${SUITE_RUN:+-test.run "$SUITE_RUN"} >"$out/suite.log" 2>&1
   rc=$?
-  grep -E '^(=== RUN|--- FAIL|FAIL|ok|PASS)|gpu_test.go|helpers_test.go|panic' "$out/suite.log" | grep -v '^=== RUN' | tail -60
+  grep -E '^(=== RUN|--- FAIL|FAIL|ok|PASS)|gpu_test.go|helpers_test.go|variants_test.go|panic' "$out/suite.log" |
+    grep -v '^=== RUN' | tail -60
+  grep '^variant' "$out/suite.log"
   echo "suite exit $rc"; [ $rc -eq 0 ] || status=1
 fi
 
@@ -47,6 +53,7 @@ if has memcheck; then
     -test.timeout="$timeout" >"$out/memcheck.log" 2>&1
   rc=$?
   grep -E 'ERROR SUMMARY|Invalid|--- FAIL|^ok|^PASS|^FAIL' "$out/memcheck.log" | sort | uniq -c | tail -20
+  grep -E '^variant|variants_test.go' "$out/memcheck.log"
   summaries=$(grep -c 'ERROR SUMMARY' "$out/memcheck.log")
   dirty=$(grep 'ERROR SUMMARY' "$out/memcheck.log" | grep -vc 'ERROR SUMMARY: 0 errors')
   echo "memcheck exit $rc, $summaries worker summaries, $dirty with errors"
