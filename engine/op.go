@@ -11,12 +11,13 @@ type Op string
 
 // The operations of DESIGN.md.
 const (
-	OpArgmax     Op = "argmax"
-	OpSoftmax    Op = "softmax"
-	OpRenorm     Op = "renorm"
-	OpSample     Op = "sample"
-	OpSpecVerify Op = "spec_verify"
-	OpNgramMatch Op = "ngram_match"
+	OpArgmax         Op = "argmax"
+	OpSoftmax        Op = "softmax"
+	OpRenorm         Op = "renorm"
+	OpSample         Op = "sample"
+	OpSpecVerify     Op = "spec_verify"
+	OpSpecTreeVerify Op = "spec_tree_verify"
+	OpNgramMatch     Op = "ngram_match"
 )
 
 // TensorSpec is one tensor of the dump format (DUMPS.md): its name, the
@@ -26,14 +27,16 @@ type TensorSpec struct {
 	Name string
 	// Dims names each dimension: B (rows), V (vocabulary), K (draft
 	// positions; "K+1" with the bonus position), L and M (prompt and
-	// generated lengths), N (draws), T (trials), D (draft tokens).
+	// generated lengths), N (draws; the nodes of a draft tree), T
+	// (trials), D (draft tokens), P (the positions of a tree's path).
 	Dims  []string
 	Float bool
 	// Required inputs must be in the dump; the others are optional.
 	Required bool
 	// Values says what the elements must hold: "" anything of the dtype,
 	// "token" ids in [0, V), "count:X" integers in [0, X] where X is a
-	// dimension letter.
+	// dimension letter. A draft tree's links and candidates are checked
+	// together, per row (Run.Trees).
 	Values string
 }
 
@@ -68,6 +71,11 @@ var outputSpecs = []TensorSpec{
 	{Name: "spec_accepted", Dims: []string{"B"}},
 	{Name: "spec_trials", Dims: []string{"T", "B", "K+1"}},
 	{Name: "draft_out", Dims: []string{"B", "D"}},
+	{Name: "tree_path", Dims: []string{"B", "P"}},
+	{Name: "tree_tokens", Dims: []string{"B", "P"}},
+	{Name: "tree_accepted", Dims: []string{"B"}},
+	{Name: "tree_path_trials", Dims: []string{"T", "B", "P"}},
+	{Name: "tree_trials", Dims: []string{"T", "B", "P"}},
 }
 
 var (
@@ -107,6 +115,19 @@ var opTable = []*OpSpec{
 		},
 		Params:  join(filterParams, seedParams, []string{"trials"}),
 		Outputs: []string{"spec_tokens", "spec_emitted", "spec_accepted", "spec_trials"},
+		Kernel:  NeedTemperature | NeedFilters | NeedSeeds,
+	},
+	{
+		Op: OpSpecTreeVerify, Summary: "tree speculative sampling: children tried in sibling order against the residual, one path accepted, one token drawn",
+		Inputs: []TensorSpec{
+			{Name: "target_logits", Dims: []string{"B", "N", "V"}, Float: true, Required: true},
+			{Name: "candidates", Dims: []string{"B", "N"}, Required: true},
+			{Name: "retrive_next_token", Dims: []string{"B", "N"}, Required: true},
+			{Name: "retrive_next_sibling", Dims: []string{"B", "N"}, Required: true},
+			{Name: "draft_probs", Dims: []string{"B", "N", "V"}, Float: true},
+		},
+		Params:  join(filterParams, seedParams, []string{"trials"}),
+		Outputs: []string{"tree_path", "tree_tokens", "tree_accepted", "tree_path_trials", "tree_trials"},
 		Kernel:  NeedTemperature | NeedFilters | NeedSeeds,
 	},
 	{
