@@ -423,7 +423,7 @@ func treeSummary(or *engine.OutputReport) {
 	pool.Accepted /= n
 	pool.Theory /= n
 	pool.FirstTV /= n
-	pool.FirstTVBound = engine.Float(bound / float64(n))
+	pool.FirstTVBound = engine.Float(math.Min(1, bound/float64(n)))
 	pool.TargetTV = engine.Float(targetTV / float64(n))
 	if pool.Theory > 0 {
 		pool.Excess = pool.Accepted/pool.Theory - 1
@@ -437,8 +437,8 @@ func treeSummary(or *engine.OutputReport) {
 	if pool.TargetTV < 1e-9 {
 		law = "the target (its lossless law here)"
 	}
-	msg := fmt.Sprintf("accepts %s %s tokens than the lossless rule (%s a trial where exact tree sampling gives %s, over %d trials of %s); the first emitted token is %s from %s in total variation (a lossless verifier stays under %s)",
-		pct(math.Abs(float64(pool.Excess))), more, num(float64(pool.Accepted)), num(float64(pool.Theory)), pool.Trials, plural(rows, "row"),
+	msg := fmt.Sprintf("accepts %s %s tokens than the lossless rule (%.3g a trial where exact tree sampling gives %.3g, over %d trials of %s); the first emitted token is %s from %s in total variation (a lossless verifier stays under %s)",
+		pct(math.Abs(float64(pool.Excess))), more, float64(pool.Accepted), float64(pool.Theory), pool.Trials, plural(rows, "row"),
 		num(float64(pool.FirstTV)), law, num(float64(pool.FirstTVBound)))
 	failed := len(or.Violations) > 0
 	for _, r := range or.Rows {
