@@ -99,23 +99,12 @@ func treeSlack(s *ref.TreeRef, d int) []float64 {
 	for i := range slack {
 		slack[i] = acceptSlack
 	}
-	for u, dist := range s.Target {
+	for u := range s.Target {
 		k := s.Tree.Depth[u]
-		if k < 0 || k >= d || len(dist.Class) == 0 {
+		if k < 0 || k >= d || len(s.Target[u].Class) == 0 {
 			continue
 		}
-		var boundary, kept float64
-		for t, c := range dist.Class {
-			if c == ref.Boundary {
-				boundary += dist.Base[t]
-			}
-			if dist.Probs[t] > 0 {
-				kept += dist.Base[t]
-			}
-		}
-		if kept > 0 {
-			slack[k] = math.Max(slack[k], acceptSlack+boundary/kept)
-		}
+		slack[k] = math.Max(slack[k], acceptSlack+boundaryShare(&s.Target[u]))
 	}
 	return slack
 }
@@ -213,14 +202,7 @@ func drawnOK(s *ref.TreeRef, slack []float64, u, t int) bool {
 func (w *worker) treeTrialStats(p *plan, s *ref.TreeRef, slack []float64, trials []treeTrial, r int, rep *engine.RowReport) {
 	d, v := p.depth, w.j.vocab
 	thr := p.tol.PValue
-	type test struct {
-		rule engine.Rule
-		p    float64
-		msg  func(threshold float64) string
-		tok  int
-		hard string
-	}
-	var tests []test
+	var tests []rowTest
 	n := len(trials)
 	hist := make([]int64, d+1)
 	counts := make([][]int64, d+1)
@@ -269,7 +251,7 @@ func (w *worker) treeTrialStats(p *plan, s *ref.TreeRef, slack []float64, trials
 			Lo: engine.Float(lo), Hi: engine.Float(hi), Theory: engine.Float(a), PValue: engine.Float(pv)}
 		if atLeast > 0 {
 			k, reachedK := k, atLeast
-			tests = append(tests, test{rule: engine.RuleAcceptance, p: pv, tok: -1, msg: func(float64) string {
+			tests = append(tests, rowTest{rule: engine.RuleAcceptance, p: pv, tok: -1, msg: func(float64) string {
 				which := fmt.Sprintf("of the %d trials that accepted %d tokens accepted one more", reachedK, k)
 				if k == 0 {
 					which = fmt.Sprintf("of the %d trials accepted a first token", reachedK)
@@ -294,7 +276,7 @@ func (w *worker) treeTrialStats(p *plan, s *ref.TreeRef, slack []float64, trials
 	st.EmittedPValue = 1
 	if ef, err := stats.GoodnessOfFit(hist, lengths, stats.FitOptions{Label: "length"}); err == nil {
 		st.EmittedPValue = engine.Float(ef.PValue)
-		tests = append(tests, test{rule: engine.RuleAcceptance, p: ef.PValue, tok: -1, msg: func(threshold float64) string {
+		tests = append(tests, rowTest{rule: engine.RuleAcceptance, p: ef.PValue, tok: -1, msg: func(threshold float64) string {
 			return fmt.Sprintf("the accepted tokens of %d trials do not follow their exact law (G-test p = %s < %s): %s",
 				n, stats.FormatP(ef.PValue, ef.LogPValue), sci(threshold), lengthTable(hist, theory))
 		}})
@@ -328,7 +310,7 @@ func (w *worker) treeTrialStats(p *plan, s *ref.TreeRef, slack []float64, trials
 		if j == 0 {
 			what = fmt.Sprintf("position 0: the first tokens of the %d trials", f.Draws)
 		}
-		t := test{rule: engine.RuleFit, p: f.PValue, tok: f.Worst.Token, msg: func(threshold float64) string {
+		t := rowTest{rule: engine.RuleFit, p: f.PValue, tok: f.Worst.Token, msg: func(threshold float64) string {
 			return fitSentence(&f, what, "exact tree speculative sampling", threshold)
 		}}
 		if f.ZeroMassTotal > 0 {
@@ -340,22 +322,7 @@ func (w *worker) treeTrialStats(p *plan, s *ref.TreeRef, slack []float64, trials
 		tests = append(tests, t)
 	}
 	rep.Spec, rep.Tree = st, tr
-
-	m := len(tests)
-	least := 1.0
-	for _, t := range tests {
-		least = math.Min(least, t.p)
-	}
-	pv := bonferroni(least, m)
-	rep.PValue = &pv
-	for _, t := range tests {
-		if t.hard != "" {
-			rep.AddFinding(violation(t.rule, t.tok, "row %d: %s", r, t.hard))
-		}
-		if t.p*float64(m) < thr {
-			rep.AddFinding(violation(t.rule, t.tok, "row %d: %s", r, t.msg(thr/float64(m))))
-		}
-	}
+	reportTests(rep, r, tests, thr)
 }
 
 // positionLaw writes into dst the law the tokens at position j are fitted

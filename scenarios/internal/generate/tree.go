@@ -152,21 +152,11 @@ func treeWide() (*scenario, error) {
 		}
 		d.params = append(d.params, p)
 	}
-	return &scenario{
-		cfg: scenarios.Config{
-			Name:      "tree-wide",
-			Title:     "Tree speculative sampling: a wide, shallow tree",
-			Summary:   "Four one-hot drafts a node over two levels (21 nodes): each child is tried against the target less the siblings rejected before it, and the first token still follows the target exactly.",
-			Op:        engine.OpSpecTreeVerify,
-			Overrides: scenarios.Overrides{Trials: intp(treeTrials)},
-			View:      "/rows/0",
-			Expect: scenarios.Expect{Pass: true, Outputs: []scenarios.OutputExpect{
-				{Name: "cpu", Pass: true},
-				{Name: "tree_trials", Pass: true},
-			}},
-		},
-		tensors: append(d.tensors(), d.simulate(rng, samplertest.TreeCorrect, treeTrials)...),
-	}, nil
+	return d.lossless(rng, scenarios.Config{
+		Name:    "tree-wide",
+		Title:   "Tree speculative sampling: a wide, shallow tree",
+		Summary: "Four one-hot drafts a node over two levels (21 nodes): each child is tried against the target less the siblings rejected before it, and the first token still follows the target exactly.",
+	}), nil
 }
 
 // treeDeep is a deep, narrow draft tree (two children a node, five levels:
@@ -195,21 +185,23 @@ func treeDeep() (*scenario, error) {
 		}
 		d.rows = append(d.rows, row)
 	}
-	return &scenario{
-		cfg: scenarios.Config{
-			Name:      "tree-deep",
-			Title:     "Tree speculative sampling: a deep, narrow tree with draft probabilities",
-			Summary:   "Two drafts a node over five levels (63 nodes), drawn from the drafter's distributions: acceptance by depth, the accepted tokens and every path position follow their exact laws.",
-			Op:        engine.OpSpecTreeVerify,
-			Overrides: scenarios.Overrides{Trials: intp(treeTrials)},
-			View:      "/rows/0",
-			Expect: scenarios.Expect{Pass: true, Outputs: []scenarios.OutputExpect{
-				{Name: "cpu", Pass: true},
-				{Name: "tree_trials", Pass: true},
-			}},
-		},
-		tensors: append(d.tensors(), d.simulate(rng, samplertest.TreeCorrect, treeTrials)...),
-	}, nil
+	return d.lossless(rng, scenarios.Config{
+		Name:    "tree-deep",
+		Title:   "Tree speculative sampling: a deep, narrow tree with draft probabilities",
+		Summary: "Two drafts a node over five levels (63 nodes), drawn from the drafter's distributions: acceptance by depth, the accepted tokens and every path position follow their exact laws.",
+	}), nil
+}
+
+// lossless returns the scenario of d whose dump holds tree_trials from a
+// lossless verifier: it and ours both pass.
+func (d treeDump) lossless(rng *rand.Rand, cfg scenarios.Config) *scenario {
+	cfg.Op, cfg.View = engine.OpSpecTreeVerify, "/rows/0"
+	cfg.Overrides = scenarios.Overrides{Trials: intp(treeTrials)}
+	cfg.Expect = scenarios.Expect{Pass: true, Outputs: []scenarios.OutputExpect{
+		{Name: "cpu", Pass: true},
+		{Name: "tree_trials", Pass: true},
+	}}
+	return &scenario{cfg: cfg, tensors: append(d.tensors(), d.simulate(rng, samplertest.TreeCorrect, treeTrials)...)}
 }
 
 // treeTwins builds rows of the seven-node tree (two children a node, two
@@ -245,28 +237,11 @@ func treeTwins(rng *rand.Rand, rows, v int, first, second, high, low float64) tr
 // first token comes out 0.2 too rarely and 0.2 more of the trials stop at
 // the root. Every row fails the acceptance tests and the lossless fit.
 func treeSiblingBug() (*scenario, error) {
-	const rows, v = 8, 32
-	rng := newRand(3030)
-	d := treeTwins(rng, rows, v, 0.5, 0.4, 0.5, 0.4)
-	var failing []scenarios.RowRules
-	for r := range rows {
-		failing = append(failing, fail(r, engine.RuleAcceptance, engine.RuleFit))
-	}
-	return &scenario{
-		cfg: scenarios.Config{
-			Name:      "tree-sibling-bug",
-			Title:     "Tree speculative sampling: a sibling tested against the original target",
-			Summary:   "A verifier that tries the second child against p instead of the residual accepts it half as often as it should: not lossless, on every row.",
-			Op:        engine.OpSpecTreeVerify,
-			Overrides: scenarios.Overrides{Trials: intp(treeTrials)},
-			View:      "/rows/0",
-			Expect: scenarios.Expect{Pass: false, Outputs: []scenarios.OutputExpect{
-				{Name: "cpu", Pass: true},
-				{Name: "tree_trials", Pass: false, Failing: failing},
-			}},
-		},
-		tensors: append(d.tensors(), d.simulate(rng, samplertest.SiblingAgainstTarget, treeTrials)...),
-	}, nil
+	return treeFault(scenarios.Config{
+		Name:    "tree-sibling-bug",
+		Title:   "Tree speculative sampling: a sibling tested against the original target",
+		Summary: "A verifier that tries the second child against p instead of the residual accepts it half as often as it should: not lossless, on every row.",
+	}, 3030, [4]float64{0.5, 0.4, 0.5, 0.4}, samplertest.SiblingAgainstTarget)
 }
 
 // treeRelaxed is sgl-kernel's tree verifier run with threshold_single 0.5:
@@ -277,28 +252,32 @@ func treeSiblingBug() (*scenario, error) {
 // the lossless fit of the first token, and the output's summary says how
 // many more tokens it accepts than the lossless rule.
 func treeRelaxed() (*scenario, error) {
+	return treeFault(scenarios.Config{
+		Name:    "tree-relaxed-thresholds",
+		Title:   "Tree speculative sampling: SGLang's relaxed thresholds",
+		Summary: "With threshold_single 0.5 a child of target probability 0.6 is always accepted: the engine accepts about a quarter more tokens than the lossless rule, and its first token is 0.4 from the target.",
+	}, 3131, [4]float64{0.6, 0.2, 0.3, 0.15}, samplertest.RelaxedThresholds)
+}
+
+// treeFault builds a scenario of eight treeTwins rows (V = 32, the
+// children's target probabilities probs: the root's first and second, then
+// the subtrees') whose dump holds tree_trials from a verifier with mistake:
+// it fails every row on acceptance and on the lossless fit, ours passes.
+func treeFault(cfg scenarios.Config, seed uint64, probs [4]float64, mistake samplertest.TreeMistake) (*scenario, error) {
 	const rows, v = 8, 32
-	rng := newRand(3131)
-	d := treeTwins(rng, rows, v, 0.6, 0.2, 0.3, 0.15)
+	rng := newRand(seed)
+	d := treeTwins(rng, rows, v, probs[0], probs[1], probs[2], probs[3])
 	var failing []scenarios.RowRules
 	for r := range rows {
 		failing = append(failing, fail(r, engine.RuleAcceptance, engine.RuleFit))
 	}
-	return &scenario{
-		cfg: scenarios.Config{
-			Name:      "tree-relaxed-thresholds",
-			Title:     "Tree speculative sampling: SGLang's relaxed thresholds",
-			Summary:   "With threshold_single 0.5 a child of target probability 0.6 is always accepted: the engine accepts about a quarter more tokens than the lossless rule, and its first token is 0.4 from the target.",
-			Op:        engine.OpSpecTreeVerify,
-			Overrides: scenarios.Overrides{Trials: intp(treeTrials)},
-			View:      "/rows/0",
-			Expect: scenarios.Expect{Pass: false, Outputs: []scenarios.OutputExpect{
-				{Name: "cpu", Pass: true},
-				{Name: "tree_trials", Pass: false, Failing: failing},
-			}},
-		},
-		tensors: append(d.tensors(), d.simulate(rng, samplertest.RelaxedThresholds, treeTrials)...),
-	}, nil
+	cfg.Op, cfg.View = engine.OpSpecTreeVerify, "/rows/0"
+	cfg.Overrides = scenarios.Overrides{Trials: intp(treeTrials)}
+	cfg.Expect = scenarios.Expect{Pass: false, Outputs: []scenarios.OutputExpect{
+		{Name: "cpu", Pass: true},
+		{Name: "tree_trials", Pass: false, Failing: failing},
+	}}
+	return &scenario{cfg: cfg, tensors: append(d.tensors(), d.simulate(rng, mistake, treeTrials)...)}, nil
 }
 
 // treeChain writes spec_verify rows as trees: node i+1 is the only child of
