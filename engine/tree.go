@@ -122,37 +122,62 @@ func ParseTree(next, sibling []int64) (*Tree, error) {
 }
 
 // Trees parses the draft tree of every row of a spec_tree_verify run
-// (ParseTree). A tree that breaks the layout gives a *TreeError naming the
-// tensor, the row and the node: "retrive_next_sibling: row 2, node 5 links
-// to node 3, ...". Tensors of the wrong shape wrap ErrUnsupported.
+// (Tree).
 func (r *Run) Trees() ([]*Tree, error) {
-	next, sib := r.NextToken, r.NextSibling
-	if err := CheckTensor(next, "retrive_next_token", 2, false); err != nil {
+	if err := r.checkLinks(); err != nil {
 		return nil, err
 	}
-	if err := CheckTensor(sib, "retrive_next_sibling", 2, false); err != nil {
-		return nil, err
-	}
-	rows, n := next.Dim(0), next.Dim(1)
-	if sib.Dim(0) != rows || sib.Dim(1) != n {
-		return nil, fmt.Errorf("retrive_next_sibling: shape %s, want %s as retrive_next_token: %w", sib.ShapeString(), next.ShapeString(), ErrUnsupported)
-	}
-	if n > MaxTreeNodes {
-		return nil, fmt.Errorf("retrive_next_token: %d nodes a row, over the %d a tree may have: %w", n, MaxTreeNodes, ErrUnsupported)
-	}
-	trees := make([]*Tree, rows)
-	a, b := make([]int64, n), make([]int64, n)
-	for row := range rows {
-		for i := range n {
-			a[i], b[i] = next.Int(row*n+i), sib.Int(row*n+i)
-		}
-		t, err := ParseTree(a, b)
+	trees := make([]*Tree, r.NextToken.Dim(0))
+	for row := range trees {
+		t, err := r.Tree(row)
 		if err != nil {
-			te := *err.(*TreeError)
-			te.Row = row
-			return nil, &te
+			return nil, err
 		}
 		trees[row] = t
 	}
 	return trees, nil
+}
+
+// Tree parses the draft tree of one row of a spec_tree_verify run
+// (ParseTree). A tree that breaks the layout gives a *TreeError naming the
+// tensor, the row and the node: "retrive_next_sibling: row 2, node 5 links
+// to node 3, ...". Link tensors of the wrong shape wrap ErrUnsupported.
+func (r *Run) Tree(row int) (*Tree, error) {
+	if err := r.checkLinks(); err != nil {
+		return nil, err
+	}
+	rows, n := r.NextToken.Dim(0), r.NextToken.Dim(1)
+	if row < 0 || row >= rows {
+		return nil, fmt.Errorf("retrive_next_token: no row %d in %d rows", row, rows)
+	}
+	a, b := make([]int64, n), make([]int64, n)
+	for i := range n {
+		a[i], b[i] = r.NextToken.Int(row*n+i), r.NextSibling.Int(row*n+i)
+	}
+	t, err := ParseTree(a, b)
+	if err != nil {
+		te := *err.(*TreeError)
+		te.Row = row
+		return nil, &te
+	}
+	return t, nil
+}
+
+// checkLinks checks the shapes of a run's tree links: two [B, N] integer
+// tensors, N at most MaxTreeNodes.
+func (r *Run) checkLinks() error {
+	next, sib := r.NextToken, r.NextSibling
+	if err := CheckTensor(next, "retrive_next_token", 2, false); err != nil {
+		return err
+	}
+	if err := CheckTensor(sib, "retrive_next_sibling", 2, false); err != nil {
+		return err
+	}
+	if sib.Dim(0) != next.Dim(0) || sib.Dim(1) != next.Dim(1) {
+		return fmt.Errorf("retrive_next_sibling: shape %s, want %s as retrive_next_token: %w", sib.ShapeString(), next.ShapeString(), ErrUnsupported)
+	}
+	if n := next.Dim(1); n > MaxTreeNodes {
+		return fmt.Errorf("retrive_next_token: %d nodes a row, over the %d a tree may have: %w", n, MaxTreeNodes, ErrUnsupported)
+	}
+	return nil
 }

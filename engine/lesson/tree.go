@@ -107,7 +107,7 @@ func TeachTree(ctx context.Context, run *engine.Run, r int, l TreeLesson) (*Tree
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	trees, err := run.Trees()
+	tree, err := run.Tree(r)
 	if err != nil {
 		return nil, &Error{Msg: sentence(err.Error())}
 	}
@@ -123,7 +123,6 @@ func TeachTree(ctx context.Context, run *engine.Run, r int, l TreeLesson) (*Tree
 	if err != nil {
 		return nil, &Error{Msg: sentence(err.Error())}
 	}
-	tree := trees[r]
 	tokens := make([]int32, n)
 	for i := range n {
 		tokens[i] = int32(run.Candidates.Int(r*n + i))

@@ -68,7 +68,7 @@ type TreeRef struct {
 func SpecTreeVerify(run *engine.Run, r int, eps float64) TreeRef {
 	var s TreeRef
 	tl, cand, dp := run.TargetLogits, run.Candidates, run.DraftProbs
-	trees, err := run.Trees()
+	tree, err := run.Tree(r)
 	switch {
 	case tl == nil || cand == nil:
 		s.invalidate("the run lacks target_logits or candidates", RuleParameter)
@@ -76,7 +76,7 @@ func SpecTreeVerify(run *engine.Run, r int, eps float64) TreeRef {
 	case err != nil:
 		s.invalidate(err.Error(), RuleParameter)
 		return s
-	case len(tl.Shape) != 3 || len(cand.Shape) != 2 || cand.Dim(0) != tl.Dim(0) || cand.Dim(1) != tl.Dim(1) || len(trees) != tl.Dim(0):
+	case len(tl.Shape) != 3 || len(cand.Shape) != 2 || cand.Dim(0) != tl.Dim(0) || cand.Dim(1) != tl.Dim(1) || tree.Nodes() != tl.Dim(1) || run.NextToken.Dim(0) != tl.Dim(0):
 		s.invalidate(fmt.Sprintf("target_logits %s and candidates %s do not fit together (want [B, N, V] and [B, N])", tl.ShapeString(), cand.ShapeString()), RuleParameter)
 		return s
 	case dp != nil && (len(dp.Shape) != 3 || dp.Dim(0) != tl.Dim(0) || dp.Dim(1) != tl.Dim(1) || dp.Dim(2) != tl.Dim(2)):
@@ -87,7 +87,6 @@ func SpecTreeVerify(run *engine.Run, r int, eps float64) TreeRef {
 		return s
 	}
 	n, v := tl.Dim(1), tl.Dim(2)
-	tree := trees[r]
 	s.Tree = tree
 	s.Tokens = make([]int64, n)
 	for i := range n {
