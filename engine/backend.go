@@ -65,6 +65,19 @@ type Output struct {
 	DraftOut     *Tensor // [B, D], -1 padded
 	Logits       *Tensor // [B, V]: an engine's logits, judged against golden ones (logits_gate)
 
+	// A draft tree's verification (spec_tree_verify), P = D+1 positions
+	// with D the deepest row's depth: TreePath holds the accepted path's
+	// nodes (the root 0 first), TreeTokens the accepted nodes' tokens and
+	// then the token drawn where the walk stopped (the bonus), each -1
+	// after; TreeAccepted the number of accepted tokens. The Trials
+	// tensors hold every trial; the first rows above are trial 0.
+	TreePath       *Tensor // [B, P]
+	TreeTokens     *Tensor // [B, P]
+	TreeAccepted   *Tensor // [B]
+	TreePathTrials *Tensor // [T, B, P]
+	TreeTrials     *Tensor // [T, B, P]
+	TreeTrace      *TreeTrace
+
 	// Timing is set by backends that measure their kernels.
 	Timing *Timing
 }
@@ -113,8 +126,40 @@ type SpecTrace struct {
 // At returns the step of trial t, row r, position i.
 func (s *SpecTrace) At(t, r, i int) *SpecStep { return &s.Step[(t*s.Rows+r)*s.Steps+i] }
 
+// TreeStep is what one trial of spec_tree_verify did at one node of the
+// tree: the test of the node's token, when the walk came to it (its parent
+// on the path, every earlier sibling rejected), and the token drawn there
+// when the walk stopped at it.
+type TreeStep struct {
+	// Tried says the node's token was tested; U, P, Q and Accepted are
+	// then the test: accepted iff float32(U·Q) < P, with P the residual
+	// probability of the token when its turn came (the target's for a
+	// first child) and Q its draft probability (1 for one-hot drafts).
+	Tried    bool    `json:"tried"`
+	U        float32 `json:"u"`
+	P        float32 `json:"p"`
+	Q        float32 `json:"q"`
+	Accepted bool    `json:"accepted"`
+	// Drawn is the token drawn at this node when the walk stopped here:
+	// from the residual left by rejecting every child, or from the target
+	// at a leaf (the bonus); -1 elsewhere.
+	Drawn int32 `json:"drawn"`
+}
+
+// TreeTrace holds the steps of the first Trials trials of a
+// spec_tree_verify run, indexed [trial][row][node].
+type TreeTrace struct {
+	Trials int        `json:"trials"`
+	Rows   int        `json:"rows"`
+	Nodes  int        `json:"nodes"`
+	Step   []TreeStep `json:"step"`
+}
+
+// At returns the step of trial t, row r, node n.
+func (s *TreeTrace) At(t, r, n int) *TreeStep { return &s.Step[(t*s.Rows+r)*s.Nodes+n] }
+
 // Kind is what a judge judges of the output, in its order of priority:
-// "probs", "spec", "samples", "tokens", "draft" or "logits" ("" when it
+// "probs", "spec", "tree", "samples", "tokens", "draft" or "logits" ("" when it
 // holds none of them).
 func (o *Output) Kind() string {
 	switch {
@@ -124,6 +169,8 @@ func (o *Output) Kind() string {
 		return "probs"
 	case o.SpecTokens != nil || o.SpecTrials != nil:
 		return "spec"
+	case o.TreeTokens != nil || o.TreeTrials != nil:
+		return "tree"
 	case o.Samples != nil:
 		return "samples"
 	case o.Tokens != nil:
@@ -139,8 +186,8 @@ type OutputInfo struct {
 	// Name is "cpu" or "cuda" for ours, the DUMPS.md tensor name for external.
 	Name     string `json:"name"`
 	External bool   `json:"external"`
-	// Kind is what is judged: "probs", "tokens", "samples", "spec", "draft",
-	// "logits".
+	// Kind is what is judged: "probs", "tokens", "samples", "spec", "tree",
+	// "draft", "logits".
 	Kind string `json:"kind"`
 	// Tolerances are what this output is judged with (they depend on its
 	// dtype), when the judge says so before judging; the charts draw the

@@ -11,13 +11,14 @@ type Op string
 
 // The operations of DESIGN.md.
 const (
-	OpArgmax     Op = "argmax"
-	OpSoftmax    Op = "softmax"
-	OpRenorm     Op = "renorm"
-	OpSample     Op = "sample"
-	OpSpecVerify Op = "spec_verify"
-	OpNgramMatch Op = "ngram_match"
-	OpLogitsGate Op = "logits_gate"
+	OpArgmax         Op = "argmax"
+	OpSoftmax        Op = "softmax"
+	OpRenorm         Op = "renorm"
+	OpSample         Op = "sample"
+	OpSpecVerify     Op = "spec_verify"
+	OpSpecTreeVerify Op = "spec_tree_verify"
+	OpNgramMatch     Op = "ngram_match"
+	OpLogitsGate     Op = "logits_gate"
 )
 
 // TensorSpec is one tensor of the dump format (DUMPS.md): its name, the
@@ -27,14 +28,16 @@ type TensorSpec struct {
 	Name string
 	// Dims names each dimension: B (rows), V (vocabulary), K (draft
 	// positions; "K+1" with the bonus position), L and M (prompt and
-	// generated lengths), N (draws), T (trials), D (draft tokens).
+	// generated lengths), N (draws; the nodes of a draft tree), T
+	// (trials), D (draft tokens), P (the positions of a tree's path).
 	Dims  []string
 	Float bool
 	// Required inputs must be in the dump; the others are optional.
 	Required bool
 	// Values says what the elements must hold: "" anything of the dtype,
 	// "token" ids in [0, V), "count:X" integers in [0, X] where X is a
-	// dimension letter, "mask" 0 or 1.
+	// dimension letter, "mask" 0 or 1. A draft tree's links and candidates
+	// are checked together, per row (Run.Trees).
 	Values string
 	// NamedOnly marks an output that exists only as TENSOR@NAME: the
 	// tensor of the plain name is an input (logits, the golden of
@@ -78,6 +81,11 @@ var outputSpecs = []TensorSpec{
 	{Name: "spec_trials", Dims: []string{"T", "B", "K+1"}},
 	{Name: "draft_out", Dims: []string{"B", "D"}},
 	{Name: "logits", Dims: []string{"B", "V"}, Float: true, NamedOnly: true},
+	{Name: "tree_path", Dims: []string{"B", "P"}},
+	{Name: "tree_tokens", Dims: []string{"B", "P"}},
+	{Name: "tree_accepted", Dims: []string{"B"}},
+	{Name: "tree_path_trials", Dims: []string{"T", "B", "P"}},
+	{Name: "tree_trials", Dims: []string{"T", "B", "P"}},
 }
 
 var (
@@ -120,6 +128,19 @@ var opTable = []*OpSpec{
 		},
 		Params:  join(filterParams, seedParams, []string{"trials"}),
 		Outputs: []string{"spec_tokens", "spec_emitted", "spec_accepted", "spec_trials"},
+		Kernel:  NeedTemperature | NeedFilters | NeedSeeds,
+	},
+	{
+		Op: OpSpecTreeVerify, Summary: "tree speculative sampling: children tried in sibling order against the residual, one path accepted, one token drawn",
+		Inputs: []TensorSpec{
+			{Name: "target_logits", Dims: []string{"B", "N", "V"}, Float: true, Required: true},
+			{Name: "candidates", Dims: []string{"B", "N"}, Required: true},
+			{Name: "retrive_next_token", Dims: []string{"B", "N"}, Required: true},
+			{Name: "retrive_next_sibling", Dims: []string{"B", "N"}, Required: true},
+			{Name: "draft_probs", Dims: []string{"B", "N", "V"}, Float: true},
+		},
+		Params:  join(filterParams, seedParams, []string{"trials"}),
+		Outputs: []string{"tree_path", "tree_tokens", "tree_accepted", "tree_path_trials", "tree_trials"},
 		Kernel:  NeedTemperature | NeedFilters | NeedSeeds,
 	},
 	{

@@ -180,7 +180,7 @@ var params = []*Param{
 	{
 		Name: "trials", Flag: "trials", Scope: Work, Kind: KindInt,
 		Rule:    fmt.Sprintf("an integer in [0, %d] (0 and 1 both mean one)", MaxTrials),
-		Usage:   fmt.Sprintf("spec_verify: speculative trials per row that our backend runs (default %d)", DefaultTrials),
+		Usage:   fmt.Sprintf("spec_verify, spec_tree_verify: speculative trials per row that our backend runs (default %d)", DefaultTrials),
 		integer: func(v int64) bool { return v >= 0 && v <= MaxTrials },
 		field:   func(o *Overrides) any { return &o.Trials },
 	},

@@ -142,8 +142,11 @@ type RowReport struct {
 	PValue *float64 `json:"p_value,omitempty"`
 	// Fit is the goodness of fit of a row's many draws (samples).
 	Fit *Fit `json:"fit,omitempty"`
-	// Spec holds the statistics of a row's speculative trials.
+	// Spec holds the statistics of a row's speculative trials (for a
+	// draft tree: by depth, and by position of the emitted path).
 	Spec *SpecStats `json:"spec,omitempty"`
+	// Tree holds what a draft tree's trials say beyond Spec.
+	Tree *TreeStats `json:"tree,omitempty"`
 	// Flip is set on a row of a logits_gate output whose top-1 token is not
 	// the golden's.
 	Flip *Flip `json:"flip,omitempty"`
@@ -234,6 +237,35 @@ type SpecStats struct {
 	Lossless []Fit `json:"lossless,omitempty"`
 }
 
+// TreeStats are the statistics of a draft tree's trials beyond SpecStats,
+// whose Positions are then the acceptance by depth (among the trials that
+// accepted d tokens, how many accepted one more), Emitted the histogram of
+// accepted tokens and Lossless the fits of the tokens at each position of
+// the emitted path. For one row, or pooled over a run's rows (trial
+// weighted, without Reached).
+type TreeStats struct {
+	Trials int `json:"trials"`
+	// Reached[n] counts the trials whose accepted path holds node n;
+	// ReachTheory[n] is its exact probability (the root: every trial).
+	Reached     []int   `json:"reached,omitempty"`
+	ReachTheory []Float `json:"reach_theory,omitempty"`
+	// Accepted is the mean number of tokens a trial accepted, Theory what
+	// the lossless rule gives, Excess = Accepted/Theory - 1 (0 when Theory
+	// is 0): an engine with relaxed thresholds accepts more.
+	Accepted Float `json:"accepted"`
+	Theory   Float `json:"theory"`
+	Excess   Float `json:"excess"`
+	// FirstTV is the total variation between the first emitted tokens and
+	// their exact law, FirstTVBound what a lossless verifier stays under at
+	// 99% for this many trials. TargetTV is the exact law's own distance
+	// from the target at the root: 0 for one-hot drafts (a lossless tree
+	// verifier then emits the target itself), above 0 for draft
+	// distributions, whose fixed drafts the law is conditioned on.
+	FirstTV      Float `json:"first_tv"`
+	FirstTVBound Float `json:"first_tv_bound"`
+	TargetTV     Float `json:"target_tv"`
+}
+
 // AddFinding appends f, keeping Violations and Pass in step with it.
 func (r *RowReport) AddFinding(f Finding) {
 	r.Findings = append(r.Findings, f)
@@ -248,7 +280,8 @@ type OutputReport struct {
 	// Name is "cpu"/"cuda" for ours, the tensor name for external outputs.
 	Name     string `json:"name"`
 	External bool   `json:"external"`
-	// Kind is what was judged: "probs", "tokens", "samples", "spec", "draft".
+	// Kind is what was judged: "probs", "tokens", "samples", "spec",
+	// "tree", "draft".
 	Kind       string `json:"kind"`
 	Pass       bool   `json:"pass"`
 	FailedRows int    `json:"failed_rows"`
@@ -265,6 +298,9 @@ type OutputReport struct {
 	Spec *SpecStats `json:"spec,omitempty"`
 	// Gate summarises a logits_gate output: KL and top-1 flips.
 	Gate *GateStats `json:"gate,omitempty"`
+	// Tree pools a draft tree output's rows: accepted tokens against the
+	// lossless rule, and the first token's distance from its law.
+	Tree *TreeStats `json:"tree,omitempty"`
 	// Notes are run-level remarks (for example, how many failures chance alone
 	// would give at the p-value threshold).
 	Notes  []string `json:"notes,omitempty"`

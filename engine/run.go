@@ -91,9 +91,12 @@ type Run struct {
 	Meta map[string]string
 
 	Logits       *Tensor // [B, V]
-	TargetLogits *Tensor // [B, K+1, V]
+	TargetLogits *Tensor // [B, K+1, V]; [B, N, V] for a draft tree
 	DraftTokens  *Tensor // [B, K]
-	DraftProbs   *Tensor // [B, K, V]; nil means one-hot drafts
+	DraftProbs   *Tensor // [B, K, V] ([B, N, V] for a tree); nil means one-hot drafts
+	Candidates   *Tensor // [B, N]: a draft tree's token per node
+	NextToken    *Tensor // [B, N]: a draft tree's first child per node, -1 for none
+	NextSibling  *Tensor // [B, N]: a draft tree's next sibling per node, -1 for none
 	InputIDs     *Tensor // [B, L]
 	InputIDsLen  *Tensor // [B]
 	PreIDs       *Tensor // [B, M]
@@ -129,6 +132,12 @@ func (r *Run) SetTensor(name string, t *Tensor) {
 		r.DraftTokens = t
 	case "draft_probs":
 		r.DraftProbs = t
+	case "candidates":
+		r.Candidates = t
+	case "retrive_next_token":
+		r.NextToken = t
+	case "retrive_next_sibling":
+		r.NextSibling = t
 	case "input_ids":
 		r.InputIDs = t
 	case "input_ids_len":
@@ -215,10 +224,20 @@ func (r *Run) Vocab() int {
 	return 0
 }
 
-// DraftLen returns K, the number of draft positions of a spec_verify run.
+// DraftLen returns K, the number of draft positions of a spec_verify run
+// (0 for the other ops).
 func (r *Run) DraftLen() int {
 	if r.DraftTokens != nil {
 		return r.DraftTokens.Dim(1)
+	}
+	return 0
+}
+
+// Nodes returns N, the number of nodes of a spec_tree_verify run's draft
+// trees (0 for the other ops).
+func (r *Run) Nodes() int {
+	if r.Op == OpSpecTreeVerify && r.TargetLogits != nil {
+		return r.TargetLogits.Dim(1)
 	}
 	return 0
 }
@@ -236,7 +255,8 @@ func (r *Run) InputDType() DType {
 }
 
 // How much statistical work our backend does when the person names none: the
-// draws per row of a sample run and the trials per row of a spec_verify run.
+// draws per row of a sample run and the trials per row of a spec_verify or
+// spec_tree_verify run.
 // At 10^5 draws a row's fit catches a bias of 0.6% of mass moved between its
 // two most probable tokens (engine/stats, power); 10^4 trials measure each
 // position's acceptance rate to about ±1% and give the lossless check 10^4
@@ -246,7 +266,7 @@ const (
 	DefaultTrials = 10_000
 )
 
-// SetWorkDefaults gives a sample run DefaultDraws and a spec_verify run
+// SetWorkDefaults gives a sample run DefaultDraws and a speculative run
 // DefaultTrials unless o names them (an explicit 0 stays 0).
 func (r *Run) SetWorkDefaults(o Overrides) {
 	s := r.Op.Spec()

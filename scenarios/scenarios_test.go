@@ -317,3 +317,26 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestTreeChainDrawsSpecVerify checks that our tree verifier, run on the
+// tree-chain scenario (spec_verify's rows written as one-child trees), draws
+// exactly what spec_verify drew for the same seeds, which the dump records.
+func TestTreeChainDrawsSpecVerify(t *testing.T) {
+	sc, ok := scenarios.Lookup("tree-chain")
+	if !ok {
+		t.Fatal("no tree-chain scenario")
+	}
+	run, ours, _ := judge(t, sc, sc.Overrides.Engine())
+	for _, c := range []struct {
+		name string
+		got  *engine.Tensor
+	}{
+		{"tree_path", ours.TreePath}, {"tree_tokens", ours.TreeTokens}, {"tree_accepted", ours.TreeAccepted},
+		{"tree_path_trials", ours.TreePathTrials}, {"tree_trials", ours.TreeTrials},
+	} {
+		want := run.External[c.name]
+		if c.got == nil || want == nil || !slices.Equal(c.got.Ints(), want.Ints()) {
+			t.Errorf("%s differs from spec_verify's recorded draws", c.name)
+		}
+	}
+}

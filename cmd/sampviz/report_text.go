@@ -92,7 +92,7 @@ func describeRun(r *engine.Report) string {
 	switch r.Op {
 	case engine.OpNgramMatch:
 		return fmt.Sprintf("op %s on %d rows", r.Op, r.Rows)
-	case engine.OpSpecVerify:
+	case engine.OpSpecVerify, engine.OpSpecTreeVerify:
 		return fmt.Sprintf("op %s on %d rows x %d tokens, %s target logits", r.Op, r.Rows, r.Vocab, r.DType)
 	}
 	return fmt.Sprintf("op %s on %d rows x %d tokens, %s logits", r.Op, r.Rows, r.Vocab, r.DType)
@@ -186,15 +186,19 @@ func writeSpecStats(w io.Writer, o engine.OutputReport) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(w, "  acceptance by position, %d trials over all rows (a position counts the trials that accepted every earlier one):\n", s.Trials)
+	where, what, length := "position", "a position counts the trials that accepted every earlier one", "emitted length (accepted prefix)"
+	if o.Kind == "tree" {
+		where, what, length = "depth", "depth d counts the trials that accepted d tokens, and accepted those that accepted one more", "accepted tokens"
+	}
+	fmt.Fprintf(w, "  acceptance by %s, %d trials over all rows (%s):\n", where, s.Trials, what)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "    position\treached\taccepted\trate\t95% CI\ttheory\tp\t")
+	fmt.Fprintf(tw, "    %s\treached\taccepted\trate\t95%% CI\ttheory\tp\t\n", where)
 	for _, p := range s.Positions {
 		fmt.Fprintf(tw, "    %d\t%d\t%d\t%s\t%s–%s\t%s\t%s\t\n", p.Position, p.Reached, p.Accepted,
 			pct(float64(p.Rate)), pct(float64(p.Lo)), pct(float64(p.Hi)), pct(float64(p.Theory)), fmtP(float64(p.PValue)))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "  emitted length (accepted prefix), trials against theory (p %s):\n", fmtP(float64(s.EmittedPValue)))
+	fmt.Fprintf(w, "  %s, trials against theory (p %s):\n", length, fmtP(float64(s.EmittedPValue)))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "    length\t")
 	for j := range s.Emitted {

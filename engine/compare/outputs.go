@@ -9,22 +9,37 @@ import (
 // ExternalOutputs packages the external outputs found in a dump
 // (run.External) as Outputs, in a fixed order: probs, tokens, samples,
 // spec_tokens (with spec_emitted and spec_accepted of the same mode, which
-// only make sense with it), spec_trials, draft_out and logits; of each, the
-// output without a mode first, then the named ones by name. Each is named
-// after its tensor ("probs", "probs@eager") and carries the seeds its mode
-// declares (run.Declared).
+// only make sense with it), spec_trials, tree_tokens (with tree_path and
+// tree_accepted; or tree_path alone, which cannot be judged without it),
+// tree_trials (with tree_path_trials, or that alone), draft_out and logits;
+// of each, the output without a mode first, then the named ones by name.
+// Each is named after its first tensor ("probs", "probs@eager") and carries
+// the seeds its mode declares (run.Declared).
 func ExternalOutputs(run *engine.Run) []*engine.Output {
 	ext := run.External
 	var outs []*engine.Output
+	addName := func(name string, fill func(o *engine.Output, t *engine.Tensor, mode string)) {
+		_, mode := engine.SplitName(name)
+		o := &engine.Output{Name: name, External: true}
+		if mode != "" {
+			o.Declared = run.Declared[mode]
+		}
+		fill(o, ext[name], mode)
+		outs = append(outs, o)
+	}
 	add := func(base string, fill func(o *engine.Output, t *engine.Tensor, mode string)) {
 		for _, name := range namesOf(ext, base) {
-			_, mode := engine.SplitName(name)
-			o := &engine.Output{Name: name, External: true}
-			if mode != "" {
-				o.Declared = run.Declared[mode]
+			addName(name, fill)
+		}
+	}
+	// addEither adds the outputs named after first, and after second where
+	// their mode has no first.
+	addEither := func(first, second string, fill func(o *engine.Output, t *engine.Tensor, mode string)) {
+		add(first, fill)
+		for _, name := range namesOf(ext, second) {
+			if _, mode := engine.SplitName(name); ext[withMode(first, mode)] == nil {
+				addName(name, fill)
 			}
-			fill(o, ext[name], mode)
-			outs = append(outs, o)
 		}
 	}
 	add("probs", func(o *engine.Output, t *engine.Tensor, _ string) { o.Probs = t })
@@ -34,6 +49,12 @@ func ExternalOutputs(run *engine.Run) []*engine.Output {
 		o.SpecTokens, o.SpecEmitted, o.SpecAccepted = t, ext[withMode("spec_emitted", mode)], ext[withMode("spec_accepted", mode)]
 	})
 	add("spec_trials", func(o *engine.Output, t *engine.Tensor, _ string) { o.SpecTrials = t })
+	addEither("tree_tokens", "tree_path", func(o *engine.Output, _ *engine.Tensor, mode string) {
+		o.TreeTokens, o.TreePath, o.TreeAccepted = ext[withMode("tree_tokens", mode)], ext[withMode("tree_path", mode)], ext[withMode("tree_accepted", mode)]
+	})
+	addEither("tree_trials", "tree_path_trials", func(o *engine.Output, _ *engine.Tensor, mode string) {
+		o.TreeTrials, o.TreePathTrials = ext[withMode("tree_trials", mode)], ext[withMode("tree_path_trials", mode)]
+	})
 	add("draft_out", func(o *engine.Output, t *engine.Tensor, _ string) { o.DraftOut = t })
 	add("logits", func(o *engine.Output, t *engine.Tensor, _ string) { o.Logits = t })
 	return outs

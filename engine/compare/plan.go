@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sampviz/sampviz/engine"
@@ -28,6 +29,10 @@ type plan struct {
 	trials  bool // SpecTrials
 	draft   bool // DraftOut
 	logits  bool // Logits against the golden logits (logits_gate)
+	// tree and treeTrials: TreeTokens with TreePath (+ TreeAccepted), and
+	// TreeTrials with TreePathTrials; depth is the deepest row's depth.
+	tree, treeTrials bool
+	depth            int
 	// underflow is the reference probability below which a zero output is
 	// not a dropped token.
 	underflow float64
@@ -135,6 +140,7 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 			p.trials = true
 		}
 	}
+	p.planTree(run, b, judges, fail)
 	if t := out.DraftOut; t != nil && judges("draft_out") {
 		switch {
 		case j.run.InputIDs == nil || j.run.InputIDsLen == nil || j.run.PreIDs == nil || j.run.StepIdx == nil:
@@ -163,6 +169,8 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 		p.rep.Kind = "probs"
 	case p.spec || p.trials:
 		p.rep.Kind = "spec"
+	case p.tree || p.treeTrials:
+		p.rep.Kind = "tree"
 	case p.samples:
 		p.rep.Kind = "samples"
 	case p.tokens:
@@ -176,6 +184,7 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 	p.eps = ref.BoundaryEps(p.tol.Strict.Rtol)
 	if len(problems) > 0 {
 		p.probs, p.tokens, p.samples, p.spec, p.trials, p.draft, p.logits = false, false, false, false, false, false, false
+		p.tree, p.treeTrials = false, false
 		p.problem = strings.Join(problems, "; ")
 		p.rep.Notes = append(p.rep.Notes, fmt.Sprintf("%s cannot be judged: %s", p.rep.Name, p.problem))
 	}
@@ -188,10 +197,83 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 	if p.spec && out.SpecAccepted != nil {
 		p.accepted = make([]acceptedRow, b)
 	}
-	if p.spec || p.trials {
+	if p.tree && !p.treeTrials {
+		p.rep.Notes = append(p.rep.Notes, "one trial per row (tree_tokens) is weak evidence: each row is judged on its structure, and acceptance by depth is tested pooled over the rows; many trials per row (tree_trials with tree_path_trials) test each row's acceptance, accepted tokens and the lossless rule")
+	}
+	if p.spec || p.trials || p.tree || p.treeTrials {
 		p.slack = make([][]float64, b)
 	}
 	return p
+}
+
+// planTree decides how a draft tree's output is judged: tree_tokens with
+// tree_path, and tree_trials with tree_path_trials, each pair of one shape
+// wide enough for the deepest row's path and its drawn token.
+func (p *plan) planTree(run *engine.Run, b int, judges func(string) bool, fail func(string, ...any)) {
+	out := p.out
+	if out.TreeTokens == nil && out.TreePath == nil && out.TreeTrials == nil && out.TreePathTrials == nil {
+		return
+	}
+	name := "tree_tokens"
+	if out.TreeTokens == nil && out.TreePath == nil {
+		name = "tree_trials"
+	}
+	if !judges(name) {
+		return
+	}
+	trees, err := run.Trees()
+	if err != nil || run.TargetLogits == nil || run.Candidates == nil {
+		fail("%s need a spec_tree_verify run with target_logits, candidates and readable tree links", name)
+		return
+	}
+	for _, t := range trees {
+		p.depth = max(p.depth, t.MaxDepth)
+	}
+	pair := func(path, tokens *engine.Tensor, pathName, tokensName string, lead ...int) bool {
+		missing := tokensName
+		if path == nil {
+			missing = pathName
+		}
+		switch {
+		case path == nil || tokens == nil:
+			fail("%s and %s are judged together (the path's nodes and the emitted tokens), and the output lacks %s", pathName, tokensName, missing)
+		case !path.DType.IsInt() || !tokens.DType.IsInt() || engine.FormatShape(path.Shape) != engine.FormatShape(tokens.Shape):
+			fail("%s (%v %s) and %s (%v %s) must be integers of one shape", pathName, path.DType, path.ShapeString(), tokensName, tokens.DType, tokens.ShapeString())
+		case len(path.Shape) != len(lead)+1 || !shapeIs(path, slices.Concat(lead, []int{path.Dim(len(lead))})...):
+			fail("%s has shape %s, want [%sP]", pathName, path.ShapeString(), dimsText(lead))
+		case path.Dim(len(lead)) < p.depth+1:
+			fail("%s has %d positions, but the deepest tree's path and its drawn token need %d", pathName, path.Dim(len(lead)), p.depth+1)
+		default:
+			return true
+		}
+		return false
+	}
+	if out.TreeTokens != nil || out.TreePath != nil {
+		p.tree = pair(out.TreePath, out.TreeTokens, "tree_path", "tree_tokens", b)
+		if a := out.TreeAccepted; p.tree && a != nil && (!a.DType.IsInt() || a.NumElements() != b) {
+			fail("tree_accepted has dtype %v and shape %s, want integers [%d]", a.DType, a.ShapeString(), b)
+			p.tree = false
+		}
+	}
+	if out.TreeTrials != nil || out.TreePathTrials != nil {
+		t := out.TreeTrials
+		if t == nil {
+			t = out.TreePathTrials
+		}
+		p.treeTrials = len(t.Shape) == 3 && pair(out.TreePathTrials, out.TreeTrials, "tree_path_trials", "tree_trials", t.Dim(0), b)
+		if len(t.Shape) != 3 {
+			fail("tree_trials have shape %s, want [T, %d, P]", t.ShapeString(), b)
+		}
+	}
+}
+
+// dimsText writes leading dimensions for a message: "4, 16,".
+func dimsText(lead []int) string {
+	s := ""
+	for _, d := range lead {
+		s += fmt.Sprintf("%d, ", d)
+	}
+	return s
 }
 
 // shapeIs reports whether t has exactly the given shape.

@@ -21,8 +21,8 @@ func runViolation(or *engine.OutputReport, format string, a ...any) {
 // chance alone would give.
 func (j *judge) runStats(p *plan, or *engine.OutputReport) {
 	thr := p.tol.PValue
-	if p.spec || p.trials {
-		pooledSpec(or, p.slack, thr)
+	if p.spec || p.trials || p.tree || p.treeTrials {
+		pooledSpec(or, p.slack, thr, p.tree || p.treeTrials)
 	}
 	if p.accepted != nil {
 		acceptedCheck(or, p.accepted, thr)
@@ -41,10 +41,16 @@ func (j *judge) runStats(p *plan, or *engine.OutputReport) {
 	}
 	if tested > 0 {
 		what := "statistical checks: "
-		if p.spec || p.trials {
+		switch {
+		case p.spec || p.trials:
 			what = "statistical checks (a row's tests of acceptance, emitted lengths and lossless positions share the threshold, Bonferroni): "
+		case p.tree || p.treeTrials:
+			what = "statistical checks (a row's tests of acceptance by depth, accepted tokens and lossless positions share the threshold, Bonferroni): "
 		}
 		or.Notes = append(or.Notes, what+stats.ChanceLine(tested, failed, thr))
+	}
+	if p.tree || p.treeTrials {
+		treeSummary(or)
 	}
 }
 
@@ -57,8 +63,14 @@ func (j *judge) runStats(p *plan, or *engine.OutputReport) {
 // each that fails: conditionally on the trials that reach a position, its
 // acceptances are a sum of independent Bernoulli trials of the rows' rates,
 // whose tails beyond one of the mean are no heavier than the binomial's at
-// the mean rate (Hoeffding 1956), so the binomial test is conservative.
-func pooledSpec(or *engine.OutputReport, slack [][]float64, thr float64) {
+// the mean rate (Hoeffding 1956), so the binomial test is conservative. For
+// a draft tree (tree) the positions are depths and the emitted lengths the
+// accepted tokens.
+func pooledSpec(or *engine.OutputReport, slack [][]float64, thr float64, tree bool) {
+	where, lengths := "position", "the emitted lengths"
+	if tree {
+		where, lengths = "depth", "the accepted tokens"
+	}
 	var rows []*engine.SpecStats
 	var slacks [][]float64
 	for i := range or.Rows {
@@ -119,8 +131,8 @@ func pooledSpec(or *engine.OutputReport, slack [][]float64, thr float64) {
 		a, rate := weighted[i]/n, float64(pr.Accepted)/n
 		p := stats.BinomialTest(pr.Accepted, pr.Reached, clamp(rate, los[i]/n, his[i]/n))
 		pr.Rate, pr.Theory, pr.PValue = engine.Float(rate), engine.Float(a), engine.Float(p)
-		tests = append(tests, failure{p, fmt.Sprintf("position %d accepts %s of the %d trials that reached it over %d rows (95%% CI %s–%s), theory %s (%s)",
-			i, pct(rate), pr.Reached, len(rows), pct(lo), pct(hi), pct(a), pText(p))})
+		tests = append(tests, failure{p, fmt.Sprintf("%s %d accepts %s of the %d trials that reached it over %d rows (95%% CI %s–%s), theory %s (%s)",
+			where, i, pct(rate), pr.Reached, len(rows), pct(lo), pct(hi), pct(a), pText(p))})
 	}
 	hist := make([]int64, k+1)
 	law := make([]float64, k+1)
@@ -136,8 +148,8 @@ func pooledSpec(or *engine.OutputReport, slack [][]float64, thr float64) {
 	pool.EmittedPValue = 1
 	if f, err := stats.GoodnessOfFit(hist, law, stats.FitOptions{Label: "length"}); err == nil {
 		pool.EmittedPValue = engine.Float(f.PValue)
-		tests = append(tests, failure{f.PValue, fmt.Sprintf("the emitted lengths of %d trials over %d rows do not follow their exact law (G-test p = %s): %s",
-			pool.Trials, len(rows), stats.FormatP(f.PValue, f.LogPValue), lengthTable(hist, law))})
+		tests = append(tests, failure{f.PValue, fmt.Sprintf("%s of %d trials over %d rows do not follow their exact law (G-test p = %s): %s",
+			lengths, pool.Trials, len(rows), stats.FormatP(f.PValue, f.LogPValue), lengthTable(hist, law))})
 	}
 	pool.MeanAcceptanceLength = engine.Float(stats.MeanAcceptanceLength(hist))
 	pool.TheoryMeanAcceptanceLength = engine.Float(theoryMean / float64(pool.Trials))

@@ -129,15 +129,7 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 	k, v := len(s.Drafts), w.j.vocab
 	drafts := draftTokens(s)
 	thr := p.tol.PValue
-	type test struct {
-		rule engine.Rule
-		p    float64
-		msg  func(threshold float64) string
-		tok  int
-		// hard, when set, is a failure whatever the p-value.
-		hard string
-	}
-	var tests []test
+	var tests []rowTest
 
 	// Acceptance by position, against the band around each a_i.
 	rates, _ := stats.AcceptanceByPosition(trials, drafts)
@@ -152,7 +144,7 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 		if pr.Reached > 0 {
 			lo, hi := band(a, laws.slack[i])
 			used[i] = clamp(pr.Rate, lo, hi)
-			tests = append(tests, test{rule: engine.RuleAcceptance, p: pv, tok: int(drafts[i]), msg: func(float64) string {
+			tests = append(tests, rowTest{rule: engine.RuleAcceptance, p: pv, tok: int(drafts[i]), msg: func(float64) string {
 				return fmt.Sprintf("position %d accepts %s of the %d trials that reached it (95%% CI %s–%s), theory %s (%s)",
 					i, pct(pr.Rate), pr.Reached, pct(pr.Lo), pct(pr.Hi), pct(a), pText(pv))
 			}})
@@ -172,7 +164,7 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 	st.EmittedPValue = 1
 	if ef, err := stats.GoodnessOfFit(hist, stats.EmittedDistribution(used), stats.FitOptions{Label: "length"}); err == nil {
 		st.EmittedPValue = engine.Float(ef.PValue)
-		t := test{rule: engine.RuleAcceptance, p: ef.PValue, tok: -1, msg: func(threshold float64) string {
+		t := rowTest{rule: engine.RuleAcceptance, p: ef.PValue, tok: -1, msg: func(threshold float64) string {
 			return fmt.Sprintf("the emitted lengths of %d trials do not follow their exact law (G-test p = %s < %s): %s",
 				len(trials), stats.FormatP(ef.PValue, ef.LogPValue), sci(threshold), lengthTable(hist, theory))
 		}}
@@ -208,7 +200,7 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 		}
 		st.Lossless[j] = engineFit(&f)
 		what := fmt.Sprintf("position %d: the %d tokens of the trials that reached it", j, f.Draws)
-		t := test{rule: engine.RuleFit, p: f.PValue, tok: f.Worst.Token, msg: func(threshold float64) string {
+		t := rowTest{rule: engine.RuleFit, p: f.PValue, tok: f.Worst.Token, msg: func(threshold float64) string {
 			return fitSentence(&f, what, "exact speculative sampling", threshold)
 		}}
 		if f.ZeroMassTotal > 0 {
@@ -221,6 +213,24 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 	}
 
 	rep.Spec = st
+	reportTests(rep, r, tests, thr)
+}
+
+// rowTest is one statistical test of a row's trials.
+type rowTest struct {
+	rule engine.Rule
+	p    float64
+	msg  func(threshold float64) string
+	tok  int
+	// hard, when set, is a failure whatever the p-value.
+	hard string
+}
+
+// reportTests records row r's tests in rep: the tests share the p-value
+// threshold thr (Bonferroni), so RowReport.PValue is the smallest p-value
+// times their number, and each test under thr over that number, or with a
+// hard failure, is a violation.
+func reportTests(rep *engine.RowReport, r int, tests []rowTest, thr float64) {
 	m := len(tests)
 	if m == 0 {
 		return
@@ -241,6 +251,25 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 	}
 }
 
+// boundaryShare returns the share of d's kept mass (unfiltered) that its
+// boundary tokens hold, which a sampler may keep or drop unseen: every
+// probability of d may move by up to that share.
+func boundaryShare(d *ref.Dist) float64 {
+	var boundary, kept float64
+	for t, c := range d.Class {
+		if c == ref.Boundary {
+			boundary += d.Base[t]
+		}
+		if d.Probs[t] > 0 {
+			kept += d.Base[t]
+		}
+	}
+	if !(kept > 0) {
+		return 0
+	}
+	return boundary / kept
+}
+
 // revealedLaws returns the laws of s with the target supports the trials
 // revealed (revealedSupport on tc's counts at each position), and a
 // sentence for each position where they differ from the reference's
@@ -259,18 +288,7 @@ func revealedLaws(s *ref.SpecRef, tc *trialCounts) (specLaws, []string) {
 		if !slices.Contains(d.Class, ref.Boundary) {
 			continue
 		}
-		var boundary, kept float64
-		for t, c := range d.Class {
-			if c == ref.Boundary {
-				boundary += d.Base[t]
-			}
-			if d.Probs[t] > 0 {
-				kept += d.Base[t]
-			}
-		}
-		if kept > 0 {
-			laws.slack[j] += boundary / kept
-		}
+		laws.slack[j] += boundaryShare(d)
 		pos := s.Position[j]
 		n := float64(tc.reach[j])
 		adj, c := revealedSupport(d, tc.counts[j], func(t int) float64 { return n * pos[t] }, make([]float64, len(d.Probs)))

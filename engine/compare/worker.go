@@ -17,6 +17,9 @@ type worker struct {
 	spec      ref.SpecRef
 	specRow   int
 	specEps   float64
+	tree      ref.TreeRef
+	treeRow   int
+	treeEps   float64
 
 	out  []float64
 	bufs *rowBuffers
@@ -60,7 +63,7 @@ type distEntry struct {
 }
 
 func newWorker(j *judge) *worker {
-	w := &worker{j: j, argmaxRow: -1, specRow: -1, gateRow: -1, hists: make([]planHists, len(j.plans)),
+	w := &worker{j: j, argmaxRow: -1, specRow: -1, treeRow: -1, gateRow: -1, hists: make([]planHists, len(j.plans)),
 		read: make([]rowRead, len(j.plans)), groupVals: make([][]float64, len(j.plans)), ungrouped: make([]int, len(j.plans))}
 	v := j.vocab
 	for _, p := range j.plans {
@@ -135,6 +138,9 @@ func (w *worker) judgeRow(r int) []*engine.RowReport {
 		if p.spec || p.trials {
 			w.judgeSpec(p, r, rep)
 		}
+		if p.tree || p.treeTrials {
+			w.judgeTree(p, r, rep)
+		}
 		if p.draft {
 			w.judgeDraft(p, r, rep)
 		}
@@ -203,6 +209,14 @@ func (w *worker) specRef(r int, eps float64) *ref.SpecRef {
 		w.spec, w.specRow, w.specEps = ref.SpecVerify(w.j.run, r, eps), r, eps
 	}
 	return &w.spec
+}
+
+// treeRef returns the tree speculative-sampling reference of row r.
+func (w *worker) treeRef(r int, eps float64) *ref.TreeRef {
+	if w.treeRow != r || w.treeEps != eps {
+		w.tree, w.treeRow, w.treeEps = ref.SpecTreeVerify(w.j.run, r, eps), r, eps
+	}
+	return &w.tree
 }
 
 // addOnce adds f unless the row already holds a finding with its message

@@ -85,14 +85,15 @@ func (b *Backend) Run(ctx context.Context, run *engine.Run) (*engine.Output, err
 
 // ops are the CPU twins of the op table's ops (engine.OpSpec), one file
 // each: argmax.go, softmax.go, renorm.go, sample.go, spec_verify.go,
-// ngram.go. Each returns its output and the bytes an ideal kernel moves.
+// spec_tree_verify.go, ngram.go. Each returns its output and the bytes an ideal kernel moves.
 var ops = map[engine.Op]func(b *Backend, ctx context.Context, run *engine.Run) (*engine.Output, int64, error){
-	engine.OpArgmax:     (*Backend).argmax,
-	engine.OpSoftmax:    (*Backend).softmax,
-	engine.OpRenorm:     (*Backend).renorm,
-	engine.OpSample:     (*Backend).sample,
-	engine.OpSpecVerify: (*Backend).specVerify,
-	engine.OpNgramMatch: (*Backend).ngramMatch,
+	engine.OpArgmax:         (*Backend).argmax,
+	engine.OpSoftmax:        (*Backend).softmax,
+	engine.OpRenorm:         (*Backend).renorm,
+	engine.OpSample:         (*Backend).sample,
+	engine.OpSpecVerify:     (*Backend).specVerify,
+	engine.OpSpecTreeVerify: (*Backend).specTreeVerify,
+	engine.OpNgramMatch:     (*Backend).ngramMatch,
 }
 
 // scratch is one worker's reusable row buffers.

@@ -235,23 +235,9 @@ func specRow(run *engine.Run, rp *engine.KernelParams, s *scratch, r, k, vocab i
 	buf := floats(&s.p, (steps+k)*vocab)
 	p := make([][]float32, steps)
 	valid := make([]bool, steps)
-	x := floats(&s.x, vocab)
-	w := floats(&s.w, vocab)
-	t := rp.Temperature[r]
 	for i := range steps {
 		p[i] = buf[i*vocab : (i+1)*vocab]
-		run.TargetLogits.Floats32((r*steps+i)*vocab, x)
-		valid[i] = Weights(x, t, w)
-		switch {
-		case !valid[i]:
-			fillNaN(p[i])
-		case t > 0 && rp.Filtered(r, vocab):
-			keep := bools(&s.keep, vocab)
-			filterRow(&s.filter, rp, r, w, keep)
-			Renorm(w, keep, p[i])
-		default:
-			Renorm(w, nil, p[i])
-		}
+		valid[i] = targetRow(run, rp, s, r, (r*steps+i)*vocab, p[i])
 	}
 	var q [][]float32
 	if run.DraftProbs != nil {
@@ -262,6 +248,30 @@ func specRow(run *engine.Run, rp *engine.KernelParams, s *scratch, r, k, vocab i
 		}
 	}
 	return NewSpecChain(drafts, p, q, valid)
+}
+
+// targetRow writes into p the target distribution that starts at element
+// start of run.TargetLogits, for row r's temperature and filters: the
+// renorm of its weights in float32, or NaN everywhere when it has no
+// distribution (the result). It uses s's row buffers.
+func targetRow(run *engine.Run, rp *engine.KernelParams, s *scratch, r, start int, p []float32) bool {
+	vocab := len(p)
+	x := floats(&s.x, vocab)
+	w := floats(&s.w, vocab)
+	t := rp.Temperature[r]
+	run.TargetLogits.Floats32(start, x)
+	switch {
+	case !Weights(x, t, w):
+		fillNaN(p)
+		return false
+	case t > 0 && rp.Filtered(r, vocab):
+		keep := bools(&s.keep, vocab)
+		filterRow(&s.filter, rp, r, w, keep)
+		Renorm(w, keep, p)
+	default:
+		Renorm(w, nil, p)
+	}
+	return true
 }
 
 // maxTraceTrials is the number of spec_verify trials whose steps are traced.

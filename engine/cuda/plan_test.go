@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sampviz/sampviz/engine"
@@ -32,5 +34,14 @@ func TestAllFast(t *testing.T) {
 		if got := allFast(tc.rp, tc.order, vocab); got != tc.want {
 			t.Errorf("%s: allFast = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestTreeUnsupported checks that a draft tree is refused with
+// engine.ErrUnsupported and a sentence that names the way out.
+func TestTreeUnsupported(t *testing.T) {
+	_, err := buildPlan(&engine.Run{Op: engine.OpSpecTreeVerify})
+	if !errors.Is(err, engine.ErrUnsupported) || !strings.Contains(err.Error(), "--backend cpu") {
+		t.Errorf("buildPlan: %v, want ErrUnsupported naming --backend cpu", err)
 	}
 }

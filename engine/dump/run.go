@@ -1,6 +1,7 @@
 package dump
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -119,6 +120,9 @@ func Inspect(f *File, o engine.Overrides) (*engine.Run, error) {
 	if err := b.inputs(); err != nil {
 		return nil, err
 	}
+	if err := b.trees(); err != nil {
+		return nil, err
+	}
 	if err := b.params(); err != nil {
 		return nil, err
 	}
@@ -203,7 +207,12 @@ func (b *builder) inferOp() (engine.Op, error) {
 		}
 		return false
 	}
+	tree := has("candidates", "retrive_next_token", "retrive_next_sibling")
 	switch {
+	case tree && has("target_logits"):
+		return engine.OpSpecTreeVerify, nil
+	case tree:
+		return "", tensorError(b.file, "target_logits", "not found; spec_tree_verify needs it (the file holds %s)", b.held())
 	case b.named("logits"):
 		return engine.OpLogitsGate, nil
 	case has("target_logits"):
@@ -262,7 +271,7 @@ func (b *builder) greedyTemperature() (zero, given bool) {
 }
 
 // atLeastOne are the dimensions an op's first input must have at least 1 of.
-var atLeastOne = map[string]bool{"B": true, "V": true, "K+1": true}
+var atLeastOne = map[string]bool{"B": true, "V": true, "K+1": true, "N": true}
 
 // inputs finds and checks the op's inputs (engine.OpSpec.Inputs), binding
 // the dimension letters (B, V, K, L, M) from the first.
@@ -392,6 +401,42 @@ func (b *builder) wantValues(t *engine.Tensor, ts engine.TensorSpec) error {
 		for i := range t.NumElements() {
 			if v := t.Int(i); v < 0 || v > int64(limit) {
 				return tensorError(b.file, t.Name, "row %d is %d, outside [0, %d] (%s has %d columns)", i, v, limit, b.boundBy[letter], limit)
+			}
+		}
+	}
+	return nil
+}
+
+// trees checks the draft trees of a spec_tree_verify run: at most
+// engine.MaxTreeNodes nodes a row, each row's links laid out as SGLang lays
+// them (engine.ParseTree: no cycle, no second parent, children after their
+// parent, links inside the row), and the candidate token of every node the
+// root reaches inside the vocabulary. Each error names the tensor, the row
+// and the node.
+func (b *builder) trees() error {
+	if b.run.Op != engine.OpSpecTreeVerify {
+		return nil
+	}
+	if n := b.dims["N"]; n > engine.MaxTreeNodes {
+		return tensorError(b.file, b.boundBy["N"], "shape %s has %d nodes a row, over the %d a draft tree may have", b.ref.ShapeString(), n, engine.MaxTreeNodes)
+	}
+	if err := b.f.Load("candidates", "retrive_next_token", "retrive_next_sibling"); err != nil {
+		return err
+	}
+	trees, err := b.run.Trees()
+	if err != nil {
+		var te *engine.TreeError
+		if errors.As(err, &te) {
+			return tensorError(b.file, te.Tensor, "%s", te.Where())
+		}
+		return tensorError(b.file, "retrive_next_token", "%v", err)
+	}
+	cand, v := b.run.Candidates, int64(b.dims["V"])
+	n := cand.Dim(1)
+	for r, t := range trees {
+		for node := 1; node < n; node++ {
+			if tok := cand.Int(r*n + node); t.Reached(node) && (tok < 0 || tok >= v) {
+				return tensorError(b.file, "candidates", "row %d, node %d holds token %d, outside the vocabulary [0, %d) of %s", r, node, tok, v, b.boundBy["V"])
 			}
 		}
 	}

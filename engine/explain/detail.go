@@ -2,8 +2,8 @@
 // GET /api/runs/{id}/rows/{row}: the reference distribution with every
 // output's values beside it, the CDF with the filter cuts, the sample
 // histograms of a sampler drawn many times, the exact laws of chain
-// speculative sampling with the stored trace, and how an n-gram row was
-// drafted. It computes from engine/ref and never judges (engine/compare
+// speculative sampling with the stored trace, a draft tree with the laws at
+// each node and the stored trace, and how an n-gram row was drafted. It computes from engine/ref and never judges (engine/compare
 // does) or formats for a page (web/view does).
 package explain
 
@@ -131,6 +131,9 @@ type RowDetail struct {
 	Samples *SampleDetail `json:"samples,omitempty"`
 	// Spec holds the speculative laws and the trace of a spec_verify row.
 	Spec *SpecDetail `json:"spec,omitempty"`
+	// Tree holds the draft tree, its laws and the trace of a
+	// spec_tree_verify row.
+	Tree *TreeDetail `json:"tree,omitempty"`
 	// Ngram shows how an ngram_match row was drafted.
 	Ngram *NgramDetail `json:"ngram,omitempty"`
 	// Text is the visible text of the token ids above, when the run has a

@@ -21,10 +21,11 @@ const (
 // worst token, the CDF with the filter cuts, the tokens the token outputs
 // chose, the sample histograms of a sample row drawn many times, the laws of
 // a spec_verify row with tr (our backend's trace of the row, nil when there
-// is none), and how an ngram_match row was drafted. tol replaces the dtype
-// defaults when not nil (a negative part keeps the default's); outs are
-// every output, ours first.
-func Row(run *engine.Run, outs []*engine.Output, tr *RowTrace, tol *engine.Tolerances, r, top int) *RowDetail {
+// is none), the laws of a spec_tree_verify row's tree with tt (our
+// backend's trace of it, nil when there is none), and how an ngram_match
+// row was drafted. tol replaces the dtype defaults when not nil (a negative
+// part keeps the default's); outs are every output, ours first.
+func Row(run *engine.Run, outs []*engine.Output, tr *RowTrace, tt *TreeTrace, tol *engine.Tolerances, r, top int) *RowDetail {
 	v := run.Vocab()
 	d := &RowDetail{Row: r, Vocab: v, Op: run.Op, Temperature: 1, TopP: 1}
 	if pp := run.Params; r < len(pp.Temperature) {
@@ -42,6 +43,13 @@ func Row(run *engine.Run, outs []*engine.Output, tr *RowTrace, tol *engine.Toler
 	eps := ref.BoundaryEps(tols.Strict.Rtol)
 	if run.Op == engine.OpSpecVerify && run.TargetLogits != nil && run.DraftTokens != nil {
 		d.Spec = specDetail(run, r, eps, tr)
+		return d
+	}
+	if run.Op == engine.OpSpecTreeVerify && run.TargetLogits != nil && run.Candidates != nil {
+		if tt != nil && checkTreeTrace(tt, run.Nodes()) != "" {
+			tt = nil
+		}
+		d.Tree = treeDetail(run, outs, tt, r, eps)
 		return d
 	}
 	if run.Op == engine.OpNgramMatch {

@@ -2,8 +2,10 @@
 // sampling on one real row of a spec_verify dump, accept or reject at a
 // time, with the CPU twin's own pieces (engine/cpu: the exact weights, the
 // filters, the verify chain and the inverse CDF over the Philox streams), so
-// what it shows is what the kernels do, on any machine. A lesson's whole
-// state is its URL: the same lesson gives the same steps.
+// what it shows is what the kernels do, on any machine; and through one
+// verification of a spec_tree_verify row's draft tree, node by node and
+// sibling by sibling, with the residual each rejection leaves (tree.go). A
+// lesson's whole state is its URL: the same lesson gives the same steps.
 //
 // It steps the CPU twin rather than a Backend because a Backend runs whole
 // launches: a lesson needs one accept/reject decision at a time, with its

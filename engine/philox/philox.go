@@ -21,6 +21,9 @@
 //   - spec_verify, trial d: position i's acceptance test reads U01 of word 0 of
 //     block 2i; the residual draw at position i (or the bonus draw, i = K)
 //     reads U64 of words 0 and 1 of block 2i+1.
+//   - spec_tree_verify, trial d: the test of node c (c >= 1) reads U01 of
+//     word 0 of block 2(c-1); the draw where the walk stops at node n reads
+//     U64 of block 2n+1. A chain in node order reads spec_verify's blocks.
 //
 // The offset advances the counter the way vLLM and FlashInfer pass one: two
 // calls with offsets that differ by more than the blocks a call consumes draw

@@ -32,8 +32,14 @@ const (
 	// stream and their JSON.
 	reportBytesPerRow = 4 << 10
 	// traceBytesPerStep is one traced speculative step: engine.SpecStep and
-	// its stored tensors.
-	traceBytesPerStep = 24 + 17
+	// its stored tensors; treeTraceBytesPerStep one traced node of a draft
+	// tree: engine.TreeStep and its.
+	traceBytesPerStep     = 24 + 17
+	treeTraceBytesPerStep = 20 + 17
+	// treeBytesPerToken is what the CPU twin of spec_tree_verify holds per
+	// node and token of the row it verifies: each node's stop law (token
+	// and cumulative weight, built on the first trial that stops there).
+	treeBytesPerToken = 12
 	// runtimeBytes is the process before any job: the Go runtime, the
 	// binary's tables, the HTTP server.
 	runtimeBytes = 48 << 20
@@ -94,6 +100,7 @@ func (n Need) Words() string {
 func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored bool) Need {
 	rows, vocab := int64(run.Rows()), int64(run.Vocab())
 	k := int64(run.DraftLen())
+	nodes := int64(run.Nodes()) // a tree's path holds at most its nodes
 	p := &run.Params
 	var n Need
 	add := func(what string, bytes float64) int64 {
@@ -114,7 +121,7 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 		}
 	} else {
 		for _, t := range append([]*engine.Tensor{run.Logits, run.TargetLogits, run.DraftTokens, run.DraftProbs,
-			run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx, run.Valid}, externals(run)...) {
+			run.Candidates, run.NextToken, run.NextSibling, run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx, run.Valid}, externals(run)...) {
 			if t != nil {
 				input += int64(len(t.Data))
 			}
@@ -139,6 +146,16 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 				ours += 4 * trials * rows * (k + 1)
 			}
 			trace = min(trials, 16) * rows * (k + 1) * traceBytesPerStep
+		case engine.OpSpecTreeVerify:
+			trials := int64(max(p.Trials, 1))
+			ours = 2*4*rows*nodes + 4*rows
+			if trials > 1 {
+				ours += 2 * 4 * trials * rows * nodes
+			}
+			trace = min(trials, 16) * rows * nodes * treeTraceBytesPerStep
+			if b.Name() == "cpu" {
+				ours += int64(min(max(workers, 1), max(run.Rows(), 1))) * (treeBytesPerToken*nodes + 40) * vocab
+			}
 		case engine.OpNgramMatch:
 			ours = 4 * rows * int64(p.MaxDraftTokens)
 		}
@@ -169,6 +186,10 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 		per += int64(max(p.Trials, 1)) * (4*(k+1) + 24) // one row's trials
 	case engine.OpLogitsGate:
 		per += 16 * vocab // the golden row and an engine's, in float64
+	case engine.OpSpecTreeVerify:
+		// The laws of every node (its target's probabilities, base and
+		// classes, its final residual), a law and counts per position.
+		per += (17+8+2*8)*vocab*nodes + int64(max(p.Trials, 1))*(16*nodes+24)
 	}
 	if n := floatOutputs(run, b); n > 1 {
 		per += 8 * vocab * n // each one's row, kept to compare them pairwise

@@ -93,6 +93,10 @@ func jobSeeds(tb testing.TB) [][]byte {
 			floats("draft_probs", engine.F32, []int{b, k, v}, 0, 1), ints("spec_trials", []int{4, b, k + 1}, -1, v)}},
 		{map[string]string{"op": "ngram_match", "max_draft_tokens": "3"}, []*engine.Tensor{ints("input_ids", []int{b, 6}, 0, 4), ints("input_ids_len", []int{b}, 0, 7),
 			ints("pre_ids", []int{b, 5}, 0, 4), ints("step_idx", []int{b}, 0, 6), ints("draft_out", []int{b, 3}, -1, 4)}},
+		{map[string]string{"op": "spec_tree_verify"}, []*engine.Tensor{floats("target_logits", engine.F32, []int{b, 4, v}, -3, 3), ints("candidates", []int{b, 4}, 0, v),
+			engine.FromInts("retrive_next_token", engine.I64, []int{b, 4}, []int64{1, 3, -1, -1, 1, 3, -1, -1, 1, -1, -1, -1}),
+			engine.FromInts("retrive_next_sibling", engine.I64, []int{b, 4}, []int64{-1, 2, -1, -1, -1, 2, -1, -1, -1, 2, 3, -1}),
+			floats("draft_probs", engine.F32, []int{b, 4, v}, 0, 1), ints("tree_path_trials", []int{4, b, 3}, -1, 4), ints("tree_trials", []int{4, b, 3}, -1, v)}},
 		// Hostile: a huge draft count and a huge vocabulary for its bytes.
 		{map[string]string{"op": "sample"}, []*engine.Tensor{floats("logits", engine.F32, []int{1, 1 << 14}, -1, 1)}},
 	}

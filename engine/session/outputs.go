@@ -48,6 +48,11 @@ func outputTensors(o *engine.Output) []*engine.Tensor {
 	add("spec_accepted", o.SpecAccepted)
 	add("spec_trials", o.SpecTrials)
 	add("draft_out", o.DraftOut)
+	add("tree_path", o.TreePath)
+	add("tree_tokens", o.TreeTokens)
+	add("tree_accepted", o.TreeAccepted)
+	add("tree_path_trials", o.TreePathTrials)
+	add("tree_trials", o.TreeTrials)
 	return ts
 }
 
@@ -58,6 +63,7 @@ func writeOutputs(path string, o *engine.Output, rr *compare.Reruns, d engine.De
 		return fmt.Errorf("store outputs: %w", err)
 	}
 	ts := append(outputTensors(o), traceTensors(o.Trace)...)
+	ts = append(ts, treeTraceTensors(o.TreeTrace)...)
 	if rr != nil && rr.SameSeed != nil && rr.OtherSeed != nil {
 		ts = append(ts, renamed(rerunSame, rr.SameSeed), renamed(rerunOther, rr.OtherSeed))
 	}
@@ -114,6 +120,8 @@ func readOutputs(path string) (*storedOutputs, error) {
 		Probs: f.Tensor("probs"), Tokens: f.Tensor("tokens"), Samples: f.Tensor("samples"),
 		SpecTokens: f.Tensor("spec_tokens"), SpecEmitted: f.Tensor("spec_emitted"), SpecAccepted: f.Tensor("spec_accepted"),
 		SpecTrials: f.Tensor("spec_trials"), DraftOut: f.Tensor("draft_out"),
+		TreePath: f.Tensor("tree_path"), TreeTokens: f.Tensor("tree_tokens"), TreeAccepted: f.Tensor("tree_accepted"),
+		TreePathTrials: f.Tensor("tree_path_trials"), TreeTrials: f.Tensor("tree_trials"),
 	}
 	if same, other := f.Tensor(rerunSame), f.Tensor(rerunOther); same != nil && other != nil {
 		st.reruns = &compare.Reruns{Output: 0, SameSeed: same, OtherSeed: other}
@@ -195,6 +203,91 @@ func rowTrace(f *dump.File, r int) *explain.RowTrace {
 				Draft: int32(ts[0].Int(at)), U: ts[1].Float32(at), P: ts[2].Float32(at), Q: ts[3].Float32(at),
 				Accepted: ts[4].Int(at) != 0, Resampled: int32(ts[5].Int(at)),
 			}
+		}
+	}
+	return tr
+}
+
+// A draft tree's trace is stored the same way, one tensor per field of
+// engine.TreeStep, each [T, B, N] (trial, row, node).
+const (
+	treeTraceU     = "tree_trace_u"     // F32: the acceptance uniform of the node's test
+	treeTraceP     = "tree_trace_p"     // F32: the residual probability of the node's token
+	treeTraceQ     = "tree_trace_q"     // F32: its draft probability
+	treeTraceFlags = "tree_trace_flags" // U8: 1 when tested, 2 when accepted
+	treeTraceDrawn = "tree_trace_drawn" // I32: the token drawn where the walk stopped, or -1
+)
+
+// treeTraceTensors returns tr as the tensors stored beside the outputs, or
+// nil when there is no trace.
+func treeTraceTensors(tr *engine.TreeTrace) []*engine.Tensor {
+	if tr == nil || tr.Trials <= 0 || tr.Rows <= 0 || tr.Nodes <= 0 || len(tr.Step) != tr.Trials*tr.Rows*tr.Nodes {
+		return nil
+	}
+	shape := []int{tr.Trials, tr.Rows, tr.Nodes}
+	u := engine.NewTensor(treeTraceU, engine.F32, shape...)
+	p := engine.NewTensor(treeTraceP, engine.F32, shape...)
+	q := engine.NewTensor(treeTraceQ, engine.F32, shape...)
+	flags := engine.NewTensor(treeTraceFlags, engine.U8, shape...)
+	drawn := engine.NewTensor(treeTraceDrawn, engine.I32, shape...)
+	for i, s := range tr.Step {
+		u.SetFloat(i, float64(s.U))
+		p.SetFloat(i, float64(s.P))
+		q.SetFloat(i, float64(s.Q))
+		var f int64
+		if s.Tried {
+			f |= 1
+		}
+		if s.Accepted {
+			f |= 2
+		}
+		flags.SetInt(i, f)
+		drawn.SetInt(i, int64(s.Drawn))
+	}
+	return []*engine.Tensor{u, p, q, flags, drawn}
+}
+
+// treeRowTrace reads row r's part of the draft tree trace stored in f, with
+// each traced trial's path and tokens (from tree_path_trials and
+// tree_trials, or tree_path and tree_tokens for a run of one trial), or
+// returns nil when f holds no tree trace (or tensors that do not agree).
+func treeRowTrace(f *dump.File, r int) *explain.TreeTrace {
+	if f == nil {
+		return nil
+	}
+	names := []string{treeTraceU, treeTraceP, treeTraceQ, treeTraceFlags, treeTraceDrawn}
+	ts := make([]*engine.Tensor, len(names))
+	for i, n := range names {
+		ts[i] = f.Tensor(n)
+		if ts[i] == nil || len(ts[i].Shape) != 3 || (i > 0 && engine.FormatShape(ts[i].Shape) != engine.FormatShape(ts[0].Shape)) {
+			return nil
+		}
+	}
+	trials, rows, nodes := ts[0].Dim(0), ts[0].Dim(1), ts[0].Dim(2)
+	paths, tokens := f.Tensor("tree_path_trials"), f.Tensor("tree_trials")
+	lead := 1 // paths and tokens hold [T, B, P]
+	if paths == nil || tokens == nil {
+		paths, tokens, lead = f.Tensor("tree_path"), f.Tensor("tree_tokens"), 0
+	}
+	if r < 0 || r >= rows || trials == 0 || paths == nil || tokens == nil || len(paths.Shape) != lead+2 ||
+		engine.FormatShape(paths.Shape) != engine.FormatShape(tokens.Shape) || paths.Dim(lead) != rows || (lead == 0 && trials != 1) {
+		return nil
+	}
+	width := paths.Dim(lead + 1)
+	tr := &explain.TreeTrace{Trials: trials, Nodes: nodes, Width: width,
+		Path: make([][]int32, trials), Tokens: make([][]int32, trials), Step: make([][]engine.TreeStep, trials)}
+	for t := range trials {
+		tr.Path[t], tr.Tokens[t] = make([]int32, width), make([]int32, width)
+		for j := range width {
+			at := (t*rows+r)*width + j
+			tr.Path[t][j], tr.Tokens[t][j] = int32(paths.Int(at)), int32(tokens.Int(at))
+		}
+		tr.Step[t] = make([]engine.TreeStep, nodes)
+		for n := range nodes {
+			at := (t*rows+r)*nodes + n
+			flags := ts[3].Int(at)
+			tr.Step[t][n] = engine.TreeStep{U: ts[0].Float32(at), P: ts[1].Float32(at), Q: ts[2].Float32(at),
+				Tried: flags&1 != 0, Accepted: flags&2 != 0, Drawn: int32(ts[4].Int(at))}
 		}
 	}
 	return tr

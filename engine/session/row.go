@@ -32,20 +32,25 @@ func (s *Session) Row(ctx context.Context, job Job, r, top int) (*explain.RowDet
 	defer st.Close()
 	outs := compare.ExternalOutputs(run)
 	var tr *explain.RowTrace
+	var tt *explain.TreeTrace
 	if st != nil {
 		outs = append([]*engine.Output{st.ours}, outs...)
 		tr = rowTrace(st.file, r)
+		tt = treeRowTrace(st.file, r)
 	}
-	d := explain.Row(run, outs, tr, job.Tolerances, r, top)
+	d := explain.Row(run, outs, tr, tt, job.Tolerances, r, top)
+	noTrace := "The kernels of this run have not stored their outputs, so there is no trace to step through."
+	if st != nil {
+		noTrace = "This run's outputs were stored without a trace (by an older sampviz); run it again to step through its trials."
+	}
 	if tok, _, _, err := s.tokenizer(job, run); err == nil && tok != nil {
 		d.NameTokens(show(tok))
 	}
 	if d.Spec != nil && tr == nil {
-		if st == nil {
-			d.Spec.NoTrace = "The kernels of this run have not stored their outputs, so there is no trace to step through."
-		} else {
-			d.Spec.NoTrace = "This run's outputs were stored without a trace (by an older sampviz); run it again to step through its trials."
-		}
+		d.Spec.NoTrace = noTrace
+	}
+	if d.Tree != nil && d.Tree.Trace == nil {
+		d.Tree.NoTrace = noTrace
 	}
 	return d, nil
 }
@@ -77,4 +82,17 @@ func show(tok *tokens.Tokenizer) explain.Namer {
 		}
 		return tok.Show(id), true
 	}
+}
+
+// TeachTree runs tree lesson l on row r of a spec_tree_verify job
+// (lesson.TeachTree): it reads the dump only, so it works before the run
+// has finished. A run that is not spec_tree_verify, or a row or trial out of
+// range, gives a *lesson.Error.
+func (s *Session) TeachTree(ctx context.Context, job Job, r int, l lesson.TreeLesson) (*lesson.TreeState, error) {
+	run, f, err := s.load(job, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return lesson.TeachTree(ctx, run, r, l)
 }
