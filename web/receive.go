@@ -67,8 +67,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) (dump, tokenize
 					return nil, nil, s.errTooLarge("the upload")
 				}
 				if errors.Is(err, errTooSlow) {
-					return nil, nil, &httpError{Status: http.StatusRequestTimeout, Err: err,
-						Msg: fmt.Sprintf("The upload arrived slower than %s a second over %s; send it again on a faster link.", engine.FormatBytes(s.cfg.MinUploadRate), s.cfg.UploadWindow)}
+					return nil, nil, s.errSlowUpload("", err)
 				}
 				if dump == nil && errors.Is(err, io.EOF) {
 					return nil, nil, badRequest("The form carried no file: choose a dump (.safetensors, .npz, .npy or .pt) and send it again.")
@@ -128,8 +127,7 @@ func (s *Server) receiveTokenizer(body io.Reader, name string) (*upload, error) 
 	case err != nil && tooLarge(err):
 		err = s.errTooLarge(name)
 	case err != nil && errors.Is(err, errTooSlow):
-		err = &httpError{Status: http.StatusRequestTimeout, Err: err,
-			Msg: fmt.Sprintf("The upload of %s arrived slower than %s a second over %s; send it again on a faster link.", name, engine.FormatBytes(s.cfg.MinUploadRate), s.cfg.UploadWindow)}
+		err = s.errSlowUpload(name, err)
 	case err != nil && werr != nil:
 		err = storeError(werr)
 	case err != nil:
@@ -149,6 +147,9 @@ func (s *Server) receiveBody(body io.Reader, name string) (*upload, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		if tooLarge(err) {
 			return nil, s.errTooLarge(name)
+		}
+		if errors.Is(err, errTooSlow) {
+			return nil, s.errSlowUpload(name, err) // slow from its first bytes
 		}
 		return nil, &httpError{Status: http.StatusBadRequest, Msg: fmt.Sprintf("The upload of %s was cut off before its end; send it again.", name), Err: err}
 	}
@@ -179,8 +180,7 @@ func (s *Server) receiveBody(body io.Reader, name string) (*upload, error) {
 		case tooLarge(err):
 			return nil, s.errTooLarge(name)
 		case errors.Is(err, errTooSlow):
-			return nil, &httpError{Status: http.StatusRequestTimeout, Err: err,
-				Msg: fmt.Sprintf("The upload of %s arrived slower than %s a second over %s; send it again on a faster link.", name, engine.FormatBytes(s.cfg.MinUploadRate), s.cfg.UploadWindow)}
+			return nil, s.errSlowUpload(name, err)
 		case werr != nil:
 			return nil, storeError(werr)
 		}
@@ -273,11 +273,29 @@ func (w writeErr) Write(p []byte) (int, error) {
 // errTooSlow is an upload that arrived slower than the minimum rate.
 var errTooSlow = errors.New("upload slower than the minimum rate")
 
+// errSlowUpload is the 408 of an upload named name ("" before a form has
+// named it) that arrived slower than the minimum rate.
+func (s *Server) errSlowUpload(name string, err error) *httpError {
+	what := "The upload"
+	if name != "" {
+		what += " of " + name
+	}
+	return &httpError{Status: http.StatusRequestTimeout, Err: err,
+		Msg: fmt.Sprintf("%s arrived slower than %s a second over %s; send it again on a faster link.", what, engine.FormatBytes(s.cfg.MinUploadRate), s.cfg.UploadWindow)}
+}
+
 // minRate is an upload's body that must arrive at rate bytes a second,
-// measured over each window: a client that sends a byte now and then
-// cannot hold a connection (and the memory of its request) for long. It
-// moves the connection's read deadline on as the body arrives, since the
-// server's ReadTimeout would cut a long upload on a good link.
+// measured over windows: a client that sends a byte now and then cannot
+// hold a connection (and the memory of its request) for long. A window
+// ends once it has had its rate's bytes (the next starts then) or when its
+// time is up, and then the body is too slow. The connection's read
+// deadline is the current window's end, since the server's ReadTimeout
+// would cut a long upload on a good link: a read still waiting then has
+// not had the window's bytes. The write deadline moves on with it, since
+// the server's WriteTimeout, counted from the request's head, would leave
+// no time to answer a long upload; once the body has ended the read
+// deadline goes, since net/http then reads on behind it and a read that
+// hits a deadline cancels the request's context.
 type minRate struct {
 	r      io.ReadCloser
 	rc     *http.ResponseController
@@ -291,19 +309,28 @@ func newMinRate(r io.ReadCloser, rc *http.ResponseController, rate int64, window
 	return &minRate{r: r, rc: rc, rate: rate, window: window, start: time.Now()}
 }
 
+// answerWait is the least time the answer to an upload has to be written
+// once its body is in.
+const answerWait = time.Minute
+
 func (m *minRate) Read(p []byte) (int, error) {
 	now := time.Now()
-	if now.Sub(m.start) >= m.window {
-		if m.got < int64(float64(m.rate)*m.window.Seconds()) {
+	need := int64(float64(m.rate) * m.window.Seconds())
+	if m.got >= need || now.Sub(m.start) >= m.window {
+		if m.got < need {
 			return 0, errTooSlow
 		}
 		m.start, m.got = now, 0
 	}
 	// The rest of this window is all a read may wait.
 	m.rc.SetReadDeadline(m.start.Add(m.window))
+	m.rc.SetWriteDeadline(m.start.Add(m.window + answerWait))
 	n, err := m.r.Read(p)
 	m.got += int64(n)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	switch {
+	case err == io.EOF:
+		m.rc.SetReadDeadline(time.Time{})
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
 		err = errTooSlow
 	}
 	return n, err

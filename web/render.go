@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 
@@ -14,7 +15,9 @@ import (
 // that fails never sends half a page.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
 	var buf bytes.Buffer
-	if err := c.Render(r.Context(), &buf); err != nil {
+	// Not the request's context: net/http cancels it when reading the body
+	// failed (a slow upload cut with 408), and that answer is a page too.
+	if err := c.Render(context.WithoutCancel(r.Context()), &buf); err != nil {
 		s.log.Error("render page", "path", r.URL.Path, "err", err)
 		http.Error(w, "sampviz could not draw this page; the server log has the details.", http.StatusInternalServerError)
 		return

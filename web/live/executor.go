@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -146,8 +147,13 @@ func clientMessage(err error, dataDir string) string {
 		return DiskFull
 	}
 	msg := err.Error()
-	if dataDir != "" {
-		msg = strings.ReplaceAll(msg, strings.TrimSuffix(dataDir, "/")+"/", "")
+	if dir := strings.TrimSuffix(dataDir, "/"); dir != "" {
+		msg = strings.ReplaceAll(msg, dir+"/", "")
+		// The folder itself; a relative one names no place on the server
+		// (and may be too short a word to replace).
+		if filepath.IsAbs(dir) {
+			msg = strings.ReplaceAll(msg, dir, "the data directory")
+		}
 	}
 	return msg
 }
