@@ -815,6 +815,29 @@ func TestRetention(t *testing.T) {
 		}
 		close(gate)
 	})
+	t.Run("a run whose page is open is kept after its socket closes", func(t *testing.T) {
+		gate := make(chan struct{})
+		e := newEnv(t, func(c *web.Config, p *webtest.Pipeline) { c.KeepRuns, p.Gate = 3, gate })
+		var ids []string
+		for i := range 3 {
+			r := e.uploadRaw(randomDump(2+i, 8).Bytes())
+			gate <- struct{}{}
+			ids = append(ids, e.wait(r.ID, "").ID)
+		}
+		held := e.uploadRaw(randomDump(3, 8).Bytes())
+		e.waitState(held.ID, "running")
+		// The page of the oldest, finished run: its socket sends everything
+		// and closes, but the page stays open in the browser.
+		readAll(t, e.do("GET", "/runs/"+ids[0], nil))
+		if st := watch(t, e, ids[0], ""); !st.final {
+			t.Fatal("the finished run's socket sent no final message")
+		}
+		e.srv.RetainNow()
+		if got, want := e.listIDs(), slices.Sorted(slices.Values([]string{ids[0], ids[2], held.ID})); !slices.Equal(got, want) {
+			t.Errorf("after retention runs %v, want %v: the run whose page is open kept", got, want)
+		}
+		close(gate)
+	})
 	t.Run("max data", func(t *testing.T) {
 		e := newEnv(t, nil)
 		const pad = 256 << 10

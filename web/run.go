@@ -24,6 +24,7 @@ func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	v.topic.Seen() // retention spares a run a page has open
 	_, st := v.topic.Snapshot()
 	q := v.query()
 	d := view.RunPage{

@@ -41,6 +41,20 @@ type Topic struct {
 	tolerances *engine.Tolerances
 	summary    *view.Summary
 	subs       map[*Subscriber]struct{}
+	// seen is when a page last opened or left the topic: a finished run's
+	// socket closes after its last message, but its page is still open.
+	seen time.Time
+}
+
+// watchGrace is how long after a page last opened or left a run the run
+// still counts as watched (retention spares it).
+const watchGrace = 30 * time.Minute
+
+// Seen records that a page opened the topic now.
+func (t *Topic) Seen() {
+	t.mu.Lock()
+	t.seen = time.Now()
+	t.mu.Unlock()
 }
 
 // streamRow is one judged row as it is kept, streamed and stored. Only its
@@ -73,6 +87,7 @@ func (t *Topic) Subscribe() *Subscriber {
 	s.wake <- struct{}{}
 	t.mu.Lock()
 	t.subs[s] = struct{}{}
+	t.seen = time.Now()
 	t.mu.Unlock()
 	return s
 }
@@ -81,6 +96,7 @@ func (t *Topic) Subscribe() *Subscriber {
 func (t *Topic) Unsubscribe(s *Subscriber) {
 	t.mu.Lock()
 	delete(t.subs, s)
+	t.seen = time.Now()
 	t.mu.Unlock()
 }
 
@@ -180,11 +196,12 @@ func (t *Topic) cancelled(msg string) {
 	t.changedLocked()
 }
 
-// watched reports whether a page is watching the topic.
+// watched reports whether a page is watching the topic: one has its
+// websocket open, or opened or left it within watchGrace.
 func (t *Topic) watched() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.subs) > 0
+	return len(t.subs) > 0 || !t.seen.IsZero() && time.Since(t.seen) < watchGrace
 }
 
 // fail records that the judgement failed, with one sentence.

@@ -30,7 +30,7 @@ type RowPage struct {
 	Why string
 	// Wait is the run's websocket while its kernels have not finished: the
 	// page reloads itself when the run ends ("" otherwise).
-	Wait string
+	Wait    string
 	Log     bool
 	Top     int
 	Charts  map[string]any
