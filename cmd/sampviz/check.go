@@ -175,6 +175,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 				return out
 			}
 		}
+		if out.Tokens, err = sess.Tokens(job); err != nil {
+			out.Exit, out.Error = exitUnusable, err.Error()
+			return out
+		}
 		start := time.Now()
 		rep, err := sess.Execute(ctx, job, nil)
 		out.Took = time.Since(start)
@@ -222,7 +226,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			return fail("write report: %v", err)
 		}
 	default:
-		writeTextReport(stdout, results[0].Report, c.maxRows)
+		writeTextReport(stdout, results[0].Report, c.maxRows, results[0].Tokens)
 	}
 	return exit
 }

@@ -521,3 +521,46 @@ func lineDiff(got, want string) string {
 	}
 	return b.String()
 }
+
+// TestCheckTokenText: the text report names tokens with their text, from
+// the dump's tokenizer metadata or --tokenizer; a file that is not a
+// tokenizer.json is unusable input, in one line naming it.
+func TestCheckTokenText(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "vocab.json")
+	if err := os.WriteFile(bad, []byte(`{"model": 7}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join("..", "..", "scenarios", "real-softmax", "real-softmax.safetensors")
+	tests := []struct {
+		name  string
+		args  []string
+		exit  int
+		words []string // in stdout, or in stderr when exit is 2
+	}{
+		{"the dump's tokenizer metadata", []string{real}, exitOK, []string{"at row ", " ‹"}},
+		{"a file that is not a tokenizer", []string{"--tokenizer", bad, real}, exitUnusable, []string{"vocab.json: "}},
+		{"a missing tokenizer", []string{"--tokenizer", filepath.Join(dir, "none.json"), real}, exitUnusable, []string{"none.json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runCheck(append([]string{"--backend", "cpu"}, tt.args...), &stdout, &stderr)
+			if code != tt.exit {
+				t.Fatalf("exit %d, want %d; stderr %q", code, tt.exit, stderr.String())
+			}
+			out := stdout.String()
+			if tt.exit == exitUnusable {
+				out = stderr.String()
+				if strings.Count(strings.TrimSpace(out), "\n") > 0 {
+					t.Errorf("stderr is more than a line: %q", out)
+				}
+			}
+			for _, w := range tt.words {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/tokens"
 )
 
 // `sampviz check` on several files, folders and globs is a CI step: one
@@ -79,6 +80,8 @@ type checked struct {
 	Report *engine.Report `json:"report,omitempty"`
 	// Took is the wall time of the file's judgement.
 	Took time.Duration `json:"took_ns"`
+	// Tokens gives the report's token ids their text (nil: bare ids).
+	Tokens *tokens.Tokenizer `json:"-"`
 }
 
 // summaryLine says one file's outcome in a line.

@@ -91,7 +91,7 @@ func modeMetric(t engine.ModeTable) string {
 
 // writeAgreement prints each comparison between two outputs in a sentence,
 // with the flips of argmax and logits pairs.
-func writeAgreement(w io.Writer, r *engine.Report) {
+func writeAgreement(w io.Writer, r *engine.Report, name func(int64) string) {
 	if len(r.Agreement) == 0 {
 		return
 	}
@@ -116,7 +116,7 @@ func writeAgreement(w io.Writer, r *engine.Report) {
 			if math.IsInf(float64(f.Margin), 0) {
 				apart = "a token outside the vocabulary"
 			}
-			fmt.Fprintf(w, "    row %d: %s token %d, %s token %d (%s): %s\n", f.Row, a.A, f.RefToken, a.B, f.Token, apart, class)
+			fmt.Fprintf(w, "    row %d: %s token %s, %s token %s (%s): %s\n", f.Row, a.A, name(int64(f.RefToken)), a.B, name(int64(f.Token)), apart, class)
 		}
 	}
 }

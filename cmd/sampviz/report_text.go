@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/tokens"
 )
 
 // writeTextReport prints a report for a person who reads it once: what was
@@ -16,7 +18,10 @@ import (
 // together, the statistics of samplers (goodness of fit; acceptance by
 // position, emitted lengths and mean acceptance length beside theory) and
 // the notes, then the verdict.
-func writeTextReport(w io.Writer, r *engine.Report, maxRows int) {
+//
+// tok, when not nil, gives token ids their text ("6639 ‹␣the›").
+func writeTextReport(w io.Writer, r *engine.Report, maxRows int, tok *tokens.Tokenizer) {
+	name := tokenName(tok)
 	fmt.Fprintf(w, "sampviz check %s\n", r.Source)
 	fmt.Fprintf(w, "  %s\n", describeRun(r))
 	if r.Device != nil {
@@ -37,7 +42,7 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int) {
 	fmt.Fprintln(tw, "  output\tjudged\tverdict\tfailed rows\tdrift")
 	for _, o := range r.Outputs {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d of %d\t%s\n",
-			outputLabel(o), o.Kind, verdictWord(o.Pass), o.FailedRows, len(o.Rows), driftSummary(o, r.Vocab))
+			outputLabel(o), o.Kind, verdictWord(o.Pass), o.FailedRows, len(o.Rows), driftSummary(o, r.Vocab, name))
 	}
 	tw.Flush()
 
@@ -47,7 +52,7 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int) {
 		}
 	}
 	writeModes(w, r)
-	writeAgreement(w, r)
+	writeAgreement(w, r, name)
 
 	for _, o := range r.Outputs {
 		if len(o.Notes) == 0 && o.FailedRows == 0 && o.Spec == nil {
@@ -71,6 +76,9 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int) {
 			shown++
 			for _, v := range row.Violations {
 				fmt.Fprintf(w, "  %s\n", v)
+			}
+			if tok != nil && row.Token != nil && row.RefToken != nil {
+				fmt.Fprintf(w, "    (row %d: token %s, the reference's %s)\n", row.Row, name(*row.Token), name(*row.RefToken))
 			}
 		}
 		for _, v := range o.Violations {
@@ -114,7 +122,7 @@ func verdictWord(pass bool) string {
 }
 
 // driftSummary gives the numbers that matter for an output's kind on one line.
-func driftSummary(o engine.OutputReport, vocab int) string {
+func driftSummary(o engine.OutputReport, vocab int, name func(int64) string) string {
 	if o.Spec != nil && len(o.Spec.Positions) > 0 {
 		return fmt.Sprintf("mean acceptance length %.3g (theory %.3g)", float64(o.Spec.MeanAcceptanceLength), float64(o.Spec.TheoryMeanAcceptanceLength))
 	}
@@ -126,7 +134,7 @@ func driftSummary(o engine.OutputReport, vocab int) string {
 		return ""
 	}
 	s := fmt.Sprintf("max |err| %s at %s, p99 %s, KL %s",
-		fmtSci(float64(d.Abs.Max)), flatIndex(d.Abs.Index, vocab), fmtSci(float64(d.Abs.P99)), fmtSci(float64(d.KL)))
+		fmtSci(float64(d.Abs.Max)), flatIndex(d.Abs.Index, vocab, name), fmtSci(float64(d.Abs.P99)), fmtSci(float64(d.KL)))
 	if d.Mismatched > 0 {
 		s += fmt.Sprintf(", %d off", d.Mismatched)
 	}
@@ -225,11 +233,11 @@ func pct(x float64) string {
 
 // flatIndex prints a run-level element index as "row R token T" for rows
 // of vocab tokens.
-func flatIndex(i, vocab int) string {
+func flatIndex(i, vocab int, name func(int64) string) string {
 	if vocab <= 0 {
 		return fmt.Sprint(i)
 	}
-	return fmt.Sprintf("row %d token %d", i/vocab, i%vocab)
+	return fmt.Sprintf("row %d token %s", i/vocab, name(int64(i%vocab)))
 }
 
 // fmtSci prints a drift number in two significant digits.
@@ -276,4 +284,15 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// tokenName names a token id: "6639 ‹␣the›" with a tokenizer that defines
+// it, else "6639".
+func tokenName(tok *tokens.Tokenizer) func(int64) string {
+	return func(id int64) string {
+		if tok.Known(id) {
+			return strconv.FormatInt(id, 10) + " ‹" + tok.Show(id) + "›"
+		}
+		return strconv.FormatInt(id, 10)
+	}
 }

@@ -2,8 +2,10 @@ package session
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -68,6 +70,9 @@ func (s *Session) tokenizer(job Job, run *engine.Run) (tok *tokens.Tokenizer, fr
 			from = filepath.Base(job.TokenizerPath)
 		}
 		f, err := os.Open(job.TokenizerPath)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", nil, &InputError{Msg: fmt.Sprintf("%s: there is no such tokenizer file.", from), Err: err}
+		}
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("open tokenizer: %w", err)
 		}
