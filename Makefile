@@ -16,6 +16,7 @@ FUZZ_TARGETS := ./engine/dump:FuzzSafetensors ./engine/dump:FuzzNPZ ./engine/dum
 all: build
 
 build:
+	@if [ ! -x $(BIN) ]; then echo "build: compiling sampviz (a first build downloads the Go modules and takes a minute or two)"; fi
 	$(GO) build -o $(BIN) ./cmd/sampviz
 
 run: build
@@ -163,10 +164,11 @@ templ-check:
 
 browser-deps:
 	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
-	echo "browser-deps: installing Debian's chromium for the browser test"; \
+	mkdir -p build; \
+	echo "browser-deps: installing Debian's chromium for the browser test (about 150 packages, a minute or two; log in build/browser-deps.log)"; \
 	sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
-	if ! { $$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium; }; then \
-		echo "browser-deps: could not install chromium"; \
+	if ! { $$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium; } >build/browser-deps.log 2>&1; then \
+		echo "browser-deps: could not install chromium (build/browser-deps.log)"; \
 		if [ "$$SAMPVIZ_REQUIRE_BROWSER" = 1 ]; then exit 1; fi; \
 		echo "browser-deps: the browser test will skip"; \
 	fi
