@@ -361,6 +361,23 @@ def argmax(logits, tokens=None, *, name=None, out=None, source=None, metadata=No
     return d.write(out)
 
 
+def logits_gate(golden, modes: dict, *, out=None, source=None, metadata=None) -> str:
+    """Dumps the golden-logits gate: the golden logits [B, V] (Hugging Face
+    in fp32, say) and, per mode, an engine's logits for the same rows
+    ({"eager": t, "graph": u}, each [B, V], any float dtype), written as
+    logits and logits@MODE. sampviz judges every mode against the golden:
+    |Δlogit|, KL at T = 1 and every top-1 flip, real or fragile."""
+    d = _Dump("logits_gate", None, source, metadata)
+    b, v = _rows_vocab(d, "logits", golden)
+    if not isinstance(modes, dict) or not modes:
+        raise ValueError("modes must be a dict of at least one mode name to its logits tensor")
+    for mode, t in modes.items():
+        if not isinstance(mode, str) or not _NAME.fullmatch(mode) or len(mode) > 64:
+            raise ValueError(f"mode {mode!r} is not a name: 1 to 64 letters, digits, '_', '-' or '.'")
+        d.add(f"logits@{mode}", t, "float", [(b, "B of logits"), (v, "V of logits")])
+    return d.write(out)
+
+
 def spec_verify(target_logits, draft_tokens, draft_probs=None, *, spec_tokens=None, spec_emitted=None,
                 spec_accepted=None, spec_trials=None, temperature=None, top_k=None, top_p=None, min_p=None,
                 seed=None, offset=None, filter_order=None, top_k_ties=None, name=None, out=None, source=None,

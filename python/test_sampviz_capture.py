@@ -166,6 +166,21 @@ class TestPlainCalls(Case):
         self.assertVerdict(sv.ngram_match(ids, torch.tensor([8, 4]), pre, torch.tensor([3, 2]), good, **args), 0)
         self.assertVerdict(sv.ngram_match(ids, torch.tensor([8, 4]), pre, torch.tensor([3, 2]), good + torch.tensor([[0, 0, 1], [0, 0, 0]]), **args), 1)
 
+    def test_logits_gate(self):
+        golden = self.logits().float()
+        path = sv.logits_gate(golden, {"bf16": golden.bfloat16(), "eager": golden.clone()}, out=self.dir)
+        tensors, meta = sv.load(path)
+        self.assertEqual(sorted(tensors), ["logits", "logits@bf16", "logits@eager"])
+        self.assertEqual(meta["op"], "logits_gate")
+        self.assertVerdict(path, 0)
+        # A real top-1 flip: row 1's best token drops far below another.
+        bad = golden.clone()
+        best = int(bad[1].argmax())
+        bad[1, best] = bad[1].min() - 10
+        self.assertVerdict(sv.logits_gate(golden, {"graph": bad}, out=self.dir), 1)
+        with self.assertRaisesRegex(ValueError, "mode 'a b' is not a name"):
+            sv.logits_gate(golden, {"a b": golden}, out=self.dir)
+
     def test_named_output(self):
         x = self.logits()
         path = sv.softmax(x, torch.softmax(x, -1), name="eager", out=self.dir)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/dump"
 	"github.com/sampviz/sampviz/engine/tokens"
 )
 
@@ -43,14 +44,18 @@ func expandDumps(args []string) ([]string, error) {
 			continue
 		}
 		st, err := os.Stat(a)
-		if err != nil || !st.IsDir() {
-			files = append(files, a) // a file; reading it says what is wrong
+		if err != nil || !st.IsDir() || dump.IsSGLangDir(a) {
+			files = append(files, a) // a file or an SGLang dumper folder; reading it says what is wrong
 			continue
 		}
 		var found []string
 		err = filepath.WalkDir(a, func(path string, d os.DirEntry, err error) error {
 			if err != nil {
 				return err
+			}
+			if d.IsDir() && path != a && dump.IsSGLangDir(path) {
+				found = append(found, path) // one dump
+				return filepath.SkipDir
 			}
 			for _, e := range dumpExts {
 				if !d.IsDir() && strings.HasSuffix(strings.ToLower(d.Name()), e) {

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,6 +122,49 @@ func TestCheckManyRefuses(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			if code := runCheck(append([]string{"--backend", "cpu"}, tt.args...), &stdout, &stderr); code != exitUnusable || !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
+			}
+		})
+	}
+}
+
+// An SGLang dumper folder is one dump, given itself or found inside a
+// folder of dumps; other folders are walked for dump files.
+func TestExpandDumpsKeepsSGLangFolders(t *testing.T) {
+	root := t.TempDir()
+	sg := filepath.Join(root, "sglang_dump_1")
+	plain := filepath.Join(root, "plain")
+	for _, d := range []string{sg, plain} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{
+		filepath.Join(sg, "forward_pass_id=1___rank=0___name=next_token_logits___dump_index=0.pt"),
+		filepath.Join(sg, "forward_pass_id=1___rank=0___name=temperatures___dump_index=1.pt"),
+		filepath.Join(plain, "a.safetensors"),
+		filepath.Join(plain, "b.npz"),
+	} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"the dumper folder itself", []string{sg}, []string{sg}},
+		{"a folder holding one", []string{root}, []string{filepath.Join(plain, "a.safetensors"), filepath.Join(plain, "b.npz"), sg}},
+		{"a plain folder", []string{plain}, []string{filepath.Join(plain, "a.safetensors"), filepath.Join(plain, "b.npz")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := expandDumps(tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("expandDumps(%v) = %v, want %v", tt.args, got, tt.want)
 			}
 		})
 	}

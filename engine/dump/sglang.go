@@ -225,3 +225,21 @@ func joinInts(v []int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// IsSGLangDir reports whether dir is an SGLang dumper folder: one whose
+// files include a dumper file (key=value parts with a name, .pt). A folder
+// of such files is one dump, not a folder of dumps.
+func IsSGLangDir(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			if _, ok := parseSGLangName(e.Name()); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
