@@ -242,4 +242,10 @@ type Report struct {
 	Tolerances Tolerances     `json:"tolerances"`
 	Outputs    []OutputReport `json:"outputs"`
 	Notices    []string       `json:"notices,omitempty"`
+	// For `--semantics any`, Matches holds the verdict of every preset on
+	// the dump's external outputs, and Semantics names the preset whose
+	// judgement the report is (the first that passes). A run under one
+	// preset says so in its notices.
+	Semantics Semantics        `json:"semantics,omitempty"`
+	Matches   []SemanticsMatch `json:"matches,omitempty"`
 }

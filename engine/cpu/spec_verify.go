@@ -247,7 +247,7 @@ func specRow(run *engine.Run, rp *engine.KernelParams, s *scratch, r, k, vocab i
 			fillNaN(p[i])
 		case t > 0 && rp.Filtered(r, vocab):
 			keep := bools(&s.keep, vocab)
-			filterRow(&s.filter, rp, r, w, keep)
+			filterRow(s, rp, r, x, w, keep)
 			Renorm(w, keep, p[i])
 		default:
 			Renorm(w, nil, p[i])
