@@ -44,6 +44,8 @@ type KernelParams struct {
 	Seed, Offset []uint64
 	Order        FilterOrder
 	Ties         TopKTies
+	// TemperatureOrder is TemperatureLast only where some row needs it.
+	TemperatureOrder TemperatureOrder
 }
 
 // ForOp checks and converts the parameters op's kernels read
@@ -72,6 +74,8 @@ func (p *Params) ForKernels(rows int, need ParamGroup) (*KernelParams, error) {
 		Offset:      make([]uint64, rows),
 		Order:       TopKFirst,
 		Ties:        TiesKeep,
+
+		TemperatureOrder: TemperatureFirst,
 	}
 	for r := range rows {
 		k.Temperature[r], k.TopP[r] = 1, 1
@@ -129,6 +133,13 @@ func (p *Params) ForKernels(rows int, need ParamGroup) (*KernelParams, error) {
 			}
 			k.Ties = p.TopKTies
 		}
+		if p.TemperatureOrder != "" {
+			if err := ParamByName("temperature_order").CheckChoice(string(p.TemperatureOrder)); err != nil {
+				return nil, fmt.Errorf("%w: %w", err, ErrUnsupported)
+			}
+			k.TemperatureOrder = p.TemperatureOrder
+		}
+		k.simplifyChain()
 	}
 	if need&NeedSeeds != 0 {
 		if err := count("seed", len(p.Seed)); err != nil {
@@ -141,6 +152,33 @@ func (p *Params) ForKernels(rows int, need ParamGroup) (*KernelParams, error) {
 		copy(k.Offset, p.Offset)
 	}
 	return k, nil
+}
+
+// simplifyChain states the chain as the kernels need it (docs/SEMANTICS.md
+// "Kernel semantics"): ties any is lowest_index (one of the choices it
+// allows); min_p_first is top_k_first unless some row has both top-p and
+// min-p on, and temperature last is first unless some sampled row has a
+// temperature other than 1 with top-p or min-p on, since only then do they
+// keep other tokens. So a chain the data cannot tell apart from one the
+// kernels serve runs on them.
+func (k *KernelParams) simplifyChain() {
+	if k.Ties == TiesAny {
+		k.Ties = TiesLowestIndex
+	}
+	minPFirst, last := false, false
+	for r, t := range k.Temperature {
+		if !(t > 0) {
+			continue
+		}
+		minPFirst = minPFirst || k.TopP[r] < 1 && k.MinP[r] > 0
+		last = last || t != 1 && (k.TopP[r] < 1 || k.MinP[r] > 0)
+	}
+	if k.Order == MinPFirst && !minPFirst {
+		k.Order = TopKFirst
+	}
+	if k.TemperatureOrder == TemperatureLast && !last {
+		k.TemperatureOrder = TemperatureFirst
+	}
 }
 
 // Filtered reports whether row r of a vocabulary of v tokens has a filter on

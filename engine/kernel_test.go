@@ -30,8 +30,9 @@ func TestForKernels(t *testing.T) {
 		{"negative top_k", func(p *Params) { p.TopK[1] = -1 }, all, "row 1: top_k must be an integer in [0, 2147483647] (0 means off), not -1", false},
 		{"top_p 0", func(p *Params) { p.TopP[0] = 0 }, all, "row 0: top_p must be in (0, 1] (1 means off), and above 0 in float32, not 0", false},
 		{"min_p above 1", func(p *Params) { p.MinP[1] = 1.5 }, all, "row 1: min_p must be in [0, 1] (0 means off), not 1.5", false},
-		{"unknown order", func(p *Params) { p.FilterOrder = "sideways" }, all, `filter_order must be top_k_first or joint, not "sideways"`, true},
-		{"unknown ties", func(p *Params) { p.TopKTies = "random" }, all, `top_k_ties must be keep or lowest_index, not "random"`, true},
+		{"unknown order", func(p *Params) { p.FilterOrder = "sideways" }, all, `filter_order must be top_k_first, joint or min_p_first, not "sideways"`, true},
+		{"unknown ties", func(p *Params) { p.TopKTies = "random" }, all, `top_k_ties must be keep, lowest_index or any, not "random"`, true},
+		{"unknown temperature order", func(p *Params) { p.TemperatureOrder = "middle" }, all, `temperature_order must be first or last, not "middle"`, true},
 		{"missing offsets", func(p *Params) { p.Offset = nil }, all, "offset: 0 values for 2 rows", false},
 		{"groups not needed are not checked", func(p *Params) { p.TopK, p.Seed = nil, nil }, NeedTemperature, "", false},
 	}
@@ -72,6 +73,46 @@ func TestForKernels(t *testing.T) {
 	k, _ = p.ForKernels(2, NeedFilters)
 	if !k.Filtered(1, 100) || k.Filtered(0, 100) || k.Order != Joint || k.Ties != TiesLowestIndex {
 		t.Errorf("filters: %+v", k)
+	}
+}
+
+// TestForKernelsSimplifiesChain checks that min_p_first and temperature
+// last reach the kernels only where some row keeps other tokens under them,
+// and that ties any reaches them as lowest_index, one of the choices it
+// allows.
+func TestForKernelsSimplifiesChain(t *testing.T) {
+	tests := []struct {
+		name        string
+		temperature float64
+		topP, minP  float64
+		order       FilterOrder
+		temp        TemperatureOrder
+		wantOrder   FilterOrder
+		wantTemp    TemperatureOrder
+	}{
+		{"min_p_first with top-p and min-p", 0.7, 0.9, 0.1, MinPFirst, TemperatureFirst, MinPFirst, TemperatureFirst},
+		{"min_p_first without min-p", 0.7, 0.9, 0, MinPFirst, TemperatureFirst, TopKFirst, TemperatureFirst},
+		{"min_p_first without top-p", 0.7, 1, 0.1, MinPFirst, TemperatureFirst, TopKFirst, TemperatureFirst},
+		{"min_p_first on a greedy row", 0, 0.9, 0.1, MinPFirst, TemperatureFirst, TopKFirst, TemperatureFirst},
+		{"temperature last with top-p", 0.7, 0.9, 0, TopKFirst, TemperatureLast, TopKFirst, TemperatureLast},
+		{"temperature last with min-p", 1.3, 1, 0.1, TopKFirst, TemperatureLast, TopKFirst, TemperatureLast},
+		{"temperature last at T = 1", 1, 0.9, 0.1, TopKFirst, TemperatureLast, TopKFirst, TemperatureFirst},
+		{"temperature last with top-k alone", 0.7, 1, 0, TopKFirst, TemperatureLast, TopKFirst, TemperatureFirst},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Params{
+				Temperature: []float64{tt.temperature}, TopK: []int{5}, TopP: []float64{tt.topP}, MinP: []float64{tt.minP},
+				FilterOrder: tt.order, TopKTies: TiesAny, TemperatureOrder: tt.temp,
+			}
+			k, err := p.ForKernels(1, NeedTemperature|NeedFilters)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k.Order != tt.wantOrder || k.TemperatureOrder != tt.wantTemp || k.Ties != TiesLowestIndex {
+				t.Errorf("kernels get %s, %s, %s; want %s, %s, lowest_index", k.Order, k.TemperatureOrder, k.Ties, tt.wantOrder, tt.wantTemp)
+			}
+		})
 	}
 }
 

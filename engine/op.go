@@ -90,7 +90,7 @@ var outputSpecs = []TensorSpec{
 
 var (
 	logitsInput  = TensorSpec{Name: "logits", Dims: []string{"B", "V"}, Float: true, Required: true}
-	filterParams = []string{"temperature", "top_k", "top_p", "min_p", "filter_order", "top_k_ties"}
+	filterParams = []string{"temperature", "top_k", "top_p", "min_p", "semantics", "filter_order", "top_k_ties", "temperature_order"}
 	seedParams   = []string{"seed", "offset"}
 	// validInput marks the real rows of a padded batch; every op takes it
 	// (docs/SEMANTICS.md "Padded rows").

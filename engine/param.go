@@ -120,16 +120,30 @@ var params = []*Param{
 		field:   func(o *Overrides) any { return &o.Offset },
 	},
 	{
+		// A preset sets filter_order, top_k_ties and temperature_order
+		// (engine/semantics.go); it has no default.
+		Name: "semantics", Flag: "semantics", Scope: RunWide, Kind: KindChoice,
+		Choices: semanticsChoices(),
+		Usage:   "an engine's filter chain (hf, vllm, sglang, flashinfer, llamacpp, tokenspeed; docs/SEMANTICS.md), or any: judge the dump's outputs under every preset and say which pass",
+		field:   func(o *Overrides) any { return &o.Semantics },
+	},
+	{
 		Name: "filter_order", Flag: "filter-order", Scope: RunWide, Kind: KindChoice, Default: string(TopKFirst),
-		Choices: []string{string(TopKFirst), string(Joint)},
-		Usage:   "how top-k and top-p combine: top_k_first (top-p on the top-k mass) or joint",
+		Choices: []string{string(TopKFirst), string(Joint), string(MinPFirst)},
+		Usage:   "how top-k, top-p and min-p combine: top_k_first (top-p on the top-k mass), joint (top-p on the whole mass) or min_p_first (min-p first, top-p on what min-p and top-k keep)",
 		field:   func(o *Overrides) any { return &o.FilterOrder },
 	},
 	{
 		Name: "top_k_ties", Flag: "top-k-ties", Scope: RunWide, Kind: KindChoice, Default: string(TiesKeep),
-		Choices: []string{string(TiesKeep), string(TiesLowestIndex)},
-		Usage:   "tokens tied with the k-th: keep (all survive) or lowest_index (exactly k)",
+		Choices: []string{string(TiesKeep), string(TiesLowestIndex), string(TiesAny)},
+		Usage:   "tokens tied with the k-th: keep (all survive), lowest_index (exactly k, lowest indices first) or any (exactly k, any of the tied)",
 		field:   func(o *Overrides) any { return &o.TopKTies },
+	},
+	{
+		Name: "temperature_order", Flag: "temperature-order", Scope: RunWide, Kind: KindChoice, Default: string(TemperatureFirst),
+		Choices: []string{string(TemperatureFirst), string(TemperatureLast)},
+		Usage:   "where the temperature applies: first (the filters see softmax(x/T)) or last (the filters see softmax(x), then T rescales the survivors)",
+		field:   func(o *Overrides) any { return &o.TemperatureOrder },
 	},
 	{
 		Name: "max_ngram_size", Flag: "max-ngram-size", Scope: RunWide, Kind: KindInt, Default: "3",
@@ -267,22 +281,25 @@ func (p *Param) CheckChoice(s string) error {
 // web form or in an API request; each non-nil field replaces what the dump
 // says, for every row. The JSON keys are the parameters' names.
 type Overrides struct {
-	Op             *Op           `json:"op,omitempty"`
-	Temperature    *float64      `json:"temperature,omitempty"`
-	TopK           *int          `json:"top_k,omitempty"`
-	TopP           *float64      `json:"top_p,omitempty"`
-	MinP           *float64      `json:"min_p,omitempty"`
-	Seed           *uint64       `json:"seed,omitempty"`
-	Offset         *uint64       `json:"offset,omitempty"`
-	FilterOrder    *FilterOrder  `json:"filter_order,omitempty"`
-	TopKTies       *TopKTies     `json:"top_k_ties,omitempty"`
-	Method         *SampleMethod `json:"method,omitempty"`
-	Draws          *int          `json:"draws,omitempty"`
-	Trials         *int          `json:"trials,omitempty"`
-	MaxNgramSize   *int          `json:"max_ngram_size,omitempty"`
-	MaxDraftTokens *int          `json:"max_draft_tokens,omitempty"`
-	Threshold      *int          `json:"threshold,omitempty"`
-	ValidRows      *int          `json:"valid_rows,omitempty"`
+	Op          *Op          `json:"op,omitempty"`
+	Temperature *float64     `json:"temperature,omitempty"`
+	TopK        *int         `json:"top_k,omitempty"`
+	TopP        *float64     `json:"top_p,omitempty"`
+	MinP        *float64     `json:"min_p,omitempty"`
+	Seed        *uint64      `json:"seed,omitempty"`
+	Offset      *uint64      `json:"offset,omitempty"`
+	Semantics   *Semantics   `json:"semantics,omitempty"`
+	FilterOrder *FilterOrder `json:"filter_order,omitempty"`
+	TopKTies    *TopKTies    `json:"top_k_ties,omitempty"`
+	// TemperatureOrder is a later field: JSON of older Overrides lacks it.
+	TemperatureOrder *TemperatureOrder `json:"temperature_order,omitempty"`
+	Method           *SampleMethod     `json:"method,omitempty"`
+	Draws            *int              `json:"draws,omitempty"`
+	Trials           *int              `json:"trials,omitempty"`
+	MaxNgramSize     *int              `json:"max_ngram_size,omitempty"`
+	MaxDraftTokens   *int              `json:"max_draft_tokens,omitempty"`
+	Threshold        *int              `json:"threshold,omitempty"`
+	ValidRows        *int              `json:"valid_rows,omitempty"`
 }
 
 // Set parses text as the value of the parameter called name, checks it
@@ -365,6 +382,12 @@ func setChoice(field any, s string) {
 	case **TopKTies:
 		v := TopKTies(s)
 		*f = &v
+	case **Semantics:
+		v := Semantics(s)
+		*f = &v
+	case **TemperatureOrder:
+		v := TemperatureOrder(s)
+		*f = &v
 	case **SampleMethod:
 		v := SampleMethod(s)
 		*f = &v
@@ -400,6 +423,14 @@ func (o *Overrides) Get(name string) (string, bool) {
 			return string(**f), true
 		}
 	case **TopKTies:
+		if *f != nil {
+			return string(**f), true
+		}
+	case **Semantics:
+		if *f != nil {
+			return string(**f), true
+		}
+	case **TemperatureOrder:
 		if *f != nil {
 			return string(**f), true
 		}

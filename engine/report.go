@@ -326,6 +326,12 @@ type Report struct {
 	// Agreement compares every pair of outputs of one kind.
 	Agreement []Agreement `json:"agreement,omitempty"`
 	Notices   []string    `json:"notices,omitempty"`
+	// For `--semantics any`, Matches holds the verdict of every preset on
+	// the dump's external outputs, and Semantics names the preset whose
+	// judgement the report is (the first that passes). A run under one
+	// preset says so in its notices.
+	Semantics Semantics        `json:"semantics,omitempty"`
+	Matches   []SemanticsMatch `json:"matches,omitempty"`
 }
 
 // ModeTable puts side by side the outputs of one kind, ours included: one

@@ -55,6 +55,10 @@ type Params struct {
 
 	FilterOrder FilterOrder
 	TopKTies    TopKTies
+	// TemperatureOrder says where the temperature applies ("" means
+	// first); Semantics names the preset that set the chain, or any.
+	TemperatureOrder TemperatureOrder
+	Semantics        Semantics
 
 	// Method picks the sampler for sample runs.
 	Method SampleMethod

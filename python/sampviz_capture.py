@@ -905,7 +905,7 @@ def _vllm_sample(slot, md, result, step, out, name, version):
     rows = torch.arange(b)
     min_p, others = _vllm_min_p(md, b)
     meta = _vllm_meta(md)
-    meta["engine_chain"] = "vLLM applies min-p before top-k and top-p; sampviz applies it last (rows with both min_p and top_p may differ)"
+    meta["semantics"] = "vllm"  # min-p before top-k and top-p (docs/SEMANTICS.md)
     if others:
         meta["note"] = "argmax-invariant processors outside the dump's filters: " + ", ".join(others)
     tokens = result.sampled_token_ids.detach().reshape(b, -1)[:, 0].to(torch.int64)

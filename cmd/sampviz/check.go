@@ -56,6 +56,8 @@ func newCheckFlags(stderr io.Writer) *checkFlags {
 			"Runs the dump's op on a backend, computes the float64 reference, and judges\n"+
 			"our output and every external output in the dump. Exit status: 0 when\n"+
 			"everything passes, 1 when any violation is found, 2 when the file cannot be used.\n"+
+			"--semantics any judges the dump's outputs under every engine's filter chain\n"+
+			"instead, and exits 0 when one passes.\n"+
 			"Several dumps, folders (their dumps, recursively) and patterns (*.safetensors)\n"+
 			"give one line per file and a total, and the worst exit status.\n\nflags:")
 		fs.PrintDefaults()

@@ -265,7 +265,7 @@ func TestCheckUnusableFile(t *testing.T) {
 		{"malformed dump", []string{dumps["broken"]}, "broken.safetensors"},
 		{"missing file", []string{filepath.Join(t.TempDir(), "nope.safetensors")}, "nope.safetensors"},
 		{"no dump given", nil, "usage"},
-		{"bad override", []string{"--filter-order", "sideways", dumps["good"]}, "filter_order must be top_k_first or joint"},
+		{"bad override", []string{"--filter-order", "sideways", dumps["good"]}, "filter_order must be top_k_first, joint or min_p_first"},
 		{"unknown backend", []string{"--backend", "tpu", dumps["good"]}, "tpu"},
 	}
 	for _, tt := range tests {

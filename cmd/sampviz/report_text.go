@@ -10,6 +10,7 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/tokens"
+	"github.com/sampviz/sampviz/engine/session"
 )
 
 // writeTextReport prints a report for a person who reads it once: what was
@@ -37,6 +38,9 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int, tok *tokens.Tok
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	fmt.Fprintln(w)
+	if len(r.Matches) > 0 {
+		writeMatches(w, r)
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  output\tjudged\tverdict\tfailed rows\tdrift")
@@ -93,6 +97,31 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int, tok *tokens.Tok
 
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, verdictLine(r))
+}
+
+// writeMatches prints the verdict of every semantics preset (`--semantics
+// any`), then says whose judgement the rest of the report shows.
+func writeMatches(w io.Writer, r *engine.Report) {
+	fmt.Fprintln(w, "semantics: the dump's outputs judged under each engine's filter chain")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  preset\tengine\tverdict\tfailed rows\tchain")
+	for _, m := range r.Matches {
+		failed := fmt.Sprint(m.FailedRows)
+		if m.Violations > 0 {
+			failed += fmt.Sprintf(" (+%d of all rows)", m.Violations)
+		}
+		chain := m.Chain
+		if m.SameAs != "" {
+			chain = "as " + string(m.SameAs) + " on this dump"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", m.Semantics, m.Engine, verdictWord(m.Pass), failed, chain)
+	}
+	tw.Flush()
+	why := "the first that passes"
+	if !r.Pass {
+		why = "the one with the fewest failures"
+	}
+	fmt.Fprintf(w, "  below: the judgement under %s (%s)\n\n", r.Semantics, why)
 }
 
 // describeRun says what the run is: op, shape and dtype.
@@ -263,6 +292,12 @@ func timingLine(t *engine.Timing, d *engine.Device) string {
 
 // verdictLine is the last line of a report.
 func verdictLine(r *engine.Report) string {
+	if len(r.Matches) > 0 {
+		if r.Pass {
+			return "PASS: " + session.MatchSummary(r.Matches) + "."
+		}
+		return "FAIL: " + session.MatchSummary(r.Matches) + "."
+	}
 	if r.Pass {
 		return fmt.Sprintf("PASS: every row of %s passes.", plural(len(r.Outputs), "output"))
 	}

@@ -99,6 +99,7 @@ var ops = map[engine.Op]func(b *Backend, ctx context.Context, run *engine.Run) (
 // scratch is one worker's reusable row buffers.
 type scratch struct {
 	x, w, p   []float32
+	w1        []float32 // weights at temperature 1 (temperature_order last)
 	keep      []bool
 	filter    filter
 	rejection rejection

@@ -14,13 +14,16 @@ import (
 // "Kernel semantics" says:
 //
 //   - top-k (k > 0 and k < len(w); otherwise off): under engine.TiesKeep,
-//     count(w_j > w_i) < k; under engine.TiesLowestIndex,
-//     count(w_j > w_i) + count(j < i, w_j = w_i) < k.
+//     count(w_j > w_i) < k; under engine.TiesLowestIndex (and
+//     engine.TiesAny, which it serves), count(w_j > w_i) + count(j < i,
+//     w_j = w_i) < k.
 //   - top-p (topP < 1; otherwise off, since at topP = 1 the rule would still
 //     drop tokens whose fixed-point weight is 0):
 //     float64(Σ_{w_j > w_i} W_j) < float64(topP) * float64(Z'), with Z' the
 //     sum of W over the top-k survivors under engine.TopKFirst (or any order
-//     other than engine.Joint) and over every token under engine.Joint.
+//     other than engine.Joint and engine.MinPFirst), over every token under
+//     engine.Joint, and over the tokens both top-k and min-p keep under
+//     engine.MinPFirst.
 //   - min-p (minP > 0; otherwise off): w_i >= minP.
 //
 // A token survives when it survives all three. The most probable token
@@ -64,13 +67,14 @@ func (f *filter) apply(w []float32, k int, topP, minP float32, order engine.Filt
 	if nucleus {
 		W = f.weights(w)
 	}
+	exact := ties == engine.TiesLowestIndex || ties == engine.TiesAny
 	if topK {
 		// Survivors of top-k are the tokens at or above the k-th largest
 		// weight tau; under lowest_index only the first k - count(w > tau)
 		// tokens equal to tau survive.
 		tau := f.descend(w, nil, func(above int, _ uint64) bool { return above < k })
 		room := k
-		if ties == engine.TiesLowestIndex {
+		if exact {
 			for _, v := range w {
 				if v > tau {
 					room--
@@ -80,12 +84,16 @@ func (f *filter) apply(w []float32, k int, topP, minP float32, order engine.Filt
 		for i, v := range w {
 			switch {
 			case v > tau:
-			case v == tau && (ties != engine.TiesLowestIndex || room > 0):
+			case v == tau && (!exact || room > 0):
 				room--
 			default:
 				keep[i] = false
 			}
 		}
+	}
+	minPFirst := order == engine.MinPFirst && minP > 0
+	if minPFirst {
+		f.minP(w, minP, keep)
 	}
 	if nucleus {
 		var z uint64
@@ -102,11 +110,16 @@ func (f *filter) apply(w []float32, k int, topP, minP float32, order engine.Filt
 			}
 		}
 	}
-	if minP > 0 {
-		for i, v := range w {
-			if !(v >= minP) {
-				keep[i] = false
-			}
+	if minP > 0 && !minPFirst {
+		f.minP(w, minP, keep)
+	}
+}
+
+// minP drops from keep the tokens min-p drops: w_i < minP.
+func (f *filter) minP(w []float32, minP float32, keep []bool) {
+	for i, v := range w {
+		if !(v >= minP) {
+			keep[i] = false
 		}
 	}
 }

@@ -22,9 +22,10 @@ func filterFormula(w []float32, k int, topP, minP float32, order engine.FilterOr
 	for i := range w {
 		inK[i] = true
 		if k > 0 && k < n {
+			exact := ties == engine.TiesLowestIndex || ties == engine.TiesAny
 			ahead := 0
 			for j := range w {
-				if w[j] > w[i] || ties == engine.TiesLowestIndex && w[j] == w[i] && j < i {
+				if w[j] > w[i] || exact && w[j] == w[i] && j < i {
 					ahead++
 				}
 			}
@@ -33,7 +34,8 @@ func filterFormula(w []float32, k int, topP, minP float32, order engine.FilterOr
 	}
 	var z uint64
 	for i := range w {
-		if order == engine.Joint || inK[i] {
+		minPKeeps := order != engine.MinPFirst || !(minP > 0) || w[i] >= minP
+		if order == engine.Joint || inK[i] && minPKeeps {
 			z += W[i]
 		}
 	}
@@ -91,6 +93,9 @@ func TestFilterHandCases(t *testing.T) {
 		{"top_k_first: top-p on the renormalised top-k mass", []float32{1, 0.75, 0.5, 0.25}, 2, 0.5, 0, engine.TopKFirst, engine.TiesKeep, []int{0}},
 		{"joint: top-p on the whole mass", []float32{1, 0.75, 0.5, 0.25}, 2, 0.5, 0, engine.Joint, engine.TiesKeep, []int{0, 1}},
 		{"all three", []float32{0.25, 1, 0.75, 0.5, 0.125, 0.0625}, 4, 0.9, 0.3, engine.TopKFirst, engine.TiesKeep, []int{1, 2, 3}},
+		{"min_p_first: top-p on the mass min-p keeps", []float32{1, 0.75, 0.5, 0.25}, 0, 0.42, 0.6, engine.MinPFirst, engine.TiesKeep, []int{0}},
+		{"top_k_first: min-p after top-p", []float32{1, 0.75, 0.5, 0.25}, 0, 0.42, 0.6, engine.TopKFirst, engine.TiesKeep, []int{0, 1}},
+		{"ties any keeps exactly k, as lowest_index", []float32{0.5, 0.25, 1, 0.5}, 2, 1, 0, engine.TopKFirst, engine.TiesAny, []int{0, 2}},
 		{"zero weights count for top-k", []float32{1, 0, 0, 0.5}, 3, 1, 0, engine.TopKFirst, engine.TiesKeep, []int{0, 1, 2, 3}},
 	}
 	for _, tt := range tests {
@@ -137,8 +142,8 @@ func TestFilterMatchesFormulas(t *testing.T) {
 				w := make([]float32, v)
 				Weights(x, temp, w)
 				for _, ps := range sets {
-					for _, order := range []engine.FilterOrder{engine.TopKFirst, engine.Joint} {
-						for _, ties := range []engine.TopKTies{engine.TiesKeep, engine.TiesLowestIndex} {
+					for _, order := range []engine.FilterOrder{engine.TopKFirst, engine.Joint, engine.MinPFirst} {
+						for _, ties := range []engine.TopKTies{engine.TiesKeep, engine.TiesLowestIndex, engine.TiesAny} {
 							name := fmt.Sprintf("V=%d trial=%d T=%g k=%d p=%g minp=%g %s %s", v, trial, temp, ps.k, ps.topP, ps.minP, order, ties)
 							keep := make([]bool, v)
 							Filter(w, ps.k, ps.topP, ps.minP, order, ties, keep)
@@ -176,5 +181,58 @@ func TestDescendFindsThresholds(t *testing.T) {
 		if want := sorted[k-1]; got != want {
 			t.Errorf("trial %d: %d-th largest of %d = %v, want %v", trial, k, len(w), got, want)
 		}
+	}
+}
+
+// TestTemperatureLast: under temperature_order last, renorm and sample
+// decide the filters on the weights at temperature 1 and keep the weights
+// at T: bit for bit what Filter on Weights(x, 1) and Renorm of Weights(x, T)
+// give, and draws from that CDF.
+func TestTemperatureLast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	const rows, v = 6, 400
+	x := make([][]float32, rows)
+	p := defaultParams(rows)
+	for r := range rows {
+		x[r] = randomLogits(rng, v, 1.5)
+		p.Temperature[r] = []float64{0.4, 0.8, 1.7}[r%3]
+		p.TopK[r] = 10 + rng.IntN(40)
+		p.TopP[r] = 0.5 + 0.4*rng.Float64()
+		p.MinP[r] = 0.05 * float64(r%2)
+	}
+	p.TemperatureOrder = engine.TemperatureLast
+	p.Draws = 64
+	renorm := mustRun(t, logitsRun(engine.OpRenorm, engine.F32, x, p))
+	sample := mustRun(t, logitsRun(engine.OpSample, engine.F32, x, p))
+	first := p
+	first.TemperatureOrder = engine.TemperatureFirst
+	before := mustRun(t, logitsRun(engine.OpRenorm, engine.F32, x, first))
+	differ := 0
+	for r := range rows {
+		t32 := float32(p.Temperature[r])
+		w1, w := make([]float32, v), make([]float32, v)
+		Weights(x[r], 1, w1)
+		Weights(x[r], t32, w)
+		keep := make([]bool, v)
+		Filter(w1, p.TopK[r], float32(p.TopP[r]), float32(p.MinP[r]), engine.TopKFirst, engine.TiesKeep, keep)
+		want := make([]float32, v)
+		Renorm(w, keep, want)
+		if got := rowFloats(renorm.Probs, r); !slices.Equal(got, want) {
+			t.Errorf("row %d (T=%g): renorm differs from the filters at T = 1", r, t32)
+		}
+		var cdf CDF
+		cdf.Reset(w, keep)
+		for d := range p.Draws {
+			s := philox.NewStream(p.Seed[r], p.Offset[r], r, d)
+			if got, want := sample.Samples.Int(r*p.Draws+d), cdf.Draw(s.U64(0)); got != int64(want) {
+				t.Fatalf("row %d draw %d: token %d, want %d", r, d, got, want)
+			}
+		}
+		if !slices.Equal(rowFloats(before.Probs, r), rowFloats(renorm.Probs, r)) {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Errorf("temperature first and last keep the same tokens on every row: the test data do not tell them apart")
 	}
 }

@@ -32,7 +32,14 @@ func Renorm(w []float32, keep []bool, p []float32) {
 	normalise(p)
 }
 
-// filterRow marks in keep the survivors of row r's filters on weights w.
-func filterRow(f *filter, rp *engine.KernelParams, r int, w []float32, keep []bool) {
-	f.apply(w, rp.TopK[r], rp.TopP[r], rp.MinP[r], rp.Order, rp.Ties, keep)
+// filterRow marks in keep the survivors of row r's filters: on the weights
+// w of logits x at the row's temperature, or, under temperature_order last,
+// on the weights of x at temperature 1 (computed in s.w1), since the
+// temperature then comes after the filters.
+func filterRow(s *scratch, rp *engine.KernelParams, r int, x, w []float32, keep []bool) {
+	if t := rp.Temperature[r]; rp.TemperatureOrder == engine.TemperatureLast && t != 1 {
+		w = floats(&s.w1, len(x))
+		Weights(x, 1, w)
+	}
+	s.filter.apply(w, rp.TopK[r], rp.TopP[r], rp.MinP[r], rp.Order, rp.Ties, keep)
 }

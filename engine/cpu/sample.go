@@ -256,7 +256,7 @@ func (b *Backend) sample(ctx context.Context, run *engine.Run) (*engine.Output, 
 		var keep []bool
 		if valid && t > 0 && rp.Filtered(r, vocab) {
 			keep = bools(&s.keep, vocab)
-			filterRow(&s.filter, rp, r, w, keep)
+			filterRow(s, rp, r, x, w, keep)
 		}
 		stream := func(d int) philox.Stream { return philox.NewStream(rp.Seed[r], rp.Offset[r], r, d) }
 		token := -1

@@ -39,7 +39,7 @@ func (b *Backend) probs(ctx context.Context, run *engine.Run, filtered bool) (*e
 				break
 			}
 			keep := bools(&s.keep, vocab)
-			filterRow(&s.filter, rp, r, w, keep)
+			filterRow(s, rp, r, x, w, keep)
 			Renorm(w, keep, p)
 		}
 		putFloats(probs, r*vocab, p)

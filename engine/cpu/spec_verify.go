@@ -266,7 +266,7 @@ func targetRow(run *engine.Run, rp *engine.KernelParams, s *scratch, r, start in
 		return false
 	case t > 0 && rp.Filtered(r, vocab):
 		keep := bools(&s.keep, vocab)
-		filterRow(&s.filter, rp, r, w, keep)
+		filterRow(s, rp, r, x, w, keep)
 		Renorm(w, keep, p)
 	default:
 		Renorm(w, nil, p)

@@ -136,6 +136,14 @@ func resolveParams(p *engine.Params, rows, vocab int, need engine.ParamGroup) (*
 	if err != nil {
 		return nil, err
 	}
+	// ForKernels keeps these only where the batch needs them; csrc has no
+	// kernel for either (docs/SEMANTICS.md "Semantics presets").
+	switch {
+	case kp.Order == engine.MinPFirst:
+		return nil, fmt.Errorf("filter_order min_p_first (min-p before top-p, the vllm semantics) has no CUDA kernel; the cpu backend serves it (--backend cpu): %w", engine.ErrUnsupported)
+	case kp.TemperatureOrder == engine.TemperatureLast:
+		return nil, fmt.Errorf("temperature_order last (filters before the temperature, the llamacpp semantics) has no CUDA kernel; the cpu backend serves it (--backend cpu): %w", engine.ErrUnsupported)
+	}
 	rp := &rowParams{
 		temperature: kp.Temperature,
 		topK:        make([]int32, rows),

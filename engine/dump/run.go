@@ -81,6 +81,7 @@ func Inspect(f *File, o engine.Overrides) (*engine.Run, error) {
 		tensors: map[string]*engine.Tensor{},
 		dims:    map[string]int{},
 		boundBy: map[string]string{},
+		given:   map[string]string{},
 		run: &engine.Run{
 			Source:   f.Name,
 			Meta:     maps.Clone(f.Meta),
@@ -126,6 +127,9 @@ func Inspect(f *File, o engine.Overrides) (*engine.Run, error) {
 	if err := b.params(); err != nil {
 		return nil, err
 	}
+	if err := b.semantics(); err != nil {
+		return nil, err
+	}
 	if err := b.padding(); err != nil {
 		return nil, err
 	}
@@ -154,6 +158,9 @@ type builder struct {
 	// the tensor that bound each.
 	dims    map[string]int
 	boundBy map[string]string
+	// given says where a run-wide parameter's value came from ("the
+	// metadata", "the override"); absent means its default.
+	given map[string]string
 }
 
 func (b *builder) notice(format string, args ...any) {
@@ -543,23 +550,30 @@ func (b *builder) settings() error {
 		if p.Scope != engine.RunWide {
 			continue
 		}
-		if err := s.Set(p.Name, p.Default); err != nil {
-			return fmt.Errorf("dump: the default of %s: %w", p.Name, err)
+		if p.Default != "" {
+			if err := s.Set(p.Name, p.Default); err != nil {
+				return fmt.Errorf("dump: the default of %s: %w", p.Name, err)
+			}
 		}
 		if text, ok := meta[p.Name]; ok {
 			if err := s.Set(p.Name, text); err != nil {
 				return fileError(b.file, "metadata %q: %v", p.Name, err)
 			}
+			b.given[p.Name] = "the metadata"
 		}
 		if text, ok := b.o.Get(p.Name); ok {
 			if err := s.Set(p.Name, text); err != nil {
 				return overrideError(b.file, err)
 			}
 			meta[p.Name] = text
+			b.given[p.Name] = "the override"
 		}
 	}
 	p := &b.run.Params
-	p.FilterOrder, p.TopKTies = *s.FilterOrder, *s.TopKTies
+	p.FilterOrder, p.TopKTies, p.TemperatureOrder = *s.FilterOrder, *s.TopKTies, *s.TemperatureOrder
+	if s.Semantics != nil {
+		p.Semantics = *s.Semantics
+	}
 	p.MaxNgramSize, p.MaxDraftTokens, p.Threshold = *s.MaxNgramSize, *s.MaxDraftTokens, *s.Threshold
 	p.ValidRows = *s.ValidRows
 	p.Method, p.Draws, p.Trials = engine.SampleAuto, 0, 0
@@ -574,6 +588,27 @@ func (b *builder) settings() error {
 	}
 	// D, the width of draft_out, is a parameter.
 	b.dims["D"], b.boundBy["D"] = p.MaxDraftTokens, "max_draft_tokens"
+	return nil
+}
+
+// semantics sets the filter chain of a run whose semantics names a preset
+// (engine.Preset.Apply); a filter_order, top_k_ties or temperature_order
+// given beside it that differs from the preset's is an error. any is left
+// to the session, which judges under every preset; ops without filters
+// ignore semantics.
+func (b *builder) semantics() error {
+	preset := b.run.Params.Semantics.Preset()
+	if preset == nil || !b.spec.Takes("semantics") {
+		return nil
+	}
+	notice, err := preset.Apply(&b.run.Params, func(name string) string { return b.given[name] })
+	if err != nil {
+		return fileError(b.file, "%v", err)
+	}
+	b.notice("semantics %s: judged with %s's filter chain: %s", preset.Name, preset.Engine, preset.Chain)
+	if notice != "" {
+		b.notice("%s", notice)
+	}
 	return nil
 }
 

@@ -126,7 +126,13 @@ func teach(ctx context.Context, run *engine.Run, r int, l Lesson) (*State, error
 	var keep []bool
 	if t > 0 && ((st.TopK > 0 && st.TopK < v) || st.TopP < 1 || st.MinP > 0) {
 		keep = make([]bool, v)
-		cpu.Filter(w, st.TopK, float32(st.TopP), float32(st.MinP), pp.FilterOrder, pp.TopKTies, keep)
+		fw := w
+		if pp.TemperatureOrder == engine.TemperatureLast && t != 1 {
+			// The filters come before the temperature: decide them at T = 1.
+			fw = make([]float32, v)
+			cpu.Weights(x, 1, fw)
+		}
+		cpu.Filter(fw, st.TopK, float32(st.TopP), float32(st.MinP), pp.FilterOrder, pp.TopKTies, keep)
 	}
 	cpu.Renorm(w, keep, p)
 

@@ -23,6 +23,9 @@ type groups struct {
 	// rest are Dropped.
 	split   int
 	splitAt int
+	// anyTies says the split group's tokens are all Boundary
+	// (engine.TiesAny): an output may keep any splitAt of them.
+	anyTies bool
 
 	topKProb, topPCut, minPThreshold float64
 
@@ -57,6 +60,16 @@ func (g *groups) kept(i int) int {
 	return g.n[i]
 }
 
+// restClass is the class of the split group's tokens past its first
+// splitAt: dropped, or under ties any the group's class (at least boundary),
+// since any of its tokens may be the ones kept.
+func (g *groups) restClass() Class {
+	if g.anyTies {
+		return max(Boundary, g.class[g.split])
+	}
+	return Dropped
+}
+
 // decide applies the filters f to a row of v tokens (SEMANTICS.md
 // "Filters" and "Boundary tokens"). Masses are exact sums of the
 // probabilities; sum is scratch.
@@ -67,15 +80,22 @@ func (g *groups) decide(f Filter, v int, sum *exactSum) {
 	for i := range ng {
 		g.class[i], g.keep[i] = Kept, true
 	}
-	g.split, g.splitAt = -1, 0
+	g.split, g.splitAt, g.anyTies = -1, 0, false
 	g.topKProb, g.topPCut, g.minPThreshold = 0, 0, 0
 	eps := f.Eps
 
-	// zPrime is the mass top-p is relative to: all tokens, or the top-k set
-	// under top_k_first.
+	// Under min_p_first, top-p is relative to the mass of the tokens min-p
+	// keeps (of those top-k keeps): minPDrops tells the others.
+	minPFirst := f.Order == engine.MinPFirst && f.minPOn()
+	minPDrops := func(i int) bool { return minPFirst && g.p[i] < f.MinP*g.p[0] }
+
+	// zPrime is the mass top-p is relative to: all tokens, the top-k set
+	// under top_k_first, its min-p survivors under min_p_first.
 	sum.reset()
 	for i := range ng {
-		sum.addProduct(g.n[i], g.p[i])
+		if !minPDrops(i) {
+			sum.addProduct(g.n[i], g.p[i])
+		}
 	}
 	zPrime := sum.value()
 
@@ -100,8 +120,12 @@ func (g *groups) decide(f Filter, v int, sum *exactSum) {
 			switch {
 			case i == star:
 				c = Kept // exact ties follow the declared rule
-				if f.Ties == engine.TiesLowestIndex && ahead+g.n[i] > k {
+				if (f.Ties == engine.TiesLowestIndex || f.Ties == engine.TiesAny) && ahead+g.n[i] > k {
 					g.split, g.splitAt = i, k-ahead
+					if f.Ties == engine.TiesAny {
+						// Which of the tied tokens survive is not specified.
+						c, g.anyTies = Boundary, true
+					}
 				}
 			case i == 0:
 				c = Kept // the most probable token always survives
@@ -114,6 +138,7 @@ func (g *groups) decide(f Filter, v int, sum *exactSum) {
 			}
 			g.combine(i, c, keep)
 			switch {
+			case minPDrops(i):
 			case i < star:
 				sum.addProduct(g.n[i], g.p[i])
 			case i == star && g.split == i:

@@ -29,6 +29,8 @@ func rowRun(dtype engine.DType, logits []float64, temp float64, f Filter) *engin
 			MinP:        []float64{f.MinP},
 			FilterOrder: f.Order,
 			TopKTies:    f.Ties,
+
+			TemperatureOrder: f.Temperature,
 		},
 	}
 }
@@ -204,6 +206,62 @@ func TestRenormHandComputed(t *testing.T) {
 			class:   []Class{K, K, D, D},
 			topK:    0.3,
 			topPCut: 0.5,
+		},
+		{
+			name:   "top-k ties any keeps exactly k, any of the tied",
+			logits: logOf(4, 2, 2, 1),
+			temp:   1,
+			filter: Filter{TopK: 2, TopP: 1, Ties: engine.TiesAny},
+			probs:  []float64{4.0 / 6, 2.0 / 6, 0, 0},
+			class:  []Class{K, B, B, D},
+			topK:   2.0 / 9,
+		},
+		{
+			name:    "min_p_first applies top-p to the mass min-p keeps",
+			logits:  logOf(4, 3, 2, 1),
+			temp:    1,
+			filter:  Filter{TopP: 0.42, MinP: 0.6, Order: engine.MinPFirst, Eps: eps},
+			probs:   []float64{1, 0, 0, 0},
+			class:   []Class{K, D, D, D},
+			topPCut: 0.42 * 0.7,
+			minP:    0.6 * 0.4,
+		},
+		{
+			name:    "top_k_first applies min-p after top-p",
+			logits:  logOf(4, 3, 2, 1),
+			temp:    1,
+			filter:  Filter{TopP: 0.42, MinP: 0.6, Order: engine.TopKFirst, Eps: eps},
+			probs:   []float64{4.0 / 7, 3.0 / 7, 0, 0},
+			class:   []Class{K, K, D, D},
+			topPCut: 0.42,
+			minP:    0.6 * 0.4,
+		},
+		{
+			name:    "temperature last decides top-p at T = 1",
+			logits:  logOf(4, 3, 2, 1),
+			temp:    0.5,
+			filter:  Filter{TopP: 0.5, Temperature: engine.TemperatureLast, Eps: eps},
+			probs:   []float64{16.0 / 25, 9.0 / 25, 0, 0},
+			class:   []Class{K, K, D, D},
+			topPCut: 25.0 / 30, // the mass top-p keeps, at T = 0.5
+		},
+		{
+			name:    "temperature first decides top-p at T",
+			logits:  logOf(4, 3, 2, 1),
+			temp:    0.5,
+			filter:  Filter{TopP: 0.5, Temperature: engine.TemperatureFirst, Eps: eps},
+			probs:   []float64{1, 0, 0, 0},
+			class:   []Class{K, D, D, D},
+			topPCut: 0.5,
+		},
+		{
+			name:   "temperature last decides min-p at T = 1",
+			logits: logOf(4, 3, 2, 1),
+			temp:   0.5,
+			filter: Filter{TopP: 1, MinP: 0.5, Temperature: engine.TemperatureLast, Eps: eps},
+			probs:  []float64{16.0 / 29, 9.0 / 29, 4.0 / 29, 0},
+			class:  []Class{K, K, B, D},
+			minP:   4.0 / 30, // 0.5^(1/0.5) of the greatest, at T = 0.5
 		},
 		{
 			name:   "one surviving token",
@@ -384,11 +442,10 @@ func randomFilter(rng *rand.Rand, v int) Filter {
 	if rng.IntN(3) == 0 {
 		f.MinP = rng.Float64() * 0.3
 	}
-	if rng.IntN(2) == 0 {
-		f.Order = engine.Joint
-	}
-	if rng.IntN(2) == 0 {
-		f.Ties = engine.TiesLowestIndex
+	f.Order = []engine.FilterOrder{engine.TopKFirst, engine.Joint, engine.MinPFirst}[rng.IntN(3)]
+	f.Ties = []engine.TopKTies{engine.TiesKeep, engine.TiesLowestIndex, engine.TiesAny}[rng.IntN(3)]
+	if rng.IntN(3) == 0 {
+		f.Temperature = engine.TemperatureLast
 	}
 	return f
 }
@@ -444,21 +501,39 @@ func literalFilters(p []float64, f Filter) (keep []bool, class []Class) {
 		if !f.topKOn(v) {
 			return true
 		}
+		exactK := f.Ties == engine.TiesLowestIndex || f.Ties == engine.TiesAny
 		n := 0
 		for j := range p {
-			if p[j] > p[i] || (f.Ties == engine.TiesLowestIndex && p[j] == p[i] && j < i) {
+			if p[j] > p[i] || (exactK && p[j] == p[i] && j < i) {
 				n++
 			}
 		}
 		return n < f.TopK
 	}
-	// The k-th most probable probability.
+	// The k-th most probable probability, and whether more tokens share
+	// it than top-k has room for.
 	sorted := slices.Clone(p)
 	slices.SortFunc(sorted, func(a, b float64) int { return cmpDesc(a, b) })
-	zPrime := exact(func(int) bool { return true })
-	if f.topKOn(v) && f.Order != engine.Joint {
-		zPrime = exact(inTopK)
+	tiedOver := false
+	if f.topKOn(v) {
+		above, at := 0, 0
+		for _, q := range p {
+			above += b2i(q > sorted[f.TopK-1])
+			at += b2i(q == sorted[f.TopK-1])
+		}
+		tiedOver = above+at > f.TopK
 	}
+	// Top-p's mass: every token (joint), the top-k set (top_k_first), the
+	// tokens top-k and min-p both keep (min_p_first).
+	zPrime := exact(func(j int) bool {
+		switch {
+		case f.Order == engine.Joint:
+			return true
+		case f.Order == engine.MinPFirst && f.minPOn() && p[j] < f.MinP*pmax:
+			return false
+		}
+		return inTopK(j)
+	})
 	keep, class = make([]bool, v), make([]Class, v)
 	for i := range p {
 		c := Kept
@@ -466,6 +541,8 @@ func literalFilters(p []float64, f Filter) (keep []bool, class []Class) {
 		if f.topKOn(v) {
 			pk := sorted[f.TopK-1]
 			switch {
+			case p[i] == pk && tiedOver && f.Ties == engine.TiesAny:
+				c = Boundary // which of the tied survive is not specified
 			case p[i] == pk && !k:
 				c = Dropped
 			case p[i] == pk || p[i] == pmax:
@@ -510,6 +587,13 @@ func literalFilters(p []float64, f Filter) (keep []bool, class []Class) {
 		class[i] = c
 	}
 	return keep, class
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func TestFiltersFollowTheLiteralDefinition(t *testing.T) {
@@ -641,6 +725,49 @@ func TestWorkspaceReuse(t *testing.T) {
 				if !slices.Equal(got.Probs, want.Probs) || !slices.Equal(got.Class, want.Class) || got.Invalid != want.Invalid {
 					t.Fatalf("%v row %d native=%v: a reused Workspace differs from a fresh one", dtype, r, native)
 				}
+			}
+		}
+	}
+}
+
+// TestTemperatureLastFollowsTheLiteralDefinition: under temperature_order
+// last the filters decide on the softmax at T = 1 (literalFilters on it),
+// and the kept tokens take the softmax at T, renormalised.
+func TestTemperatureLastFollowsTheLiteralDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for trial := range 500 {
+		v := 1 + rng.IntN(40)
+		levels := 1 + rng.IntN(8)
+		x := make([]float64, v)
+		for i := range x {
+			x[i] = float64(rng.IntN(levels)) * 0.25
+			if rng.IntN(20) == 0 {
+				x[i] = negInf
+			}
+		}
+		x[rng.IntN(v)] = 1
+		f := randomFilter(rng, v)
+		f.Temperature = engine.TemperatureLast
+		temp := []float64{0.3, 0.7, 1.6}[rng.IntN(3)]
+		dtype := []engine.DType{engine.BF16, engine.F32}[rng.IntN(2)]
+		row := Logits{Tensor: engine.FromFloat64s("logits", dtype, []int{1, v}, x), Len: v}
+		d := Compute(row, temp, f, false)
+		unit := Compute(row, 1, NoFilter(), false).Base
+		keep, class := literalFilters(unit, f)
+		var kept float64
+		for i, k := range keep {
+			if k {
+				kept += d.Base[i]
+			}
+		}
+		for i := range keep {
+			want := 0.0
+			if keep[i] {
+				want = d.Base[i] / kept
+			}
+			if d.Class[i] != class[i] || math.Abs(d.Probs[i]-want) > 1e-12 {
+				t.Fatalf("trial %d (%+v, T=%v, %v): logits %v: token %d prob %v class %v, want %v and %v",
+					trial, f, temp, dtype, x, i, d.Probs[i], d.Class[i], want, class[i])
 			}
 		}
 	}

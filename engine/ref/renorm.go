@@ -10,6 +10,10 @@ type Filter struct {
 	MinP  float64 // in [0, 1]; 0: off
 	Order engine.FilterOrder
 	Ties  engine.TopKTies
+	// Temperature is where the temperature applies ("": first); under
+	// engine.TemperatureLast the filters are decided on the softmax at
+	// temperature 1.
+	Temperature engine.TemperatureOrder
 	// Eps is the relative width of the boundary band (BoundaryEps).
 	Eps float64
 }
@@ -27,7 +31,7 @@ func BoundaryEps(strictRtol float64) float64 { return max(1e-5, strictRtol) }
 // Missing per-row entries read as off.
 func RowFilter(run *engine.Run, r int, eps float64) Filter {
 	p := &run.Params
-	f := Filter{TopP: 1, Order: p.FilterOrder, Ties: p.TopKTies, Eps: eps}
+	f := Filter{TopP: 1, Order: p.FilterOrder, Ties: p.TopKTies, Temperature: p.TemperatureOrder, Eps: eps}
 	if r >= 0 && r < len(p.TopK) {
 		f.TopK = p.TopK[r]
 	}
@@ -58,3 +62,10 @@ func (f Filter) minPOn() bool { return f.MinP > 0 }
 
 // Active reports whether any filter is active for a row of v tokens.
 func (f Filter) Active(v int) bool { return f.topKOn(v) || f.topPOn() || f.minPOn() }
+
+// atUnitTemperature reports whether the filters of a row of v tokens at
+// temperature t are decided on other probabilities than the row's: under
+// engine.TemperatureLast, when t is not 1 and a filter is active.
+func (f Filter) atUnitTemperature(v int, t float64) bool {
+	return f.Temperature == engine.TemperatureLast && t != 1 && f.Active(v)
+}

@@ -18,10 +18,11 @@ type Workspace struct {
 	sum exactSum
 	g   groups
 
-	// The simple path: one float64 per element.
-	x, w  []float64
-	gid   []int32
-	order []int32
+	// The simple path: one float64 per element; unit is the softmax at
+	// temperature 1 of a row filtered before its temperature.
+	x, w, unit []float64
+	gid        []int32
+	order      []int32
 
 	// The fast path for 16-bit logits, allocated on first use.
 	half *halfTables
@@ -48,6 +49,10 @@ func (ws *Workspace) Compute(d *Dist, x Logits, t float64, f Filter, native bool
 	}
 	switch x.Tensor.DType {
 	case engine.BF16, engine.F16:
+		if f.atUnitTemperature(x.Len, t) {
+			ws.computeSimple(d, x, t, f, native) // two distributions per row
+			break
+		}
 		ws.computeHalf(d, x, t, f, native)
 	default:
 		ws.computeSimple(d, x, t, f, native)
@@ -143,6 +148,13 @@ func (ws *Workspace) computeSimple(d *Dist, x Logits, t float64, f Filter, nativ
 	}
 	v := x.Len
 	xs := ws.x
+	// Under temperature_order last the filters see the softmax at
+	// temperature 1 (unit); the result is still the softmax at t, strict or
+	// native, restricted to what they keep.
+	unit := f.atUnitTemperature(v, t)
+	if unit {
+		ws.unit = ws.unitProbs(ws.unit, xs)
+	}
 	if native {
 		n, first := 0, -1
 		for i, xi := range xs {
@@ -197,6 +209,9 @@ func (ws *Workspace) computeSimple(d *Dist, x Logits, t float64, f Filter, nativ
 		ws.order[i] = int32(i)
 	}
 	base := d.Base
+	if unit {
+		base = ws.unit
+	}
 	slices.SortFunc(ws.order, func(a, b int32) int {
 		switch {
 		case base[a] > base[b]:
@@ -236,7 +251,7 @@ func (ws *Workspace) computeSimple(d *Dist, x Logits, t float64, f Filter, nativ
 		c, keep := g.class[gi], g.keep[gi]
 		if int(gi) == g.split {
 			if seen >= g.splitAt {
-				c, keep = Dropped, false
+				c, keep = g.restClass(), false
 			}
 			seen++
 		}
@@ -248,6 +263,69 @@ func (ws *Workspace) computeSimple(d *Dist, x Logits, t float64, f Filter, nativ
 	}
 	d.Argmax = int(ws.order[0])
 	d.TopKProb, d.TopPCut, d.MinPThreshold = g.topKProb, g.topPCut, g.minPThreshold
+	if unit {
+		ws.cutsOnBase(d, f, t)
+	}
+}
+
+// unitProbs returns the softmax of the decoded logits xs at temperature 1,
+// in buf.
+func (ws *Workspace) unitProbs(buf, xs []float64) []float64 {
+	buf = resize(buf, len(xs))
+	m := math.Inf(-1)
+	for _, xi := range xs {
+		m = max(m, xi)
+	}
+	ws.sum.reset()
+	for i, xi := range xs {
+		buf[i] = weight(xi, m, 1)
+		ws.sum.add(buf[i])
+	}
+	z := ws.sum.value()
+	for i := range buf {
+		buf[i] /= z
+	}
+	return buf
+}
+
+// cutsOnBase moves the cuts of a row whose filters were decided at
+// temperature 1 (ws.g, ws.gid and ws.order hold them) to d.Base, the
+// softmax at t, where the row page draws them: the top-k cut is the k-th
+// token's probability, the min-p line min_p^(1/t) of the greatest (the
+// same tokens, as x_i - max >= ln min_p), and the top-p cut the mass of
+// the tokens top-p keeps.
+func (ws *Workspace) cutsOnBase(d *Dist, f Filter, t float64) {
+	g := &ws.g
+	groupBase := func(want float64) float64 {
+		for _, i := range ws.order {
+			if g.p[ws.gid[i]] == want {
+				return d.Base[i]
+			}
+		}
+		return 0
+	}
+	if d.TopKProb > 0 {
+		d.TopKProb = groupBase(d.TopKProb)
+	}
+	if d.MinPThreshold > 0 {
+		d.MinPThreshold = math.Pow(f.MinP, 1/t) * d.Base[ws.order[0]]
+	}
+	if d.TopPCut > 0 {
+		cut, ahead, mass := d.TopPCut, 0.0, 0.0
+		last := int32(-1)
+		for _, i := range ws.order {
+			gi := ws.gid[i]
+			if gi != last {
+				if ahead >= cut && last >= 0 {
+					break
+				}
+				last = gi
+			}
+			ahead += g.p[gi]
+			mass += d.Base[i]
+		}
+		d.TopPCut = mass
+	}
 }
 
 // halfTables are the fast path's tables, indexed by 16-bit pattern. Only the
@@ -472,7 +550,7 @@ func (ws *Workspace) computeHalf(d *Dist, x Logits, t float64, f Filter, native 
 		for i := 0; i < len(data); i += 2 {
 			if b := binary.LittleEndian.Uint16(data[i:]); int(h.group[b]) == g.split {
 				if seen >= g.splitAt {
-					d.Probs[i/2], d.Class[i/2] = 0, Dropped
+					d.Probs[i/2], d.Class[i/2] = 0, g.restClass()
 				}
 				seen++
 			}

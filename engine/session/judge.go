@@ -54,6 +54,10 @@ func (s *Session) execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if run.Params.Semantics == engine.SemanticsAny {
+		rep, err := s.matchSemantics(ctx, run, job, sink) // semantics.go
+		return rep, run, f, err
+	}
 	var (
 		ours   *engine.Output
 		reruns *compare.Reruns
@@ -104,6 +108,10 @@ func (s *Session) rejudge(ctx context.Context, job Job, sink Sink) (*engine.Repo
 	run, f, err := s.load(job, nil, true)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if run.Params.Semantics == engine.SemanticsAny {
+		rep, err := s.matchSemantics(ctx, run, job, sink) // semantics.go
+		return rep, run, f, err
 	}
 	st, err := readOutputs(job.OutputsPath)
 	if err != nil {
