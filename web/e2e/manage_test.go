@@ -3,8 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -27,17 +25,9 @@ import (
 // read its list: the server must do nothing for that page.
 func TestBrowserCancelDeleteJudgeAndForeignPages(t *testing.T) {
 	browser := findBrowser(t)
-	srv, err := web.New(web.Config{
-		DataDir: t.TempDir(),
-		Runner:  slowRunner{session.New(cpu.New()), 20 * time.Millisecond},
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	ts := serve(t, web.Config{
+		Runner: slowRunner{session.New(cpu.New()), 20 * time.Millisecond},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	defer srv.Close()
 	ctx, stop := startBrowser(t, browser)
 	defer stop()
 

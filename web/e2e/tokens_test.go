@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime/multipart"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -45,17 +43,9 @@ func byteLevel(defined int) string {
 // notice, and one that is not a tokenizer is refused with one sentence
 // naming it.
 func TestUploadWithTokenizer(t *testing.T) {
-	srv, err := web.New(web.Config{
-		DataDir: t.TempDir(),
-		Runner:  session.New(cpu.New()),
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	ts := serve(t, web.Config{
+		Runner: session.New(cpu.New()),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	defer srv.Close()
 
 	logits := []float32{4, 1, 3, 0, -1, 2, 0.5, -2, 1, 4, 0, 2, 3, -1, 0, 1}
 	var d bytes.Buffer
@@ -198,18 +188,10 @@ func TestBrowserRealModelTokenText(t *testing.T) {
 	if len(scs) != 2 {
 		t.Fatalf("the catalogue lacks the real-model scenarios: %d found", len(scs))
 	}
-	srv, err := web.New(web.Config{
-		DataDir:   t.TempDir(),
+	ts := serve(t, web.Config{
 		Runner:    session.New(cpu.New()),
-		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Scenarios: scs,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	defer srv.Close()
 	ctx, stop := startBrowser(t, browser)
 	defer stop()
 
