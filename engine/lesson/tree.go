@@ -50,6 +50,42 @@ type TreeState struct {
 	// of them, or all).
 	Steps []TreeStep `json:"steps"`
 	Total int        `json:"total"`
+	// Text is the visible text of the token ids above, when the run has a
+	// tokenizer (NameTokens).
+	Text map[int64]string `json:"text,omitempty"`
+}
+
+// NameTokens fills st.Text with the visible text of every token id the
+// lesson shows (name gives it, false for an id it does not define).
+func (st *TreeState) NameTokens(name func(id int64) (string, bool)) {
+	if name == nil {
+		return
+	}
+	text := map[int64]string{}
+	add := func(id int) {
+		if id < 0 {
+			return
+		}
+		if s, ok := name(int64(id)); ok {
+			text[int64(id)] = s
+		}
+	}
+	for _, t := range st.Tokens {
+		add(t)
+	}
+	for _, s := range st.Steps {
+		add(s.Token)
+		add(s.Drawn)
+		for _, r := range s.Before {
+			add(r.Token)
+		}
+		for _, r := range s.After {
+			add(r.Token)
+		}
+	}
+	if len(text) > 0 {
+		st.Text = text
+	}
 }
 
 // TreeStep is one step of a tree lesson: the test of one child at the
