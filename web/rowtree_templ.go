@@ -606,7 +606,7 @@ func rowTree(d *view.RowPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "</tbody></table><div class=\"chart-grid\"><div class=\"chart\" data-chart=\"tree-accept\" data-testid=\"chart-tree-accept\"></div><div class=\"chart\" data-chart=\"tree-depth\" data-testid=\"chart-tree-depth\"></div><div class=\"chart wide\" data-chart=\"tree-first\" data-testid=\"chart-tree-first\"></div></div><p data-testid=\"tree-first\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "</tbody></table><div class=\"chart-grid tree-law-charts\"><div class=\"chart\" data-chart=\"tree-accept\" data-testid=\"chart-tree-accept\"></div><div class=\"chart\" data-chart=\"tree-depth\" data-testid=\"chart-tree-depth\"></div><div class=\"chart wide\" data-chart=\"tree-first\" data-testid=\"chart-tree-first\"></div></div><p data-testid=\"tree-first\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -147,6 +147,17 @@ func TestTreeRowPages(t *testing.T) {
 		}
 	})
 
+	t.Run("the tree script", func(t *testing.T) {
+		page := readAll(t, e.do("GET", fmt.Sprintf("/runs/%s/rows/%d", wide, row), nil))
+		if !bytes.Contains(page, []byte(`<script src="/static/tree.js" defer></script>`)) {
+			t.Error("the tree row does not load the tree script")
+		}
+		res := e.do("GET", "/static/tree.js", nil)
+		if b := readAll(t, res); res.StatusCode != http.StatusOK || !bytes.Contains(b, []byte("initRowTree")) {
+			t.Errorf("/static/tree.js: %s", res.Status)
+		}
+	})
+
 	t.Run("coloured by reach", func(t *testing.T) {
 		page := readAll(t, e.do("GET", fmt.Sprintf("/runs/%s/rows/%d?color=reach", wide, row), nil))
 		var script rowTree
@@ -175,7 +186,7 @@ func TestTreeRowPages(t *testing.T) {
 	t.Run("the tree teaching page", func(t *testing.T) {
 		path := fmt.Sprintf("/runs/%s/rows/%d/teach?trial=%d&step=2", wide, row, trial)
 		v := decode[view.TreeTeachView](t, e.do("GET", "/api"+path, nil))
-		if v.Trial != trial || v.Index != 1 || len(v.Items) != v.Total || v.Invalid != "" {
+		if v.Trial != trial || v.Index != 1 || len(v.Items) != v.Total || v.Invalid != "" || v.Tree == nil {
 			t.Fatalf("lesson %+v", v)
 		}
 		// Trial t on the row's seed is the kernel's trial t: the same tests.

@@ -71,6 +71,11 @@ func TestTreeRowAndLesson(t *testing.T) {
 			t.Fatalf("lesson path %v tokens %v, stored trial 0 %v %v", st.Path, st.Tokens, tr.Trace.Path[0], tr.Trace.Tokens[0])
 		}
 	}
+	for _, n := range tr.Node {
+		if st.Parent[n.Node] != n.Parent || !slices.Equal(st.Children[n.Node], n.Children) || int64(st.Candidates[n.Node]) != n.Token {
+			t.Errorf("the lesson's tree at node %d: parent %d, children %v, token %d; the row's %+v", n.Node, st.Parent[n.Node], st.Children[n.Node], st.Candidates[n.Node], n)
+		}
+	}
 	last := st.Steps[len(st.Steps)-1]
 	if last.Child != -1 || last.Drawn != st.Tokens[st.Accepted] {
 		t.Errorf("last step %+v, want the draw of token %d", last, st.Tokens[st.Accepted])

@@ -16,6 +16,19 @@
     });
   }
 
+  // timed runs f and records how long it took as the performance measure
+  // sampviz:NAME, as sampviz.js does.
+  function timed(name, f) {
+    const t0 = performance.now();
+    try {
+      return f();
+    } finally {
+      if (performance.measure) {
+        try { performance.measure('sampviz:' + name, { start: t0, end: performance.now() }); } catch (e) { /* old browsers */ }
+      }
+    }
+  }
+
   function setText(id, s) {
     const el = document.getElementById(id);
     if (el) el.textContent = s || '';
@@ -88,7 +101,7 @@
         else if (rejected.has(l.node)) d.lineStyle = { color: red, width: 1.5, type: 'dashed', opacity: 1 };
         return d;
       });
-      chart.setOption({ series: [{ id: 'tree', data: data, links: lk }] });
+      timed('tree-paint', function () { chart.setOption({ series: [{ id: 'tree', data: data, links: lk }] }); });
     }
 
     return {
@@ -147,7 +160,9 @@
     const teach = document.getElementById('tree-teach-link');
     let shownNode = -1;
 
-    function show(i) {
+    function show(i) { timed('tree-step', function () { showStep(i); }); }
+
+    function showStep(i) {
       index = ((i % n) + n) % n;
       const it = tr.items[index];
       setText('tree-title', it.title);
@@ -202,8 +217,12 @@
     };
     let index = view.index;
     let busy = false;
+    const treeEl = document.getElementById('chart-tree-teach-tree');
+    const painter = treeEl && view.tree ? treePainter(treeEl, view.tree) : null;
 
-    function show(i) {
+    function show(i) { timed('tree-teach-step', function () { showStep(i); }); }
+
+    function showStep(i) {
       if (!view.items || !view.items.length) return;
       index = Math.min(Math.max(i, 0), view.items.length - 1);
       const it = view.items[index];
@@ -229,6 +248,7 @@
         sv.drawChart(chartEl, it.chart, true);
         pin(chart, it.marks);
       }
+      if (painter) painter.setStep(it);
       window.history.replaceState(null, '', it.url);
     }
 

@@ -185,7 +185,7 @@ func NewTreeView(d *explain.TreeDetail, outs []engine.OutputInfo, reps []*engine
 	}
 	v.Depths = treeDepthRows(d, byName)
 	v.First = firstLine(d)
-	v.Height = treeHeight(d)
+	v.Height = treeHeight(d.Node, false)
 	v.Charts["tree-accept"] = treeAcceptChart(d, byName)
 	v.Charts["tree-depth"] = treeDepthChart(d, byName)
 	v.Charts["tree-first"] = treeFirstChart(d, names)

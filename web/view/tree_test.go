@@ -259,7 +259,8 @@ func TestTreeTeachView(t *testing.T) {
 	p1 := 0.2 + 0.3*rand.Float64()
 	before := []lesson.Residual{{Token: 10, Target: engine.Float(p1), Residual: engine.Float(p1)}, {Token: 11, Target: engine.Float(0.6 - p1/2), Residual: engine.Float(0.6 - p1/2)}, {Token: 12, Target: 0.1, Residual: 0.1}}
 	after := []lesson.Residual{{Token: 10, Target: before[0].Target, Residual: 0}, {Token: 11, Target: before[1].Target, Residual: engine.Float((0.6 - p1/2) / (1 - p1))}, {Token: 12, Target: 0.1, Residual: engine.Float(0.1 / (1 - p1))}}
-	st := &lesson.TreeState{Row: 2, Trial: 5, Seed: 9, Nodes: 3, OneHot: true, Path: []int{0, 2}, Tokens: []int{11, 30}, Accepted: 1, Total: 3,
+	st := &lesson.TreeState{Row: 2, Trial: 5, Seed: 9, Nodes: 4, OneHot: true, Path: []int{0, 2}, Tokens: []int{11, 30}, Accepted: 1, Total: 3,
+		Parent: []int{-1, 0, 0, -1}, Children: [][]int{{1, 2}, nil, nil, nil}, Candidates: []int{7, 10, 11, 0},
 		Text: map[int64]string{11: "␣dog"},
 		Steps: []lesson.TreeStep{
 			{Step: 1, Node: 0, Child: 1, Sibling: 0, Token: 10, U: 0.9, P: engine.Float(p1), Q: 1, Drawn: -1, Before: before, After: after},
@@ -301,7 +302,18 @@ func TestTreeTeachView(t *testing.T) {
 	if m := v.Items[0].Marks; len(m) != 1 || m[0].Name != "tested" || m[0].Coord[0] != 0 {
 		t.Errorf("the first test's marks %+v", m)
 	}
-	if !strings.Contains(v.WhyResidual, "In this walk, step 1 rejects token 10 at the root") {
+	if !strings.Contains(v.WhyResidual, "In this walk, step 1 rejects token 10 at the root: the residual drops") {
 		t.Errorf("why residual %q", v.WhyResidual)
+	}
+	// The tree of the reached nodes (node 3 is padding), the walk on it.
+	if v.Tree == nil || len(v.Tree.Modes["plain"].Fill) != 3 {
+		t.Fatalf("the lesson's tree %+v", v.Tree)
+	}
+	if it := v.Items[1]; !slices.Equal(it.Path, []int{0, 2}) || !slices.Equal(it.Rejected, []int{1}) || it.Node != 0 || it.Child != 2 {
+		t.Errorf("step 2's walk: path %v, rejected %v, node %d, child %d", it.Path, it.Rejected, it.Node, it.Child)
+	}
+	nodes, depth := lessonNodes(st)
+	if len(nodes) != 3 || depth != 1 || nodes[2].Rank != 1 || nodes[2].Token != 11 || nodes[0].Parent != -1 {
+		t.Errorf("lesson nodes %+v, depth %d", nodes, depth)
 	}
 }

@@ -67,12 +67,12 @@ type TreeColors struct {
 	Text []string `json:"text"`
 }
 
-// treeSlots lays out the nodes the root reaches: each leaf its own row (in
+// treeSlots lays out nodes (the root first): each leaf its own row (in
 // sibling order, depth first), a parent midway between its first and last
 // child. It returns each node's row and the number of leaves.
-func treeSlots(d *explain.TreeDetail) (map[int]float64, int) {
+func treeSlots(nodes []explain.TreeNode) (map[int]float64, int) {
 	children := map[int][]int{}
-	for _, n := range d.Node {
+	for _, n := range nodes {
 		children[n.Node] = n.Children
 	}
 	slot := map[int]float64{}
@@ -90,40 +90,46 @@ func treeSlots(d *explain.TreeDetail) (map[int]float64, int) {
 		}
 		slot[n] = (slot[cs[0]] + slot[cs[len(cs)-1]]) / 2
 	}
-	if len(d.Node) > 0 {
-		walk(d.Node[0].Node)
+	if len(nodes) > 0 {
+		walk(nodes[0].Node)
 	}
 	return slot, leaves
 }
 
-// treeRowHeight is the distance between two leaves of the tree chart.
-func treeRowHeight(leaves int) float64 {
+// treeRowHeight is the distance between two leaves of the tree chart; a
+// compact chart (the teaching page's) packs them closer.
+func treeRowHeight(leaves int, compact bool) float64 {
+	row := float64(treeRowWide)
 	if leaves > treeManyLeaves {
-		return treeRowTight
+		row = treeRowTight
 	}
-	return treeRowWide
+	if compact {
+		row = math.Max(treeBoxH+4, row*0.75)
+	}
+	return row
 }
 
-// treeHeight is the tree chart's height in pixels.
-func treeHeight(d *explain.TreeDetail) int {
-	_, leaves := treeSlots(d)
-	return max(treeMinH, int(float64(leaves)*treeRowHeight(leaves))+treeMargin)
+// treeHeight is the height in pixels of the chart of nodes.
+func treeHeight(nodes []explain.TreeNode, compact bool) int {
+	_, leaves := treeSlots(nodes)
+	return max(treeMinH, int(float64(leaves)*treeRowHeight(leaves, compact))+treeMargin)
 }
 
-// treeChart draws the tree: nodes labelled with their token, filled by the
-// colouring color, edges labelled with a. The page script highlights the
-// accepted path of the trace's step on it.
-func treeChart(d *explain.TreeDetail, names Tokens, color string) map[string]any {
-	slot, leaves := treeSlots(d)
+// treeGraph draws a tree: nodes (the root first, every parent before its
+// children, maxDepth the deepest) labelled with their token and filled by
+// colors (in the order of nodes, then the pads of a chain), the edge into
+// each node labelled edge(n) (no labels when edge is nil), each node's
+// tooltip tip(n). The page script outlines the walk of a step on it.
+func treeGraph(nodes []explain.TreeNode, maxDepth int, names Tokens, colors TreeColors, compact bool, edge, tip func(explain.TreeNode) string) map[string]any {
+	slot, leaves := treeSlots(nodes)
 	col := float64(treeColMax)
-	if d.MaxDepth > 0 {
-		col = math.Min(treeColMax, math.Max(treeColMin, treeWidth/float64(d.MaxDepth)))
+	if maxDepth > 0 {
+		col = math.Min(treeColMax, math.Max(treeColMin, treeWidth/float64(maxDepth)))
 	}
-	row := treeRowHeight(leaves)
-	modes := treeColorModes(d)
-	var nodes []treeNode
+	row := treeRowHeight(leaves, compact)
+	var data []treeNode
 	var links []treeLink
-	for i, n := range d.Node {
+	for i, n := range nodes {
 		text := names.Short(n.Token)
 		if n.Parent < 0 {
 			text = "root"
@@ -131,22 +137,30 @@ func treeChart(d *explain.TreeDetail, names Tokens, color string) map[string]any
 			text = string([]rune(text)[:11]) + "…"
 		}
 		w := math.Min(120, math.Max(40, 14+7.5*float64(utf8.RuneCountInString(text))))
-		nodes = append(nodes, treeNode{
+		tn := treeNode{
 			Name: "n" + strconv.Itoa(n.Node), X: float64(n.Depth) * col, Y: slot[n.Node] * row, Node: n.Node,
 			SymbolSize: [2]float64{w, treeBoxH},
-			ItemStyle:  map[string]any{"color": modes[color].Fill[i], "borderColor": "#868e96", "borderWidth": 1},
-			Label:      map[string]any{"color": modes[color].Text[i]},
-			Text:       text, Tip: nodeTip(d, n, names),
-		})
+			ItemStyle:  map[string]any{"color": colors.Fill[i], "borderColor": "#868e96", "borderWidth": 1},
+			Label:      map[string]any{"color": colors.Text[i]},
+			Text:       text,
+		}
+		if tip != nil {
+			tn.Tip = tip(n)
+		}
+		data = append(data, tn)
 		if n.Parent >= 0 {
-			links = append(links, treeLink{Source: "n" + strconv.Itoa(n.Parent), Target: "n" + strconv.Itoa(n.Node), Node: n.Node, Text: "a=" + prob(n.Accept)})
+			l := treeLink{Source: "n" + strconv.Itoa(n.Parent), Target: "n" + strconv.Itoa(n.Node), Node: n.Node}
+			if edge != nil {
+				l.Text = edge(n)
+			}
+			links = append(links, l)
 		}
 	}
 	if leaves <= 1 {
 		// A chain is one row high: two invisible nodes give the view a
 		// height to fit it in.
 		for i, y := range []float64{-2 * row, 2 * row} {
-			nodes = append(nodes, treeNode{Name: "pad" + strconv.Itoa(i), Y: y, Node: -1, SymbolSize: [2]float64{0, 0},
+			data = append(data, treeNode{Name: "pad" + strconv.Itoa(i), Y: y, Node: -1, SymbolSize: [2]float64{0, 0},
 				ItemStyle: map[string]any{"opacity": 0}, Label: map[string]any{"show": false}, Silent: true})
 		}
 	}
@@ -158,13 +172,21 @@ func treeChart(d *explain.TreeDetail, names Tokens, color string) map[string]any
 			"left": 60, "right": 100, "top": 30, "bottom": 30,
 			"symbol":    "roundRect",
 			"label":     map[string]any{"show": true, "position": "inside", "fontSize": 12},
-			"edgeLabel": map[string]any{"show": true, "fontSize": 11, "color": colorRef, "backgroundColor": "rgba(255,255,255,0.85)", "padding": []int{1, 3}, "borderRadius": 3},
+			"edgeLabel": map[string]any{"show": edge != nil, "fontSize": 11, "color": colorRef, "backgroundColor": "rgba(255,255,255,0.85)", "padding": []int{1, 3}, "borderRadius": 3},
 			"lineStyle": map[string]any{"color": "#adb5bd", "width": 1.5, "opacity": 1},
 			"emphasis":  map[string]any{"focus": "none", "scale": false},
-			"data":      nodes,
+			"data":      data,
 			"links":     links,
 		}},
 	}
+}
+
+// treeChart draws a row's tree filled by the colouring color, with a on
+// its edges and each node's laws in its tooltip.
+func treeChart(d *explain.TreeDetail, names Tokens, color string) map[string]any {
+	return treeGraph(d.Node, d.MaxDepth, names, treeColorModes(d)[color], false,
+		func(n explain.TreeNode) string { return "a=" + prob(n.Accept) },
+		func(n explain.TreeNode) string { return nodeTip(d, n, names) })
 }
 
 // nodeTip says everything known of node n in a few lines, for its tooltip.
@@ -219,7 +241,7 @@ func treeColorModes(d *explain.TreeDetail) map[string]TreeColors {
 		}
 		add(&reach, rampColor(reachRamp, reachScale(float64(n.Reach))))
 	}
-	if _, leaves := treeSlots(d); leaves <= 1 {
+	if _, leaves := treeSlots(d.Node); leaves <= 1 {
 		for range 2 {
 			add(&acc, "#ffffff")
 			add(&reach, "#ffffff")

@@ -11,6 +11,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/explain"
 	"github.com/sampviz/sampviz/engine/lesson"
 	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
@@ -52,6 +53,10 @@ type TreeTeachView struct {
 	Intro       string `json:"intro"`
 	WhyResidual string `json:"why_residual"`
 	WhyLossless string `json:"why_lossless"`
+	// Tree draws the tree, on which the page script outlines the walk of
+	// the step shown; Height is its chart's height in pixels.
+	Tree   *TreeScript `json:"tree,omitempty"`
+	Height int         `json:"height"`
 	// Invalid says why nothing can be taught here.
 	Invalid string `json:"invalid,omitempty"`
 }
@@ -65,6 +70,13 @@ type TreeTeachItem struct {
 	Title string `json:"title"`
 	What  string `json:"what"`
 	Walk  string `json:"walk"`
+	// Node is the walk's node, Child the child tested (-1 at the draw);
+	// Path is the accepted path after the step, Rejected the children
+	// rejected so far, for the tree's outlines.
+	Node     int   `json:"node"`
+	Child    int   `json:"child"`
+	Path     []int `json:"path"`
+	Rejected []int `json:"rejected"`
 	// Cells fill the step's row of the walk table (TreeTeachHeader order);
 	// Outcome is "accepted", "rejected", "drawn" or "bonus".
 	Cells   []string `json:"cells"`
@@ -113,8 +125,15 @@ func NewTreeTeachView(st *lesson.TreeState, index int, url func(step int) string
 		}
 	}
 	walk := []string{"root"}
+	path, rejected := []int{0}, []int{}
 	for i, s := range st.Steps {
-		it := TreeTeachItem{Step: s.Step, URL: url(i)}
+		it := TreeTeachItem{Step: s.Step, URL: url(i), Node: s.Node, Child: s.Child}
+		if s.Child >= 0 && s.Accepted {
+			path = append(path, s.Child)
+		} else if s.Child >= 0 {
+			rejected = append(rejected, s.Child)
+		}
+		it.Path, it.Rejected = append([]int{}, path...), append([]int{}, rejected...)
 		at := "root"
 		if s.Node != 0 {
 			at = strconv.Itoa(s.Node)
@@ -152,7 +171,57 @@ func NewTreeTeachView(st *lesson.TreeState, index int, url func(step int) string
 	}
 	v.Index = min(max(index, 0), len(v.Items)-1)
 	v.Outcome = treeOutcome(st, names)
+	if nodes, depth := lessonNodes(st); len(nodes) > 0 {
+		plain := TreeColors{}
+		for range nodes {
+			plain.Fill, plain.Text = append(plain.Fill, "#f1f3f5"), append(plain.Text, "#212529")
+		}
+		if _, leaves := treeSlots(nodes); leaves <= 1 {
+			plain.Fill, plain.Text = append(plain.Fill, "#ffffff", "#ffffff"), append(plain.Text, "#ffffff", "#ffffff")
+		}
+		tip := func(n explain.TreeNode) string {
+			if n.Parent < 0 {
+				return "the root: every walk starts here"
+			}
+			return fmt.Sprintf("node %d: token %s\nchild %d of node %d, depth %d", n.Node, names.Label(n.Token), n.Rank+1, n.Parent, n.Depth)
+		}
+		v.Tree = &TreeScript{Chart: treeGraph(nodes, depth, names, plain, true, nil, tip), Color: "plain", Modes: map[string]TreeColors{"plain": plain}}
+		v.Height = treeHeight(nodes, true)
+	}
 	return v
+}
+
+// lessonNodes returns the nodes of a lesson's tree the root reaches, the
+// root first and every parent before its children, and the deepest depth.
+func lessonNodes(st *lesson.TreeState) ([]explain.TreeNode, int) {
+	if len(st.Parent) == 0 || len(st.Children) != len(st.Parent) || len(st.Candidates) != len(st.Parent) {
+		return nil, 0
+	}
+	depth := map[int]int{0: 0}
+	rank := map[int]int{0: -1}
+	order := []int{0}
+	for i := 0; i < len(order); i++ {
+		u := order[i]
+		for j, c := range st.Children[u] {
+			if _, seen := depth[c]; seen || c <= 0 || c >= len(st.Parent) {
+				continue
+			}
+			depth[c], rank[c] = depth[u]+1, j
+			order = append(order, c)
+		}
+	}
+	sort.Ints(order) // a parent always comes before its children
+	var nodes []explain.TreeNode
+	deepest := 0
+	for _, n := range order {
+		p := st.Parent[n]
+		if n == 0 {
+			p = -1
+		}
+		nodes = append(nodes, explain.TreeNode{Node: n, Parent: p, Depth: depth[n], Rank: rank[n], Children: st.Children[n], Token: int64(st.Candidates[n])})
+		deepest = max(deepest, depth[n])
+	}
+	return nodes, deepest
 }
 
 // teachWhere names node u in a sentence: "the root" or "node 3 (token x)".
@@ -343,7 +412,8 @@ func treeWhy(st *lesson.TreeState) (whyResidual, whyLossless string) {
 	names := Tokens(st.Text)
 	for _, s := range st.Steps {
 		if s.Child >= 0 && !s.Accepted && len(s.After) > 0 {
-			whyResidual += fmt.Sprintf(" In this walk, step %d rejects token %s at %s: %s", s.Step, names.Label(int64(s.Token)), teachWhere(s.Node, st, names), residualChange(s, st.OneHot, names))
+			change := residualChange(s, st.OneHot, names)
+			whyResidual += fmt.Sprintf(" In this walk, step %d rejects token %s at %s: %s", s.Step, names.Label(int64(s.Token)), teachWhere(s.Node, st, names), strings.ToLower(change[:1])+change[1:])
 			break
 		}
 	}
