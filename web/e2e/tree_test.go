@@ -158,14 +158,14 @@ func TestBrowserTreeRowsAndTeach(t *testing.T) {
 	if !accepted {
 		t.Fatal("no step of the first trials accepts a child")
 	}
-	if st := readTree(t, ctx, 0); st.Path == 0 {
-		t.Error("an accepted step shows no path on the tree")
+	if _, err := waitFor(ctx, treeStyle+`(0).path > 0`, 5*time.Second); err != nil {
+		t.Errorf("an accepted step shows no path on the tree: %v", err)
 	}
 	if u := evalString(t, ctx, `location.search`); !strings.Contains(u, "trial=") || !strings.Contains(u, "step=") {
 		t.Errorf("the step is not in the URL: %q", u)
 	}
-	if n := evalInt(t, ctx, `(echarts.getInstanceByDom(document.querySelector('[data-testid="chart-tree-node"]')).getOption().series[0].markPoint || {data: []}).data.length`); n == 0 {
-		t.Error("the tested token is not pinned on the node's chart")
+	if _, err := waitFor(ctx, `(echarts.getInstanceByDom(document.querySelector('[data-testid="chart-tree-node"]')).getOption().series[0].markPoint || {data: []}).data.length > 0`, 5*time.Second); err != nil {
+		t.Errorf("the tested token is not pinned on the node's chart: %v", err)
 	}
 	stepURL := evalString(t, ctx, `location.href`)
 	stepTitle := title

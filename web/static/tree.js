@@ -29,6 +29,25 @@
     }
   }
 
+  // stages returns a function that runs its tasks after the current one,
+  // one per main-thread task, in order, dropping the tasks of an earlier
+  // call not yet run: a step's words show at once, its charts follow, and a
+  // key held down never queues a backlog of charts.
+  function stages() {
+    let gen = 0;
+    return function (tasks) {
+      const mine = ++gen;
+      (function next(i) {
+        if (i >= tasks.length || mine !== gen) return;
+        setTimeout(function () {
+          if (mine !== gen) return;
+          tasks[i]();
+          next(i + 1);
+        }, 0);
+      })(0);
+    };
+  }
+
   function setText(id, s) {
     const el = document.getElementById(id);
     if (el) el.textContent = s || '';
@@ -158,6 +177,7 @@
     const cells = document.getElementById('tree-cells');
     const nodeEl = document.getElementById('chart-tree-node');
     const teach = document.getElementById('tree-teach-link');
+    const charts = stages();
     let shownNode = -1;
 
     function show(i) { timed('tree-step', function () { showStep(i); }); }
@@ -177,17 +197,20 @@
       prev.href = withParam(tr.items[(index - 1 + n) % n].url, 'color', color);
       next.href = withParam(tr.items[(index + 1) % n].url, 'color', color);
       if (teach) teach.href = withParam(script.teach, 'trial', String(it.trial));
-      painter.setStep(it);
-      const chart = nodeEl && sv.chartFor(nodeEl);
-      const opt = tr.charts[String(it.node)];
-      if (chart && opt) {
-        if (it.node !== shownNode) {
-          sv.drawChart(nodeEl, opt, true);
-          shownNode = it.node;
-        }
-        pin(chart, it.marks);
-      }
       window.history.replaceState(null, '', withParam(it.url, 'color', color));
+      charts([
+        function () { painter.setStep(it); },
+        function () {
+          const chart = nodeEl && sv.chartFor(nodeEl);
+          const opt = tr.charts[String(it.node)];
+          if (!chart || !opt) return;
+          if (it.node !== shownNode) {
+            sv.drawChart(nodeEl, opt, true);
+            shownNode = it.node;
+          }
+          pin(chart, it.marks);
+        },
+      ]);
     }
 
     prev.addEventListener('click', function (e) { e.preventDefault(); show(index - 1); });
@@ -219,6 +242,7 @@
     let busy = false;
     const treeEl = document.getElementById('chart-tree-teach-tree');
     const painter = treeEl && view.tree ? treePainter(treeEl, view.tree) : null;
+    const charts = stages();
 
     function show(i) { timed('tree-teach-step', function () { showStep(i); }); }
 
@@ -243,13 +267,16 @@
       }
       if (prev) { prev.href = view.items[Math.max(index - 1, 0)].url; prev.classList.toggle('disabled', index === 0); }
       if (next) { next.href = view.items[Math.min(index + 1, view.items.length - 1)].url; next.classList.toggle('disabled', index === view.items.length - 1); }
-      const chart = chartEl && sv.chartFor(chartEl);
-      if (chart && it.chart) {
-        sv.drawChart(chartEl, it.chart, true);
-        pin(chart, it.marks);
-      }
-      if (painter) painter.setStep(it);
       window.history.replaceState(null, '', it.url);
+      charts([
+        function () {
+          const chart = chartEl && sv.chartFor(chartEl);
+          if (!chart || !it.chart) return;
+          sv.drawChart(chartEl, it.chart, true);
+          pin(chart, it.marks);
+        },
+        function () { if (painter) painter.setStep(it); },
+      ]);
     }
 
     // apply swaps in another walk (another trial or seed).

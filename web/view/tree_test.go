@@ -279,7 +279,7 @@ func TestTreeTeachView(t *testing.T) {
 	}{
 		{0, "Step 1 of 3: the root tests its first child", "rejected", []string{"r(x) = p(x) = " + prob(engine.Float(p1)), "rejected",
 			fmt.Sprintf("token 10 goes from %s to 0", prob(engine.Float(p1))), fmt.Sprintf("token 11 ‹␣dog› most, from %s to %s", prob(before[1].Residual), prob(after[1].Residual))}},
-		{1, "Step 2 of 3: the root tests its second child", "accepted", []string{"The rejection of its earlier sibling", "accepted", "moves to node 2"}},
+		{1, "Step 2 of 3: the root tests its second child", "accepted", []string{"Its earlier sibling was rejected, so it is tested against the residual that rejection left", "accepted", "moves to node 2"}},
 		{2, "Step 3 of 3: the draw at node 2 (token 11 ‹␣dog›)", "bonus", []string{"is a leaf", "token 30 (p = 0.4)", "accepted 1 token and emits 2 tokens"}},
 	}
 	for _, c := range checks {
@@ -315,5 +315,23 @@ func TestTreeTeachView(t *testing.T) {
 	nodes, depth := lessonNodes(st)
 	if len(nodes) != 3 || depth != 1 || nodes[2].Rank != 1 || nodes[2].Token != 11 || nodes[0].Parent != -1 {
 		t.Errorf("lesson nodes %+v, depth %d", nodes, depth)
+	}
+}
+
+// With draft distributions a rejection can empty other tokens too; the
+// words say which, and one that had nothing to lose is said so.
+func TestResidualChange(t *testing.T) {
+	s := lesson.TreeStep{Token: 3,
+		Before: []lesson.Residual{{Token: 3, Residual: 0.3}, {Token: 4, Residual: 0.2}, {Token: 5, Residual: 0.5}},
+		After:  []lesson.Residual{{Token: 3, Residual: 0}, {Token: 4, Residual: 0}, {Token: 5, Residual: 1}}}
+	got := residualChange(s, false, nil)
+	for _, want := range []string{"r ← max(r − q, 0), normalised", "token 3 goes from 0.3 to 0", "token 4, which the draft proposed at least as much as r gave it, drops to 0 too", "token 5 most, from 0.5 to 1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	s.Before[0].Residual = 0
+	if got := residualChange(s, false, nil); !strings.Contains(got, "token 3 had no residual mass left to lose") {
+		t.Errorf("%q", got)
 	}
 }

@@ -258,9 +258,9 @@ func teachTestWords(s lesson.TreeStep, st *lesson.TreeState, names Tokens) (what
 		fmt.Fprintf(b, "A first child is tested against the node's target itself: r(x) = p(x) = %s. ", prob(s.P))
 	default:
 		if s.Sibling == 1 {
-			b.WriteString("The rejection of its earlier sibling moved mass off that sibling's token, so it is tested against the residual it left")
+			b.WriteString("Its earlier sibling was rejected, so it is tested against the residual that rejection left")
 		} else {
-			fmt.Fprintf(b, "The rejections of its %d earlier siblings moved mass off their tokens, so it is tested against the residual they left", s.Sibling)
+			fmt.Fprintf(b, "Its %d earlier siblings were rejected, so it is tested against the residual their rejections left", s.Sibling)
 		}
 		fmt.Fprintf(b, ": r(x) = %s, where the target gives p(x) = %s. ", prob(s.P), prob(engine.Float(target)))
 	}
@@ -300,7 +300,11 @@ func residualChange(s lesson.TreeStep, oneHot bool, names Tokens) string {
 			before = float64(t.Residual)
 		}
 	}
-	fmt.Fprintf(b, ": token %s goes from %s to %s", names.Label(int64(s.Token)), prob(engine.Float(before)), prob(engine.Float(after[s.Token])))
+	if before > 0 {
+		fmt.Fprintf(b, ": token %s goes from %s to %s", names.Label(int64(s.Token)), prob(engine.Float(before)), prob(engine.Float(after[s.Token])))
+	} else {
+		fmt.Fprintf(b, ": token %s had no residual mass left to lose", names.Label(int64(s.Token)))
+	}
 	var zeroed []string
 	best, gain := -1, 0.0
 	for _, t := range s.Before {
@@ -320,7 +324,11 @@ func residualChange(s lesson.TreeStep, oneHot bool, names Tokens) string {
 		if len(zeroed) > 3 {
 			zeroed = append(zeroed[:3], "…")
 		}
-		fmt.Fprintf(b, "; tokens %s, which the draft proposed at least as much as r gave them, drop to 0 too", strings.Join(zeroed, ", "))
+		if len(zeroed) == 1 {
+			fmt.Fprintf(b, "; token %s, which the draft proposed at least as much as r gave it, drops to 0 too", zeroed[0])
+		} else {
+			fmt.Fprintf(b, "; tokens %s, which the draft proposed at least as much as r gave them, drop to 0 too", strings.Join(zeroed, ", "))
+		}
 	}
 	if best >= 0 {
 		for _, t := range s.Before {
