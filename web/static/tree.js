@@ -61,13 +61,28 @@
     return u.pathname + u.search;
   }
 
-  // pin puts marks (name, coord, color) as pins on a bar chart's series p.
-  function pin(chart, marks) {
-    chart.setOption({ series: [{ id: 'p', markPoint: {
+  // markPoint pins marks (name, coord, color) on a bar chart's series.
+  function markPoint(marks) {
+    return {
       symbol: 'pin', symbolSize: 46,
       label: { show: true, fontSize: 10, formatter: function (p) { return p.name; } },
       data: (marks || []).map(function (m) { return { name: m.name, coord: m.coord, itemStyle: { color: m.color } }; }),
-    } }] });
+    };
+  }
+
+  // drawPinned draws a bar chart's options in el afresh with marks pinned
+  // on its series p, in one drawing.
+  function drawPinned(el, opt, marks) {
+    const o = Object.assign({}, opt);
+    o.series = (opt.series || []).map(function (s) {
+      return s.id === 'p' ? Object.assign({}, s, { markPoint: markPoint(marks) }) : s;
+    });
+    timed('tree-pin', function () { window.sampviz.drawChart(el, o, true); });
+  }
+
+  // pin moves the pins of a chart already drawn.
+  function pin(chart, marks) {
+    timed('tree-pin', function () { chart.setOption({ series: [{ id: 'p', markPoint: markPoint(marks) }] }); });
   }
 
   // treeOption adds what JSON cannot carry to the tree's options: the node
@@ -205,10 +220,11 @@
           const opt = tr.charts[String(it.node)];
           if (!chart || !opt) return;
           if (it.node !== shownNode) {
-            sv.drawChart(nodeEl, opt, true);
+            drawPinned(nodeEl, opt, it.marks);
             shownNode = it.node;
+          } else {
+            pin(chart, it.marks);
           }
-          pin(chart, it.marks);
         },
       ]);
     }
@@ -270,10 +286,7 @@
       window.history.replaceState(null, '', it.url);
       charts([
         function () {
-          const chart = chartEl && sv.chartFor(chartEl);
-          if (!chart || !it.chart) return;
-          sv.drawChart(chartEl, it.chart, true);
-          pin(chart, it.marks);
+          if (chartEl && it.chart) drawPinned(chartEl, it.chart, it.marks);
         },
         function () { if (painter) painter.setStep(it); },
       ]);
