@@ -114,6 +114,7 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 		step, _ := strconv.Atoi(q.Get("step"))
 		d.Trace = view.NewTrace(d.Detail.Spec, view.Tokens(d.Detail.Text), trial, step, fmt.Sprintf("/runs/%s/rows/%d", v.run.ID, row), view.RowQuery(d, d.Log), d.Log)
 	}
+	treeSection(d, q)
 	return d, nil
 }
 

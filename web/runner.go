@@ -32,6 +32,10 @@ type Runner interface {
 	// Teach runs lesson l on row r of a spec_verify job
 	// (session.Session.Teach); a lesson it cannot give is a *lesson.Error.
 	Teach(ctx context.Context, job session.Job, r int, l lesson.Lesson) (*lesson.State, error)
+	// TeachTree runs tree lesson l on row r of a spec_tree_verify job
+	// (session.Session.TeachTree); a lesson it cannot give is a
+	// *lesson.Error.
+	TeachTree(ctx context.Context, job session.Job, r int, l lesson.TreeLesson) (*lesson.TreeState, error)
 }
 
 var _ Runner = (*session.Session)(nil)

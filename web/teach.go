@@ -22,8 +22,14 @@ import (
 // reloading. The runner computes (Runner.Teach) and web/view says what the
 // numbers mean; this file reads the lesson from the URL and answers.
 
-// handleTeachPage is "/runs/{id}/rows/{r}/teach": the lesson its URL names.
+// handleTeachPage is "/runs/{id}/rows/{r}/teach": the lesson its URL names
+// (on a spec_tree_verify row, the tree's: teachtree.go).
 func (s *Server) handleTeachPage(w http.ResponseWriter, r *http.Request) error {
+	if tree, err := s.treeTeaching(r); err != nil {
+		return err
+	} else if tree {
+		return s.handleTreeTeachPage(w, r)
+	}
 	v, err := s.lessonFor(r)
 	if err != nil {
 		return err
@@ -33,8 +39,13 @@ func (s *Server) handleTeachPage(w http.ResponseWriter, r *http.Request) error {
 }
 
 // handleTeachAPI returns the lesson its URL names as JSON, for the page
-// script to swap in.
+// script to swap in (on a spec_tree_verify row, the tree's).
 func (s *Server) handleTeachAPI(w http.ResponseWriter, r *http.Request) error {
+	if tree, err := s.treeTeaching(r); err != nil {
+		return err
+	} else if tree {
+		return s.handleTreeTeachAPI(w, r)
+	}
 	v, err := s.lessonFor(r)
 	if err != nil {
 		return err
@@ -56,7 +67,7 @@ func (s *Server) lessonFor(r *http.Request) (*view.TeachView, error) {
 	}
 	k := view.DraftPositions(info)
 	if k == 0 {
-		return nil, notFound(fmt.Sprintf("The teaching mode steps through speculative sampling; run %s is a %s run, not spec_verify.", run.ID, info.Op))
+		return nil, notFound(fmt.Sprintf("The teaching mode steps through speculative sampling; run %s is a %s run, not spec_verify or spec_tree_verify.", run.ID, info.Op))
 	}
 	l, err := parseLesson(r.URL.Query(), k)
 	if err != nil {

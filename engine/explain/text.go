@@ -6,8 +6,8 @@ type Namer func(id int64) (string, bool)
 
 // NameTokens fills d.Text with the text of every token id the row detail
 // mentions: the table's tokens, the worst and chosen tokens, the sample
-// bins, the speculative drafts, positions and trace, and the n-gram
-// sequences. Ids name does not define are left out (shown bare).
+// bins, the speculative drafts, positions and trace, the draft tree's
+// nodes, distributions and trace, and the n-gram sequences. Ids name does not define are left out (shown bare).
 func (d *RowDetail) NameTokens(name Namer) {
 	if name == nil {
 		return
@@ -52,6 +52,29 @@ func (d *RowDetail) NameTokens(name Namer) {
 				for _, st := range trial {
 					add(int64(st.Draft))
 					add(int64(st.Resampled))
+				}
+			}
+		}
+	}
+	if tr := d.Tree; tr != nil {
+		for _, n := range tr.Node {
+			add(n.Token)
+			for _, t := range n.Final {
+				add(int64(t.Token))
+			}
+		}
+		for _, t := range tr.First {
+			add(int64(t.Token))
+		}
+		if tr.Trace != nil {
+			for _, trial := range tr.Trace.Tokens {
+				for _, t := range trial {
+					add(int64(t))
+				}
+			}
+			for _, trial := range tr.Trace.Step {
+				for _, st := range trial {
+					add(int64(st.Drawn))
 				}
 			}
 		}

@@ -39,6 +39,12 @@ type TreeState struct {
 	OneHot bool `json:"one_hot"`
 	// Invalid says why nothing can be taught (the rest is then empty).
 	Invalid string `json:"invalid,omitempty"`
+	// Parent, Children and Candidates are the tree, for drawing it:
+	// node n's parent (-1 for the root and for nodes the root does not
+	// reach), its children in sibling order, and its candidate token.
+	Parent     []int   `json:"parent"`
+	Children   [][]int `json:"children"`
+	Candidates []int   `json:"candidates"`
 	// Path and Tokens are the trial's accepted path (the root first) and
 	// emitted tokens (the accepted nodes' tokens, then the drawn one);
 	// Accepted is the number of accepted tokens.
@@ -50,6 +56,47 @@ type TreeState struct {
 	// of them, or all).
 	Steps []TreeStep `json:"steps"`
 	Total int        `json:"total"`
+	// Text is the visible text of the token ids above, when the run has a
+	// tokenizer (NameTokens).
+	Text map[int64]string `json:"text,omitempty"`
+}
+
+// NameTokens fills st.Text with the visible text of every token id the
+// lesson shows (name gives it, false for an id it does not define).
+func (st *TreeState) NameTokens(name func(id int64) (string, bool)) {
+	if name == nil {
+		return
+	}
+	text := map[int64]string{}
+	add := func(id int) {
+		if id < 0 {
+			return
+		}
+		if s, ok := name(int64(id)); ok {
+			text[int64(id)] = s
+		}
+	}
+	for _, t := range st.Tokens {
+		add(t)
+	}
+	for n, t := range st.Candidates {
+		if n == 0 || st.Parent[n] >= 0 {
+			add(t)
+		}
+	}
+	for _, s := range st.Steps {
+		add(s.Token)
+		add(s.Drawn)
+		for _, r := range s.Before {
+			add(r.Token)
+		}
+		for _, r := range s.After {
+			add(r.Token)
+		}
+	}
+	if len(text) > 0 {
+		st.Text = text
+	}
 }
 
 // TreeStep is one step of a tree lesson: the test of one child at the
@@ -124,8 +171,11 @@ func TeachTree(ctx context.Context, run *engine.Run, r int, l TreeLesson) (*Tree
 		return nil, &Error{Msg: sentence(err.Error())}
 	}
 	tokens := make([]int32, n)
+	st.Parent = append([]int(nil), tree.Parent...)
 	for i := range n {
 		tokens[i] = int32(run.Candidates.Int(r*n + i))
+		st.Children = append(st.Children, append([]int{}, tree.Children[i]...))
+		st.Candidates = append(st.Candidates, int(tokens[i]))
 		if x := tokens[i]; i > 0 && tree.Reached(i) && (x < 0 || int(x) >= v) {
 			st.Invalid = fmt.Sprintf("Node %d's candidate %d is outside the vocabulary [0, %d).", i, x, v)
 			return st, nil

@@ -94,5 +94,11 @@ func (s *Session) TeachTree(ctx context.Context, job Job, r int, l lesson.TreeLe
 		return nil, err
 	}
 	defer f.Close()
-	return lesson.TeachTree(ctx, run, r, l)
+	st, err := lesson.TeachTree(ctx, run, r, l)
+	if err == nil {
+		if tok, _, _, terr := s.tokenizer(job, run); terr == nil && tok != nil {
+			st.NameTokens(show(tok))
+		}
+	}
+	return st, err
 }

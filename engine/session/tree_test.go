@@ -71,6 +71,11 @@ func TestTreeRowAndLesson(t *testing.T) {
 			t.Fatalf("lesson path %v tokens %v, stored trial 0 %v %v", st.Path, st.Tokens, tr.Trace.Path[0], tr.Trace.Tokens[0])
 		}
 	}
+	for _, n := range tr.Node {
+		if st.Parent[n.Node] != n.Parent || !slices.Equal(st.Children[n.Node], n.Children) || int64(st.Candidates[n.Node]) != n.Token {
+			t.Errorf("the lesson's tree at node %d: parent %d, children %v, token %d; the row's %+v", n.Node, st.Parent[n.Node], st.Children[n.Node], st.Candidates[n.Node], n)
+		}
+	}
 	last := st.Steps[len(st.Steps)-1]
 	if last.Child != -1 || last.Drawn != st.Tokens[st.Accepted] {
 		t.Errorf("last step %+v, want the draw of token %d", last, st.Tokens[st.Accepted])
@@ -82,5 +87,30 @@ func TestTreeRowAndLesson(t *testing.T) {
 	}
 	if _, err := p.TeachTree(context.Background(), job, 5, lesson.TreeLesson{}); err == nil {
 		t.Error("a lesson on row 5 of 2 rows did not fail")
+	}
+
+	// With a tokenizer, the row and the lesson name every token they show.
+	tok := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := os.WriteFile(tok, []byte(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2, "d": 3, "e": 4, "f": 5}, "merges": []}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job.TokenizerPath, job.TokenizerName = tok, "tokenizer.json"
+	if d, err = p.Row(context.Background(), job, 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = p.TeachTree(context.Background(), job, 1, lesson.TreeLesson{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range d.Tree.Node {
+		if d.Text[n.Token] == "" {
+			t.Errorf("node %d's token %d has no text in the row detail: %v", n.Node, n.Token, d.Text)
+		}
+	}
+	for _, s := range st.Steps {
+		for _, id := range []int{s.Token, s.Drawn} {
+			if id >= 0 && st.Text[int64(id)] == "" {
+				t.Errorf("step %d's token %d has no text in the lesson: %v", s.Step, id, st.Text)
+			}
+		}
 	}
 }

@@ -886,6 +886,9 @@
     };
   }
 
+  // What the other page scripts share (static/tree.js, the draft tree).
+  window.sampviz = { chartFor: chartFor, drawChart: drawChart, typing: typing };
+
   // ---- start --------------------------------------------------------------
 
   function start() {

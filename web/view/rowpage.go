@@ -39,6 +39,8 @@ type RowPage struct {
 	// stored trace), Teach the row's teaching page (spec_verify rows).
 	Trace *Trace
 	Teach string
+	// Tree is the draft tree of a spec_tree_verify row with laws.
+	Tree *TreeView
 	// Spec is the statistics of the row's speculative trials (from the
 	// first output judged on many trials), for its own acceptance charts.
 	Spec *engine.SpecStats

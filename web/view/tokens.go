@@ -27,3 +27,12 @@ func (t Tokens) Axis(id int64) string {
 
 // Text is a token's text alone ("" without one), for a table's text column.
 func (t Tokens) Text(id int64) string { return t[id] }
+
+// Short is a token as a small label names it, on a tree's node: its text
+// alone, or "#6639" without text.
+func (t Tokens) Short(id int64) string {
+	if s, ok := t[id]; ok {
+		return s
+	}
+	return "#" + strconv.FormatInt(id, 10)
+}

@@ -37,6 +37,8 @@ type Runner struct {
 	RejudgeFunc func(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
 	RowFunc     func(ctx context.Context, job session.Job, r, top int) (*explain.RowDetail, error)
 	TeachFunc   func(ctx context.Context, job session.Job, r int, l lesson.Lesson) (*lesson.State, error)
+	// TeachTreeFunc is TeachTree; the fake pipeline leaves it nil.
+	TeachTreeFunc func(ctx context.Context, job session.Job, r int, l lesson.TreeLesson) (*lesson.TreeState, error)
 }
 
 var errNotSet = errors.New("webtest: function not set")
@@ -95,6 +97,14 @@ func (f *Runner) Teach(ctx context.Context, job session.Job, r int, l lesson.Les
 		return nil, errNotSet
 	}
 	return f.TeachFunc(ctx, job, r, l)
+}
+
+// TeachTree implements web.Runner.
+func (f *Runner) TeachTree(ctx context.Context, job session.Job, r int, l lesson.TreeLesson) (*lesson.TreeState, error) {
+	if f.TeachTreeFunc == nil {
+		return nil, errNotSet
+	}
+	return f.TeachTreeFunc(ctx, job, r, l)
 }
 
 // Dump is the fake pipeline's dump format: a JSON object. Its bytes are

@@ -1,0 +1,141 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/lesson"
+	"github.com/sampviz/sampviz/web/view"
+)
+
+// The tree teaching mode: /runs/{id}/rows/{r}/teach on a spec_tree_verify
+// row steps through one verification of the row's draft tree (one trial,
+// as the kernels draw it), node by node and sibling by sibling, with the
+// residual before and after each rejection. The URL names it all (trial,
+// seed, step); the page script steps through the walk's steps without
+// asking again, and asks /api/runs/{id}/rows/{r}/teach for another trial
+// or seed. The teach routes of teach.go hand tree rows to this file.
+
+// treeTeaching reports whether the teach URL r names a row of a
+// spec_tree_verify run.
+func (s *Server) treeTeaching(r *http.Request) (bool, error) {
+	_, info, _, err := s.lookupRun(r.PathValue("id"))
+	if err != nil {
+		return false, err
+	}
+	return info.Op == engine.OpSpecTreeVerify, nil
+}
+
+// handleTreeTeachPage is "/runs/{id}/rows/{r}/teach" on a tree row.
+func (s *Server) handleTreeTeachPage(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.treeLessonFor(r)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, treeTeachPage(s.chrome(), v))
+	return nil
+}
+
+// handleTreeTeachAPI returns the tree lesson its URL names as JSON.
+func (s *Server) handleTreeTeachAPI(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.treeLessonFor(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// treeLessonFor reads the run, row and walk a tree teaching URL names and
+// asks the runner for it.
+func (s *Server) treeLessonFor(r *http.Request) (*view.TreeTeachView, error) {
+	run, info, p, err := s.lookupRun(r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	row, err := parseRow(r, info.Rows)
+	if err != nil {
+		return nil, err
+	}
+	l, step, err := parseTreeLesson(r.URL.Query())
+	if err != nil {
+		return nil, badRequest(view.Sentence(err.Error()))
+	}
+	select {
+	case s.rowSlots <- struct{}{}:
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+	st, err := s.runner.TeachTree(r.Context(), s.job(run, p, nil), row, l)
+	<-s.rowSlots
+	if err != nil {
+		var le *lesson.Error
+		if errors.As(err, &le) {
+			return nil, &httpError{Status: http.StatusBadRequest, Msg: le.Msg, Err: err}
+		}
+		return nil, internal(fmt.Errorf("teach tree run %s row %d: %w", run.ID, row, err))
+	}
+	base := fmt.Sprintf("/runs/%s/rows/%d", run.ID, row)
+	page := func(trial, step int) string {
+		return view.WithQuery(base+"/teach", treeLessonQuery(trial, st.Seed, step))
+	}
+	v := view.NewTreeTeachView(st, step-1, func(i int) string { return page(st.Trial, i+1) })
+	v.Run, v.Info, v.Row = run, *info, row
+	v.RowURL = view.WithQuery(base, url.Values{"trial": {strconv.Itoa(st.Trial)}})
+	v.URL = page(st.Trial, v.Index+1)
+	v.API = "/api" + v.URL
+	if st.Trial > 0 {
+		v.PrevTrial = page(st.Trial-1, 1)
+	}
+	if st.Trial < engine.MaxTrials {
+		v.NextTrial = page(st.Trial+1, 1)
+	}
+	return v, nil
+}
+
+// parseTreeLesson reads a tree lesson from a URL query: trial, seed and
+// step (the step shown, from 1), each optional. The lesson asks for every
+// step of the walk. It returns one sentence for the first value that is
+// not usable.
+func parseTreeLesson(q url.Values) (lesson.TreeLesson, int, error) {
+	var l lesson.TreeLesson
+	step := 1
+	if v := strings.TrimSpace(q.Get("trial")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > engine.MaxTrials {
+			return l, 0, fmt.Errorf("trial must be a whole number from 0 to %d, not %q", engine.MaxTrials, v)
+		}
+		l.Trial = n
+	}
+	if v := strings.TrimSpace(q.Get("seed")); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return l, 0, fmt.Errorf("seed must be a whole number >= 0, not %q", v)
+		}
+		l.Seed = &seed
+	}
+	if v := strings.TrimSpace(q.Get("step")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return l, 0, fmt.Errorf("step must be a whole number from 1 (the walk's first step), not %q", v)
+		}
+		step = n
+	}
+	return l, step, nil
+}
+
+// treeLessonQuery writes the URL query of a tree lesson's step, the seed
+// explicit, so the link means the same even if the row's seed were to
+// change.
+func treeLessonQuery(trial int, seed uint64, step int) url.Values {
+	return url.Values{
+		"trial": {strconv.Itoa(trial)},
+		"seed":  {strconv.FormatUint(seed, 10)},
+		"step":  {strconv.Itoa(step)},
+	}
+}
