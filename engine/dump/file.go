@@ -38,8 +38,9 @@ type File struct {
 	// Notices are things skipped while reading that are not errors (zip
 	// members that are not .npy arrays).
 	Notices []string
-	// Limit bounds the memory Load may take, inflating and converting
-	// tensors (DefaultLoadLimit when 0).
+	// Limit bounds the memory reading the file may take: unpickling a .pt
+	// file's pickle while it is parsed (OpenWithin, ParseWithin), then
+	// inflating and converting tensors in Load (DefaultLoadLimit when 0).
 	Limit int64
 
 	unmap  func() error
@@ -74,16 +75,25 @@ func (f *File) Close() error {
 // Open memory-maps the dump at path and parses it without copying tensor
 // data. The caller must Close the File when done with its tensors (and with
 // any Run built from them). Errors are *Error.
-func Open(path string) (*File, error) {
+func Open(path string) (*File, error) { return OpenWithin(path, "", 0) }
+
+// OpenWithin is Open for a file called name (an upload's own name; "": the
+// path's base name), by which messages name it and its format is told when
+// its content says nothing, and whose reading may take limit bytes of
+// memory (0: DefaultLoadLimit), which becomes the File's Limit: a file that
+// needs more to parse is refused with an *Error whose Need says how much.
+func OpenWithin(path, name string, limit int64) (*File, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return openSGLangDir(path)
+		return openSGLangDir(path, limit)
 	}
-	name := baseName(path)
+	if name == "" {
+		name = baseName(path)
+	}
 	data, unmap, err := mapFile(path)
 	if err != nil {
 		return nil, &Error{File: name, Rule: "cannot read the file", Err: err}
 	}
-	f, err := Parse(name, data)
+	f, err := ParseWithin(name, data, limit)
 	if err != nil {
 		_ = unmap()
 		return nil, err
@@ -98,8 +108,15 @@ func Open(path string) (*File, error) {
 // nothing. The tensors alias data (all but inflated npz members and
 // big-endian arrays), which the caller must keep unchanged while the File is
 // in use. Errors are *Error.
-func Parse(name string, data []byte) (*File, error) {
+func Parse(name string, data []byte) (*File, error) { return ParseWithin(name, data, 0) }
+
+// ParseWithin is Parse for a run whose reading of the file may take limit
+// bytes of memory (0: DefaultLoadLimit), as OpenWithin.
+func ParseWithin(name string, data []byte, limit int64) (*File, error) {
 	name = baseName(name)
+	if limit <= 0 {
+		limit = DefaultLoadLimit
+	}
 	var (
 		f   *File
 		err error
@@ -112,7 +129,7 @@ func Parse(name string, data []byte) (*File, error) {
 	case NPY:
 		f, err = parseBareNPY(name, data)
 	case PT:
-		f, err = parsePT(name, data)
+		f, err = parsePT(name, data, limit)
 	default:
 		return nil, fileError(name, "not a dump: the content is neither safetensors, .npz, .npy nor .pt, and the name has none of their extensions")
 	}
@@ -122,6 +139,7 @@ func Parse(name string, data []byte) (*File, error) {
 	if f.Meta == nil {
 		f.Meta = map[string]string{}
 	}
+	f.Limit = limit
 	return f, nil
 }
 

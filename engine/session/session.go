@@ -129,7 +129,7 @@ func (s *Session) open(job Job) (*engine.Run, *dump.File, error) {
 	if job.Run != nil {
 		return job.Run, nil, nil
 	}
-	f, err := dump.Open(job.DumpPath)
+	f, err := dump.OpenWithin(job.DumpPath, "", s.readLimit())
 	if err == nil {
 		f.Limit = s.MaxMemory
 		var run *engine.Run
@@ -141,16 +141,24 @@ func (s *Session) open(job Job) (*engine.Run, *dump.File, error) {
 		}
 		f.Close()
 	}
-	return nil, nil, inputError(job, err)
+	return nil, nil, s.inputError(job, err)
 }
 
 // inputError names the uploader's file in a *dump.Error and makes it an
-// *InputError; other errors are wrapped.
-func inputError(job Job, err error) error {
+// *InputError (one over MaxMemory when the file needs more memory to read
+// than the budget leaves it); other errors are wrapped.
+func (s *Session) inputError(job Job, err error) error {
 	var de *dump.Error
 	if errors.As(err, &de) {
 		if job.FileName != "" {
 			de.File = job.FileName
+		}
+		if de.Need > 0 && s.MaxMemory > 0 {
+			n := Need{Parts: []NeedPart{{What: de.NeedFor, Bytes: de.Need}, {What: "the process", Bytes: runtimeBytes}}}
+			n.Total = de.Need + runtimeBytes
+			return &InputError{Err: de, OverBudget: true,
+				Msg: fmt.Sprintf("%s needs about %s of memory to read (%s), more than the %s allowed (--max-memory)",
+					de.File, engine.FormatBytes(n.Total), n.Words(), engine.FormatBytes(s.MaxMemory))}
 		}
 		return &InputError{Msg: de.Error(), Err: de}
 	}
@@ -176,7 +184,7 @@ func (s *Session) load(job Job, b engine.Backend, stored bool) (*engine.Run, *du
 	if f != nil {
 		if err := dump.LoadRun(f, run); err != nil {
 			f.Close()
-			return nil, nil, inputError(job, err)
+			return nil, nil, s.inputError(job, err)
 		}
 	}
 	return run, f, nil
