@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
+	"compress/gzip"
 	"encoding/binary"
 	"fmt"
 	"runtime"
@@ -286,11 +287,32 @@ func TestDetect(t *testing.T) {
 			}
 		})
 	}
-	_, err := Parse("notes.txt", []byte("hello, this is not a dump"))
-	checkError(t, err, "notes.txt", "", "not a dump")
-	_, err = Parse("x.npy", nil)
-	checkError(t, err, "x.npy", "logits", "does not start with")
-	_, err = Open("testdata/no-such-file.safetensors")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(safetensorsBytes(t, nil, lg))
+	zw.Close()
+	// Files in no container say so in one sentence, whatever their name
+	// says: an empty file, a compressed dump, anything else.
+	for _, tt := range []struct {
+		name, file string
+		data       []byte
+		want       string
+	}{
+		{"not a dump", "notes.txt", []byte("hello, this is not a dump"), "notes.txt: not a dump: the content is neither safetensors, .npz, .npy nor .pt"},
+		{"empty npy", "x.npy", nil, "x.npy: the file is empty (0 bytes), not a dump (safetensors, .npz, .npy or .pt)"},
+		{"empty safetensors", "x.safetensors", []byte{}, "x.safetensors: the file is empty (0 bytes)"},
+		{"gzipped safetensors", "dump.safetensors.gz", gz.Bytes(), "dump.safetensors.gz: not a dump but a gzip-compressed file: decompress it (gunzip)"},
+		{"gzipped, named safetensors", "dump.safetensors", gz.Bytes(), "dump.safetensors: not a dump but a gzip-compressed file"},
+		{"zstd", "dump.safetensors.zst", []byte("\x28\xb5\x2f\xfd\x00\x58\x61\x00\x00\x10"), "zstd-compressed file: decompress it (unzstd)"},
+		{"xz", "dump.npz.xz", []byte("\xfd7zXZ\x00\x00\x04\xe6\xd6"), "xz-compressed file"},
+		{"bzip2", "dump.pt.bz2", []byte("BZh91AY&SY"), "bzip2-compressed file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.file, tt.data)
+			checkError(t, err, tt.file, "", tt.want)
+		})
+	}
+	_, err := Open("testdata/no-such-file.safetensors")
 	checkError(t, err, "no-such-file.safetensors", "", "cannot read the file")
 	if !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("error %q hides the cause", err)

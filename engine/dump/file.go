@@ -131,7 +131,7 @@ func ParseWithin(name string, data []byte, limit int64) (*File, error) {
 	case PT:
 		f, err = parsePT(name, data, limit)
 	default:
-		return nil, fileError(name, "not a dump: the content is neither safetensors, .npz, .npy nor .pt, and the name has none of their extensions")
+		return nil, notADump(name, data)
 	}
 	if err != nil {
 		return nil, err
@@ -143,6 +143,32 @@ func ParseWithin(name string, data []byte, limit int64) (*File, error) {
 	return f, nil
 }
 
+// compressions are the compressed formats a dump is often sent in, by
+// their magic bytes, with the command that undoes each.
+var compressions = []struct {
+	magic      []byte
+	name, undo string
+}{
+	{[]byte{0x1f, 0x8b}, "gzip", "gunzip"},
+	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, "zstd", "unzstd"},
+	{[]byte("BZh"), "bzip2", "bunzip2"},
+	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0}, "xz", "unxz"},
+}
+
+// notADump is the error of a file in none of the containers: empty,
+// compressed, or anything else.
+func notADump(name string, data []byte) *Error {
+	if len(data) == 0 {
+		return fileError(name, "the file is empty (0 bytes), not a dump (safetensors, .npz, .npy or .pt)")
+	}
+	for _, c := range compressions {
+		if bytes.HasPrefix(data, c.magic) {
+			return fileError(name, "not a dump but a %s-compressed file: decompress it (%s) and give sampviz the dump inside", c.name, c.undo)
+		}
+	}
+	return fileError(name, "not a dump: the content is neither safetensors, .npz, .npy nor .pt, and the name has none of their extensions")
+}
+
 var (
 	npyMagic        = []byte("\x93NUMPY")
 	zipMagic        = []byte("PK\x03\x04")
@@ -150,9 +176,12 @@ var (
 	safetensorsMark = byte('{')
 )
 
-// detect tells the format from the content, then from the extension.
+// detect tells the format from the content, then from the extension; an
+// empty or compressed file is none, whatever its name.
 func detect(name string, data []byte) Format {
 	switch {
+	case len(data) == 0:
+		return ""
 	case bytes.HasPrefix(data, npyMagic):
 		return NPY
 	case bytes.HasPrefix(data, legacyTorchMagic):
@@ -164,6 +193,11 @@ func detect(name string, data []byte) Format {
 		return NPZ
 	case len(data) > 8 && data[8] == safetensorsMark:
 		return Safetensors
+	}
+	for _, c := range compressions {
+		if bytes.HasPrefix(data, c.magic) {
+			return ""
+		}
 	}
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".safetensors":

@@ -226,7 +226,7 @@ func (b *builder) inferOp() (engine.Op, error) {
 		case has("input_ids_len", "step_idx", "draft_out"):
 			return "", tensorError(b.file, "input_ids", "not found; ngram_match needs input_ids and pre_ids (the file holds %s)", b.held())
 		}
-		return "", tensorError(b.file, "logits", "not found; the dump fits no op: every op needs logits, but spec_verify (target_logits) and ngram_match (input_ids and pre_ids) (the file holds %s)", b.held())
+		return "", tensorError(b.file, "logits", "not found; a dump holds logits, or target_logits for spec_verify, or input_ids and pre_ids for ngram_match, and the file holds %s", b.held())
 	case has("samples", "seed", "offset"):
 		return engine.OpSample, nil
 	case has("tokens"):

@@ -148,7 +148,8 @@ func TestBuildRunErrors(t *testing.T) {
 		tensor  string
 		words   []string
 	}{
-		{"no tensors", nil, nil, engine.Overrides{}, "logits", []string{"not found", "no tensors"}},
+		{"no tensors", nil, nil, engine.Overrides{}, "logits", []string{`tensor "logits": not found; a dump holds logits, or target_logits for spec_verify, or input_ids and pre_ids for ngram_match, and the file holds no tensors`}},
+		{"only probs", []*engine.Tensor{m.floats("probs", []int{b, v}, 0, 1)}, nil, engine.Overrides{}, "logits", []string{"and the file holds probs"}},
 		{"drafts without target", []*engine.Tensor{m.ints("draft_tokens", engine.I64, []int{b, k}, 0, v)}, nil, engine.Overrides{}, "target_logits", []string{"not found", "draft_tokens"}},
 		{"step_idx alone", []*engine.Tensor{m.ints("step_idx", engine.I32, []int{b}, 0, 3)}, nil, engine.Overrides{}, "input_ids", []string{"not found"}},
 		{"spec without drafts", without(m.spec(), "draft_tokens"), nil, engine.Overrides{}, "draft_tokens", []string{"op spec_verify needs it"}},

@@ -129,7 +129,7 @@ func (s *Session) open(job Job) (*engine.Run, *dump.File, error) {
 	if job.Run != nil {
 		return job.Run, nil, nil
 	}
-	f, err := dump.OpenWithin(job.DumpPath, "", s.readLimit())
+	f, err := dump.OpenWithin(job.DumpPath, job.FileName, s.readLimit())
 	if err == nil {
 		f.Limit = s.MaxMemory
 		var run *engine.Run
