@@ -231,7 +231,10 @@ func (s *Session) Inspect(ctx context.Context, path, name string) (*DumpInfo, er
 // Admit describes the job's dump as Inspect does and checks that the job
 // (its backend's outputs with its overrides' draws and trials, the judge,
 // and with an OutputsPath the pages) fits in MaxMemory; one that does not
-// is an *InputError with OverBudget set. It reads headers only.
+// is an *InputError with OverBudget set. It reads headers, and streams the
+// compressed tensors the job uses through their checks (dump.File.Verify)
+// without keeping them, so that a job it admits fails for no fault of its
+// dump's.
 func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 	b, err := s.backend(job.Backend)
 	if err != nil {
@@ -249,6 +252,14 @@ func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 	n := need(run, f, b, s.workers(), job.OutputsPath != "")
 	if err := overBudget(run.Source, n, s.MaxMemory); err != nil {
 		return nil, err
+	}
+	if f != nil {
+		// What Execute will inflate must inflate as it declares: refused
+		// now, in the words Execute would use, rather than once the job
+		// runs.
+		if err := f.Verify(ctx, dump.UsedTensors(f, run)...); err != nil {
+			return nil, s.inputError(job, err)
+		}
 	}
 	info := &DumpInfo{
 		Op: run.Op, DType: run.InputDType(), Rows: run.Rows(), Vocab: run.Vocab(), External: []string{},
