@@ -383,6 +383,9 @@ func (b *builder) wantDims(t *engine.Tensor, dims []string) error {
 // wantValues checks what t's elements hold (engine.TensorSpec.Values),
 // loading it first.
 func (b *builder) wantValues(t *engine.Tensor, ts engine.TensorSpec) error {
+	if ts.Values == "id" && t.DType != engine.I64 {
+		return nil // I32 and U8 fit
+	}
 	if ts.Values != "" {
 		if err := b.f.Load(t.Name); err != nil {
 			return err
@@ -394,6 +397,13 @@ func (b *builder) wantValues(t *engine.Tensor, ts engine.TensorSpec) error {
 		for i := range t.NumElements() {
 			if tok := t.Int(i); tok < 0 || tok >= int64(v) {
 				return tensorError(b.file, t.Name, "row %d, position %d holds token %d, outside the vocabulary [0, %d) of %s", i/cols, i%cols, tok, v, b.boundBy["V"])
+			}
+		}
+	case ts.Values == "id":
+		cols := max(t.Dim(1), 1)
+		for i := range t.NumElements() {
+			if id := t.Int(i); id != int64(int32(id)) {
+				return tensorError(b.file, t.Name, "row %d, position %d holds token %d, which does not fit in int32 (token ids are int32 in the kernels)", i/cols, i%cols, id)
 			}
 		}
 	case ts.Values == "mask":

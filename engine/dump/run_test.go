@@ -139,6 +139,10 @@ func TestBuildRunErrors(t *testing.T) {
 		t.SetFloat(row, v)
 		return t
 	}
+	setInt := func(t *engine.Tensor, i int, v int64) *engine.Tensor {
+		t.SetInt(i, v)
+		return t
+	}
 	badDraft := m.ints("draft_tokens", engine.I64, []int{b, k}, 0, v)
 	badDraft.SetInt(k*(b-1)+k-1, int64(v))
 	ngram := m.ngram()
@@ -213,6 +217,12 @@ func TestBuildRunErrors(t *testing.T) {
 		{"metadata min_p over 1", lg, map[string]string{"min_p": "1.5"}, engine.Overrides{}, "", []string{`metadata "min_p"`, "in [0, 1]"}},
 		{"metadata seed not an integer", lg, map[string]string{"seed": "0x2a"}, engine.Overrides{}, "", []string{`metadata "seed": seed must be an integer`}},
 		{"metadata offset negative", lg, map[string]string{"offset": "-3"}, engine.Overrides{}, "", []string{`metadata "offset": offset must be an integer >= 0`, "not -3"}},
+		// Token ids of ngram_match are int32 in the kernels: refused when
+		// the dump is read, naming the tensor, not by a backend mid-run.
+		{"input_ids past int32", with(ngram, setInt(m.ints("input_ids", engine.I64, []int{b, m.l}, 1, 50), b*m.l-1, 1<<40)), nil, engine.Overrides{}, "input_ids",
+			[]string{"row " + strconv.Itoa(b-1) + ", position " + strconv.Itoa(m.l-1) + " holds token 1099511627776, which does not fit in int32"}},
+		{"pre_ids below int32", with(ngram, setInt(m.ints("pre_ids", engine.I64, []int{b, m.l + 2}, 1, 50), 0, -1<<31-1)), nil, engine.Overrides{}, "pre_ids",
+			[]string{"row 0, position 0 holds token -2147483649, which does not fit in int32"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
