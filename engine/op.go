@@ -35,9 +35,11 @@ type TensorSpec struct {
 	// Required inputs must be in the dump; the others are optional.
 	Required bool
 	// Values says what the elements must hold: "" anything of the dtype,
-	// "token" ids in [0, V), "count:X" integers in [0, X] where X is a
-	// dimension letter, "mask" 0 or 1. A draft tree's links and candidates
-	// are checked together, per row (Run.Trees).
+	// "token" ids in [0, V), "id" token ids of no vocabulary (a prompt's,
+	// padded with anything) that fit in int32, the kernels' type for them,
+	// "count:X" integers in [0, X] where X is a dimension letter, "mask" 0
+	// or 1. A draft tree's links and candidates are checked together, per
+	// row (Run.Trees).
 	Values string
 	// NamedOnly marks an output that exists only as TENSOR@NAME: the
 	// tensor of the plain name is an input (logits, the golden of
@@ -146,9 +148,9 @@ var opTable = []*OpSpec{
 	{
 		Op: OpNgramMatch, Summary: "prompt-lookup drafting over the batch",
 		Inputs: []TensorSpec{
-			{Name: "input_ids", Dims: []string{"B", "L"}, Required: true},
+			{Name: "input_ids", Dims: []string{"B", "L"}, Required: true, Values: "id"},
 			{Name: "input_ids_len", Dims: []string{"B"}, Required: true, Values: "count:L"},
-			{Name: "pre_ids", Dims: []string{"B", "M"}, Required: true},
+			{Name: "pre_ids", Dims: []string{"B", "M"}, Required: true, Values: "id"},
 			{Name: "step_idx", Dims: []string{"B"}, Required: true, Values: "count:M"},
 		},
 		Params:  []string{"max_ngram_size", "max_draft_tokens", "threshold"},

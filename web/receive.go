@@ -30,8 +30,6 @@ type upload struct {
 	path string // the temporary file
 	sha  string
 	size int64
-	// known says whether the name or the first bytes look like a dump.
-	known bool
 }
 
 // maxTokenizer bounds a tokenizer.json sent beside a dump.
@@ -153,9 +151,8 @@ func (s *Server) receiveBody(body io.Reader, name string) (*upload, error) {
 		}
 		return nil, &httpError{Status: http.StatusBadRequest, Msg: fmt.Sprintf("The upload of %s was cut off before its end; send it again.", name), Err: err}
 	}
-	if len(head) == 0 {
-		return nil, badRequest(fmt.Sprintf("%s is empty: choose a dump file (.safetensors, .npz, .npy or .pt).", name))
-	}
+	// An empty file is the session's to refuse, in the words `sampviz
+	// check` uses.
 	ext := dumpExt(name, head)
 	if name == "" || name == "upload" {
 		name = "upload" + ext
@@ -186,26 +183,13 @@ func (s *Server) receiveBody(body io.Reader, name string) (*upload, error) {
 		}
 		return nil, &httpError{Status: http.StatusBadRequest, Msg: fmt.Sprintf("The upload of %s was cut off before its end; send it again.", name), Err: err}
 	}
-	return &upload{name: name, ext: ext, path: f.Name(), sha: hex.EncodeToString(h.Sum(nil)), size: n, known: looksLikeDump(name, head)}, nil
+	return &upload{name: name, ext: ext, path: f.Name(), sha: hex.EncodeToString(h.Sum(nil)), size: n}, nil
 }
 
-// looksLikeDump reports whether a file's name or first bytes say it is a
-// dump: a dump extension, numpy's or zip's magic, or a safetensors header
-// (an 8-byte length, then '{').
-func looksLikeDump(name string, head []byte) bool {
-	lower := strings.ToLower(name)
-	for _, e := range dumpExts {
-		if strings.HasSuffix(lower, e) {
-			return true
-		}
-	}
-	return bytes.HasPrefix(head, []byte("\x93NUMPY")) || bytes.HasPrefix(head, []byte("PK\x03\x04")) ||
-		bytes.HasPrefix(head, []byte("PK\x05\x06")) || len(head) >= 9 && head[8] == '{'
-}
-
-// dumpExt picks the container extension: the name's when it has a known
-// one, else the one its first bytes say (numpy's magic, a zip's, or
-// safetensors, whose parser then says whether it is one).
+// dumpExt picks the extension of the stored file: the name's when it has a
+// known one, else the one its first bytes say (numpy's magic, a zip's),
+// else .safetensors. The session tells the container from the content and
+// the uploader's name, as `sampviz check` does, never from this.
 func dumpExt(name string, head []byte) string {
 	lower := strings.ToLower(name)
 	for _, e := range dumpExts {

@@ -113,15 +113,28 @@ func (s *Server) runJSON(v *judged) runJSON {
 	if tol == nil && sum != nil {
 		tol = &sum.Tolerances
 	}
+	state, msg := runState(v.j, st)
 	return runJSON{
 		ID: v.run.ID, URL: view.WithQuery("/runs/"+v.run.ID, q), API: view.WithQuery("/api/runs/"+v.run.ID, q),
 		WS: view.WithQuery("/runs/"+v.run.ID+"/ws", q), FileName: v.run.FileName, DumpSHA256: v.run.DumpSHA,
 		DumpSize: v.run.DumpSize, Created: v.run.Created, Info: v.info, Backend: v.run.Backend,
-		Params: v.params, Parent: v.run.Parent, State: v.j.State, Message: v.j.Message, Progress: st,
+		Params: v.params, Parent: v.run.Parent, State: state, Message: msg, Progress: st,
 		Verdict: v.j.Verdict, Summary: sum, Tolerances: tol,
 		ReportJSON: view.WithQuery("/api/runs/"+v.run.ID+"/report.json", q),
 		ReportCSV:  view.WithQuery("/api/runs/"+v.run.ID+"/report.csv", q),
 	}
+}
+
+// runState is a judgement's state and message from j, read from the store,
+// and st, read from its topic after it: the executor ends a judgement in
+// the topic before the store, so a topic that has ended is the newer word
+// (a run that failed as it was described is not "running" beside a
+// "failed" progress).
+func runState(j store.Judgement, st view.Status) (store.State, string) {
+	if st.State.Finished() && !j.State.Finished() {
+		return st.State, st.Message
+	}
+	return j.State, j.Message
 }
 
 // answerRun writes run id as JSON with status, and its page as Location.

@@ -336,12 +336,12 @@ func TestBadUploads(t *testing.T) {
 		status   int
 		sentence string // a part of the one sentence the page shows
 	}{
-		{"not a dump", "notes.txt", []byte("these are my notes, not logits " + fmt.Sprint(rand.Int())), false, 400, "notes.txt is not a dump sampviz can read (safetensors, .npz, .npy or .pt): the first 8 bytes"},
+		{"not a dump", "notes.txt", []byte("these are my notes, not logits " + fmt.Sprint(rand.Int())), false, 400, "notes.txt: the first 8 bytes"},
 		{"a dump's name, without logits", "x.safetensors", webtest.Dump{Rows: 2, Vocab: 2}.Bytes()[1:], false, 400, "x.safetensors: the first 8 bytes"},
 		{"truncated", "cut.safetensors", whole[:len(whole)/2], false, 400, "cut.safetensors: truncated"},
 		{"over the size limit", "huge.safetensors", webtest.Dump{Rows: 2, Vocab: 2, Pad: strings.Repeat("x", 2*limit)}.Bytes(), false, 413, "larger than this server's upload limit of 4 KiB"},
 		{"inconsistent shapes", "shape.safetensors", webtest.Dump{Rows: 3, Vocab: 0}.Bytes(), false, 400, "tensor logits: shape [3, 0]"},
-		{"empty", "empty.safetensors", nil, false, 400, "empty.safetensors is empty"},
+		{"empty", "empty.safetensors", nil, false, 400, "empty.safetensors: the file is empty (0 bytes), not a dump"},
 		{"form without a file", "", nil, true, 400, "The form carried no file"},
 	}
 	for _, tt := range tests {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
@@ -80,11 +79,6 @@ func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run
 			status := http.StatusBadRequest
 			if bad.OverBudget {
 				status = http.StatusRequestEntityTooLarge
-			} else if !up.known {
-				// Neither the name nor the content says dump: say that first,
-				// then what the parser found.
-				msg = fmt.Sprintf("%s is not a dump sampviz can read (safetensors, .npz, .npy or .pt): %s",
-					up.name, strings.TrimPrefix(msg, up.name+": "))
 			}
 			return store.Run{}, nil, &httpError{Status: status, Msg: view.Sentence(msg), Err: err}
 		}

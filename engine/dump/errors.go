@@ -16,6 +16,12 @@ type Error struct {
 	Rule string
 	// Err is the underlying cause (a JSON syntax or I/O error), or nil.
 	Err error
+	// Need, when not 0, is the memory that reading the file would take, and
+	// NeedFor what would take it ("unpickling archive/data.pkl"): the file
+	// broke no rule of the format but the bound on that memory (File.Limit),
+	// which a caller may state in its own words (an HTTP 413).
+	Need    int64
+	NeedFor string
 }
 
 // Error formats e as `FILE: tensor "NAME": RULE: CAUSE`, leaving out the parts

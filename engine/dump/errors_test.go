@@ -4,7 +4,10 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
+	"compress/gzip"
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -286,13 +289,106 @@ func TestDetect(t *testing.T) {
 			}
 		})
 	}
-	_, err := Parse("notes.txt", []byte("hello, this is not a dump"))
-	checkError(t, err, "notes.txt", "", "not a dump")
-	_, err = Parse("x.npy", nil)
-	checkError(t, err, "x.npy", "logits", "does not start with")
-	_, err = Open("testdata/no-such-file.safetensors")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(safetensorsBytes(t, nil, lg))
+	zw.Close()
+	// Files in no container say so in one sentence, whatever their name
+	// says: an empty file, a compressed dump, anything else.
+	for _, tt := range []struct {
+		name, file string
+		data       []byte
+		want       string
+	}{
+		{"not a dump", "notes.txt", []byte("hello, this is not a dump"), "notes.txt: not a dump: the content is neither safetensors, .npz, .npy nor .pt"},
+		{"empty npy", "x.npy", nil, "x.npy: the file is empty (0 bytes), not a dump (safetensors, .npz, .npy or .pt)"},
+		{"empty safetensors", "x.safetensors", []byte{}, "x.safetensors: the file is empty (0 bytes)"},
+		{"gzipped safetensors", "dump.safetensors.gz", gz.Bytes(), "dump.safetensors.gz: not a dump but a gzip-compressed file: decompress it (gunzip)"},
+		{"gzipped, named safetensors", "dump.safetensors", gz.Bytes(), "dump.safetensors: not a dump but a gzip-compressed file"},
+		{"zstd", "dump.safetensors.zst", []byte("\x28\xb5\x2f\xfd\x00\x58\x61\x00\x00\x10"), "zstd-compressed file: decompress it (unzstd)"},
+		{"xz", "dump.npz.xz", []byte("\xfd7zXZ\x00\x00\x04\xe6\xd6"), "xz-compressed file"},
+		{"bzip2", "dump.pt.bz2", []byte("BZh91AY&SY"), "bzip2-compressed file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.file, tt.data)
+			checkError(t, err, tt.file, "", tt.want)
+		})
+	}
+	_, err := Open("testdata/no-such-file.safetensors")
 	checkError(t, err, "no-such-file.safetensors", "", "cannot read the file")
 	if !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("error %q hides the cause", err)
 	}
+}
+
+// TestNPZVerify: Verify refuses a deflated member that Load would refuse,
+// in Load's words, and streams a good one without its memory.
+func TestNPZVerify(t *testing.T) {
+	rng := newRand(t)
+	logits := randomTensor(rng, "logits", engine.F32, 2, 5)
+	good := append(npyHeaderFor("<f4", logits.Shape), logits.Data...)
+	var twice, short bytes.Buffer
+	fw, _ := flate.NewWriter(&twice, flate.BestCompression)
+	fw.Write(append(append([]byte(nil), good...), make([]byte, 16<<20)...))
+	fw.Close()
+	fw, _ = flate.NewWriter(&short, flate.BestCompression)
+	fw.Write(good[:len(good)-8])
+	fw.Close()
+	tests := []struct {
+		name string
+		m    member
+		want string // "" for a good member
+	}{
+		{"good", member{name: "logits.npy", content: good, method: zip.Deflate}, ""},
+		{"fails its CRC", member{name: "logits.npy", content: good, method: zip.Deflate, badCRC: true}, "zip member fails its CRC-32 check"},
+		{"inflates 16 MiB past its declared size", member{name: "logits.npy", content: good, method: zip.Deflate, compressed: twice.Bytes()}, "zip member inflates past its declared 168 bytes"},
+		{"inflates short of its declared size", member{name: "logits.npy", content: good, method: zip.Deflate, compressed: short.Bytes()}, "zip member inflates to fewer than its declared 168 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := zipOf(t, tt.m)
+			f, err := Parse("dump.npz", data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			verr := f.Verify(context.Background(), "logits")
+			lerr := f.Load("logits")
+			if tt.want == "" {
+				if verr != nil || lerr != nil {
+					t.Fatalf("Verify: %v; Load: %v", verr, lerr)
+				}
+				return
+			}
+			checkError(t, verr, "dump.npz", "logits", tt.want)
+			if lerr == nil || lerr.Error() != verr.Error() {
+				t.Errorf("Verify says %q, Load %v", verr, lerr)
+			}
+		})
+	}
+
+	t.Run("streams without the data's memory", func(t *testing.T) {
+		shape := []int{64, 1 << 16} // 16 MiB of F32
+		data := zipOf(t, member{name: "logits.npy", content: append(npyHeaderFor("<f4", shape), make([]byte, 4*64<<16)...), method: zip.Deflate})
+		f, err := Parse("big.npz", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if err := f.Verify(context.Background(), "logits"); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		if took := after.TotalAlloc - before.TotalAlloc; took > 1<<20 {
+			t.Errorf("Verify allocated %s for a 16 MiB member", engine.FormatBytes(int64(took)))
+		}
+		if f.Tensor("logits").Data != nil || f.Held() != 0 {
+			t.Error("Verify loaded the tensor")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := f.Verify(ctx, "logits"); !errors.Is(err, context.Canceled) {
+			t.Errorf("Verify with a cancelled context: %v", err)
+		}
+	})
 }

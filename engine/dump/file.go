@@ -38,8 +38,9 @@ type File struct {
 	// Notices are things skipped while reading that are not errors (zip
 	// members that are not .npy arrays).
 	Notices []string
-	// Limit bounds the memory Load may take, inflating and converting
-	// tensors (DefaultLoadLimit when 0).
+	// Limit bounds the memory reading the file may take: unpickling a .pt
+	// file's pickle while it is parsed (OpenWithin, ParseWithin), then
+	// inflating and converting tensors in Load (DefaultLoadLimit when 0).
 	Limit int64
 
 	unmap  func() error
@@ -74,16 +75,25 @@ func (f *File) Close() error {
 // Open memory-maps the dump at path and parses it without copying tensor
 // data. The caller must Close the File when done with its tensors (and with
 // any Run built from them). Errors are *Error.
-func Open(path string) (*File, error) {
+func Open(path string) (*File, error) { return OpenWithin(path, "", 0) }
+
+// OpenWithin is Open for a file called name (an upload's own name; "": the
+// path's base name), by which messages name it and its format is told when
+// its content says nothing, and whose reading may take limit bytes of
+// memory (0: DefaultLoadLimit), which becomes the File's Limit: a file that
+// needs more to parse is refused with an *Error whose Need says how much.
+func OpenWithin(path, name string, limit int64) (*File, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return openSGLangDir(path)
+		return openSGLangDir(path, limit)
 	}
-	name := baseName(path)
+	if name == "" {
+		name = baseName(path)
+	}
 	data, unmap, err := mapFile(path)
 	if err != nil {
 		return nil, &Error{File: name, Rule: "cannot read the file", Err: err}
 	}
-	f, err := Parse(name, data)
+	f, err := ParseWithin(name, data, limit)
 	if err != nil {
 		_ = unmap()
 		return nil, err
@@ -98,8 +108,15 @@ func Open(path string) (*File, error) {
 // nothing. The tensors alias data (all but inflated npz members and
 // big-endian arrays), which the caller must keep unchanged while the File is
 // in use. Errors are *Error.
-func Parse(name string, data []byte) (*File, error) {
+func Parse(name string, data []byte) (*File, error) { return ParseWithin(name, data, 0) }
+
+// ParseWithin is Parse for a run whose reading of the file may take limit
+// bytes of memory (0: DefaultLoadLimit), as OpenWithin.
+func ParseWithin(name string, data []byte, limit int64) (*File, error) {
 	name = baseName(name)
+	if limit <= 0 {
+		limit = DefaultLoadLimit
+	}
 	var (
 		f   *File
 		err error
@@ -112,9 +129,9 @@ func Parse(name string, data []byte) (*File, error) {
 	case NPY:
 		f, err = parseBareNPY(name, data)
 	case PT:
-		f, err = parsePT(name, data)
+		f, err = parsePT(name, data, limit)
 	default:
-		return nil, fileError(name, "not a dump: the content is neither safetensors, .npz, .npy nor .pt, and the name has none of their extensions")
+		return nil, notADump(name, data)
 	}
 	if err != nil {
 		return nil, err
@@ -122,7 +139,34 @@ func Parse(name string, data []byte) (*File, error) {
 	if f.Meta == nil {
 		f.Meta = map[string]string{}
 	}
+	f.Limit = limit
 	return f, nil
+}
+
+// compressions are the compressed formats a dump is often sent in, by
+// their magic bytes, with the command that undoes each.
+var compressions = []struct {
+	magic      []byte
+	name, undo string
+}{
+	{[]byte{0x1f, 0x8b}, "gzip", "gunzip"},
+	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, "zstd", "unzstd"},
+	{[]byte("BZh"), "bzip2", "bunzip2"},
+	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0}, "xz", "unxz"},
+}
+
+// notADump is the error of a file in none of the containers: empty,
+// compressed, or anything else.
+func notADump(name string, data []byte) *Error {
+	if len(data) == 0 {
+		return fileError(name, "the file is empty (0 bytes), not a dump (safetensors, .npz, .npy or .pt)")
+	}
+	for _, c := range compressions {
+		if bytes.HasPrefix(data, c.magic) {
+			return fileError(name, "not a dump but a %s-compressed file: decompress it (%s) and give sampviz the dump inside", c.name, c.undo)
+		}
+	}
+	return fileError(name, "not a dump: the content is neither safetensors, .npz, .npy nor .pt, and the name has none of their extensions")
 }
 
 var (
@@ -132,9 +176,12 @@ var (
 	safetensorsMark = byte('{')
 )
 
-// detect tells the format from the content, then from the extension.
+// detect tells the format from the content, then from the extension; an
+// empty or compressed file is none, whatever its name.
 func detect(name string, data []byte) Format {
 	switch {
+	case len(data) == 0:
+		return ""
 	case bytes.HasPrefix(data, npyMagic):
 		return NPY
 	case bytes.HasPrefix(data, legacyTorchMagic):
@@ -146,6 +193,11 @@ func detect(name string, data []byte) Format {
 		return NPZ
 	case len(data) > 8 && data[8] == safetensorsMark:
 		return Safetensors
+	}
+	for _, c := range compressions {
+		if bytes.HasPrefix(data, c.magic) {
+			return ""
+		}
 	}
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".safetensors":

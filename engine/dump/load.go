@@ -1,6 +1,10 @@
 package dump
 
-import "github.com/sampviz/sampviz/engine"
+import (
+	"context"
+
+	"github.com/sampviz/sampviz/engine"
+)
 
 // Reading a tensor of a mapped safetensors or npy file costs nothing but the
 // pages it touches. Two kinds cost memory of their own: a deflated npz member
@@ -20,6 +24,9 @@ type deferredData struct {
 	// "byte-swapping the big-endian array"), for messages.
 	how  string
 	load func() ([]byte, error)
+	// verify, when not nil, reads the data as load would, into nothing,
+	// and returns load's error, if any.
+	verify func(ctx context.Context) error
 }
 
 // Load makes the data of the tensors called names readable: deflated npz
@@ -56,6 +63,24 @@ func (f *File) Load(names ...string) error {
 	return nil
 }
 
+// Verify reads the data of the tensors called names that Load has not
+// loaded yet as Load would, keeping none of it, and returns the *Error Load
+// would: a deflated npz member is inflated through a small buffer, so that
+// one that fails its CRC or inflates past its declared size is refused
+// before a run is accepted, at the cost of the time it takes to inflate
+// (what a run may hold bounds it), not of its memory. It stops with ctx's
+// error when ctx is done.
+func (f *File) Verify(ctx context.Context, names ...string) error {
+	for _, name := range names {
+		if d := f.deferred[name]; d != nil && d.verify != nil {
+			if err := d.verify(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Deferred returns the memory that loading the tensors called names would
 // take (0 for those that need nothing).
 func (f *File) Deferred(names ...string) int64 {
@@ -73,10 +98,12 @@ func (f *File) Deferred(names ...string) int64 {
 func (f *File) Held() int64 { return f.held }
 
 // deferLoad records that tensor t's data must be loaded with load, taking
-// bytes of memory.
-func (f *File) deferLoad(t *engine.Tensor, bytes int64, how string, load func() ([]byte, error)) {
+// bytes of memory, and returns the record (to which a verify may be added).
+func (f *File) deferLoad(t *engine.Tensor, bytes int64, how string, load func() ([]byte, error)) *deferredData {
 	if f.deferred == nil {
 		f.deferred = map[string]*deferredData{}
 	}
-	f.deferred[t.Name] = &deferredData{bytes: bytes, how: how, load: load}
+	d := &deferredData{bytes: bytes, how: how, load: load}
+	f.deferred[t.Name] = d
+	return d
 }

@@ -3,6 +3,7 @@ package dump
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,7 +99,7 @@ func (f *File) addMember(name string, data []byte, zf *zip.File) error {
 		}
 		t := &engine.Tensor{Name: name, DType: h.dtype, Shape: intShape(h.shape)}
 		f.Tensors = append(f.Tensors, t)
-		f.deferLoad(t, int64(h.dataLen), "inflating the zip member", func() ([]byte, error) {
+		d := f.deferLoad(t, int64(h.dataLen), "inflating the zip member", func() ([]byte, error) {
 			body, err := inflateMember(file, name, zf, &h)
 			if err != nil || !h.bigEndian || h.itemSize == 1 {
 				return body, err
@@ -106,6 +107,7 @@ func (f *File) addMember(name string, data []byte, zf *zip.File) error {
 			swapBytes(body, body, h.itemSize)
 			return body, nil
 		})
+		d.verify = func(ctx context.Context) error { return verifyMember(ctx, file, name, zf, &h) }
 		return nil
 	}
 	return fail("zip member uses compression method %d; npz members must be stored or deflated", zf.Method)
@@ -196,33 +198,67 @@ func inflateError(file, name string, err error) error {
 // needs (the caller has budgeted it), and checks that the member ends there
 // and passes its CRC.
 func inflateMember(file, name string, zf *zip.File, h *npyHeader) ([]byte, error) {
+	buf := make([]byte, h.dataLen)
+	if err := streamMember(context.Background(), file, name, zf, h, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// verifyMember inflates a deflated member as inflateMember does, into
+// nothing, so that a member that fails its CRC or inflates past its
+// declared size is refused, in the same words, without the memory of its
+// data. It stops when ctx is done.
+func verifyMember(ctx context.Context, file, name string, zf *zip.File, h *npyHeader) error {
+	return streamMember(ctx, file, name, zf, h, nil)
+}
+
+// streamMember inflates the data of a deflated member whose header
+// memberHeader read as h into buf (h.dataLen bytes), or through a small
+// buffer when buf is nil, and checks that the member ends there and passes
+// its CRC.
+func streamMember(ctx context.Context, file, name string, zf *zip.File, h *npyHeader, buf []byte) error {
 	rc, err := zf.Open()
 	if err != nil {
-		return nil, inflateError(file, name, err)
+		return inflateError(file, name, err)
 	}
 	defer rc.Close()
 	header, _, err := readNPYHeader(file, name, rc, zf.UncompressedSize64)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	buf := make([]byte, h.dataLen)
-	n := copy(buf, header[h.dataOffset:]) // the part of the data the prelude read, if any
-	if _, err := io.ReadFull(rc, buf[n:]); err != nil {
-		if err == io.ErrUnexpectedEOF || err == io.EOF {
-			return nil, tensorError(file, name, "zip member inflates to fewer than its declared %d bytes", zf.UncompressedSize64)
+	// The part of the data the prelude read, if any.
+	done := min(len(header)-min(h.dataOffset, len(header)), h.dataLen)
+	if buf != nil {
+		copy(buf, header[min(h.dataOffset, len(header)):])
+		_, err = io.ReadFull(rc, buf[done:])
+	} else {
+		scratch := make([]byte, 64<<10)
+		for left := h.dataLen - done; left > 0 && err == nil; {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			var n int
+			n, err = io.ReadFull(rc, scratch[:min(left, len(scratch))])
+			left -= n
 		}
-		return nil, inflateError(file, name, err)
+	}
+	if err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			return tensorError(file, name, "zip member inflates to fewer than its declared %d bytes", zf.UncompressedSize64)
+		}
+		return inflateError(file, name, err)
 	}
 	// Reading to the end makes archive/zip check the CRC and the size.
 	var probe [1]byte
 	switch n, err := io.ReadFull(rc, probe[:]); {
 	case n == 0 && err == io.EOF:
 	case n > 0 || errors.Is(err, zip.ErrFormat):
-		return nil, tensorError(file, name, "zip member inflates past its declared %d bytes", zf.UncompressedSize64)
+		return tensorError(file, name, "zip member inflates past its declared %d bytes", zf.UncompressedSize64)
 	default:
-		return nil, inflateError(file, name, err)
+		return inflateError(file, name, err)
 	}
-	return buf, nil
+	return nil
 }
 
 // npzMetadata decodes the __metadata__ member: a 0-d string array holding a

@@ -23,10 +23,11 @@ import (
 // is a pickle of the saved object, with each tensor's storage in an
 // uncompressed member PREFIX/data/KEY. The pickle is read by gopickle's
 // unpickler, but only after a scan of its opcodes (scanPickle) that refuses
-// anything a dump of tensors and plain containers never needs and bounds
-// every length by the bytes that follow it, and only with a class table
-// (ptGlobals) that knows tensors, their storages and OrderedDict: every
-// other global is refused by name. Nothing in a pickle is ever run.
+// anything a dump of tensors and plain containers never needs, bounds
+// every length by the bytes that follow it and the unpickler's memory by
+// the file's limit, and only with a class table (ptGlobals) that knows
+// tensors, their storages and OrderedDict: every other global is refused
+// by name. Nothing in a pickle is ever run.
 //
 // What the pickle holds becomes the file's tensors (DUMPS.md, ".pt files"):
 // a bare tensor is `logits`; a dict (or OrderedDict, a state dict) maps
@@ -65,12 +66,13 @@ func isPTName(name string) bool {
 	return ext == ".pt" || ext == ".pth"
 }
 
-// parsePT reads a torch.save zip archive. Stored storages alias data.
-func parsePT(file string, data []byte) (*File, error) {
+// parsePT reads a torch.save zip archive, unpickling it within limit bytes
+// of memory. Stored storages alias data.
+func parsePT(file string, data []byte, limit int64) (*File, error) {
 	if bytes.HasPrefix(data, legacyTorchMagic) {
 		return nil, fileError(file, "is in torch.save's legacy format (_use_new_zipfile_serialization=False), which sampviz does not read: save it again with torch.save's default")
 	}
-	r, err := openTorchZip(file, data)
+	r, err := openTorchZip(file, data, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -116,15 +118,18 @@ type torchZip struct {
 	members map[string]*zip.File // by full name
 	// storages are those the pickle named, by key.
 	storages map[string]*ptStorage
+	// limit bounds the memory unpickling may take.
+	limit int64
 }
 
-// openTorchZip finds the archive's pickle and storages.
-func openTorchZip(file string, data []byte) (*torchZip, error) {
+// openTorchZip finds the archive's pickle and storages; unpickle will take
+// at most limit bytes of memory.
+func openTorchZip(file string, data []byte, limit int64) (*torchZip, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) { // names are never used as paths here
 		return nil, &Error{File: file, Rule: "not a valid zip archive", Err: err}
 	}
-	r := &torchZip{file: file, data: data, members: map[string]*zip.File{}, storages: map[string]*ptStorage{}}
+	r := &torchZip{file: file, data: data, members: map[string]*zip.File{}, storages: map[string]*ptStorage{}, limit: limit}
 	var prefixes []string
 	for _, zf := range zr.File {
 		if r.members[zf.Name] != nil {
@@ -224,7 +229,8 @@ func (r *torchZip) stored(zf *zip.File) ([]byte, error) {
 }
 
 // unpickle scans the pickle, then unpickles it with the class table and
-// the storage loader of this archive. A panic inside the unpickler (a
+// the storage loader of this archive, unless the scan says that would take
+// more than the archive's limit of memory. A panic inside the unpickler (a
 // malformed stream it does not check) becomes an *Error.
 func (r *torchZip) unpickle() (root any, err error) {
 	name := r.prefix + "/data.pkl"
@@ -232,8 +238,13 @@ func (r *torchZip) unpickle() (root any, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if rule := scanPickle(pkl); rule != "" {
+	holds, rule := scanPickle(pkl)
+	if rule != "" {
 		return nil, fileError(r.file, "%s: %s", name, rule)
+	}
+	if r.limit > 0 && holds > r.limit {
+		return nil, &Error{File: r.file, Need: holds, NeedFor: "unpickling " + name,
+			Rule: fmt.Sprintf("unpickling %s takes about %s of memory, more than the %s reading this file may take", name, engine.FormatBytes(holds), engine.FormatBytes(r.limit))}
 	}
 	u := pickle.NewUnpickler(bytes.NewReader(pkl))
 	u.FindClass = r.findClass
@@ -462,7 +473,7 @@ func (r *torchZip) walk(v any, prefix string, depth int, f *File, seen map[any]b
 			sub, err = r.walk(x, name, depth+1, f, seen)
 			out = append(out, sub...)
 		case *types.List, *types.Tuple:
-			if ptHoldsTensor(x, 0) {
+			if ptHoldsTensor(x) {
 				err = tensorError(r.file, name, "is a list of tensors; a dump names each tensor, so save a dict of name → tensor")
 			} else {
 				f.Notices = append(f.Notices, fmt.Sprintf("ignored entry %q: %s, not a tensor", name, ptKind(x)))
@@ -532,24 +543,34 @@ func ptEntries(v any, fn func(key, value any) bool) bool {
 	return true
 }
 
-// ptHoldsTensor reports whether a list or tuple holds a tensor at any depth.
-func ptHoldsTensor(v any, depth int) bool {
-	if depth > maxPTDepth {
-		return false
-	}
-	var items []any
-	switch x := v.(type) {
-	case *ptTensor:
-		return true
-	case *types.List:
-		items = *x
-	case *types.Tuple:
-		items = *x
-	}
-	for _, it := range items {
-		if ptHoldsTensor(it, depth+1) {
-			return true
+// ptHoldsTensor reports whether a list or tuple holds a tensor within
+// maxPTDepth levels. It looks at each list or tuple once, level by level: a
+// list may hold itself, and a pickle of a few hundred bytes can make one
+// list appear 64 times in each of its own items, a tree of 64^17 lists to a
+// walk that does not remember where it has been.
+func ptHoldsTensor(v any) bool {
+	seen := map[any]bool{}
+	level := []any{v}
+	for depth := 0; depth <= maxPTDepth && len(level) > 0; depth++ {
+		var next []any
+		for _, x := range level {
+			var items []any
+			switch c := x.(type) {
+			case *ptTensor:
+				return true
+			case *types.List:
+				items = *c
+			case *types.Tuple:
+				items = *c
+			default:
+				continue
+			}
+			if !seen[x] {
+				seen[x] = true
+				next = append(next, items...)
+			}
 		}
+		level = next
 	}
 	return false
 }
@@ -707,30 +728,67 @@ const (
 	argFrame           // FRAME: an 8-byte length of the frame that follows
 )
 
+// What gopickle's unpickler holds, measured (v0.2.0) and rounded up by
+// about half: a value on its stack, with the stack's growth and the slot of
+// the container it ends in; the containers and memo entries beside it; and
+// an open MARK, which starts a new stack of its own. A text argument is held
+// twice (the bytes read, then the string).
+const (
+	pickleValueBytes = 96
+	pickleTupleBytes = 128
+	pickleListBytes  = 192
+	pickleDictBytes  = 256
+	pickleMemoBytes  = 64
+	pickleMarkBytes  = 384
+)
+
+// maxPickleNesting bounds the MARKs a pickle may leave open: each opens a
+// container being built, and a dump's containers nest a few levels (a dict
+// of tensors, a tuple of sizes), while each open MARK takes
+// pickleMarkBytes of memory for one byte of file.
+const maxPickleNesting = 1000
+
 // pickleOps are the opcodes a .pt pickle may use: what torch.save writes
 // for tensors in any pickle protocol, and plain containers and scalars.
-var pickleOps = map[byte]struct {
-	name string
-	arg  pickleArg
-	n    int
-}{
-	0x80: {"PROTO", argFixed, 1}, 0x95: {"FRAME", argFrame, 8}, '.': {"STOP", argNone, 0},
-	'(': {"MARK", argNone, 0}, '0': {"POP", argNone, 0}, '1': {"POP_MARK", argNone, 0}, '2': {"DUP", argNone, 0},
-	'N': {"NONE", argNone, 0}, 0x88: {"NEWTRUE", argNone, 0}, 0x89: {"NEWFALSE", argNone, 0},
-	'I': {"INT", argLine, 0}, 'J': {"BININT", argFixed, 4}, 'K': {"BININT1", argFixed, 1}, 'M': {"BININT2", argFixed, 2},
-	'L': {"LONG", argLine, 0}, 0x8a: {"LONG1", argLen1, 0}, 0x8b: {"LONG4", argLen4, 0},
-	'F': {"FLOAT", argLine, 0}, 'G': {"BINFLOAT", argFixed, 8},
-	'S': {"STRING", argLine, 0}, 'T': {"BINSTRING", argLen4, 0}, 'U': {"SHORT_BINSTRING", argLen1, 0},
-	'B': {"BINBYTES", argLen4, 0}, 'C': {"SHORT_BINBYTES", argLen1, 0}, 0x8e: {"BINBYTES8", argLen8, 0},
-	'V': {"UNICODE", argLine, 0}, 'X': {"BINUNICODE", argLen4, 0}, 0x8c: {"SHORT_BINUNICODE", argLen1, 0}, 0x8d: {"BINUNICODE8", argLen8, 0},
-	')': {"EMPTY_TUPLE", argNone, 0}, 't': {"TUPLE", argNone, 0}, 0x85: {"TUPLE1", argNone, 0}, 0x86: {"TUPLE2", argNone, 0}, 0x87: {"TUPLE3", argNone, 0},
-	']': {"EMPTY_LIST", argNone, 0}, 'a': {"APPEND", argNone, 0}, 'e': {"APPENDS", argNone, 0}, 'l': {"LIST", argNone, 0},
-	'}': {"EMPTY_DICT", argNone, 0}, 'd': {"DICT", argNone, 0}, 's': {"SETITEM", argNone, 0}, 'u': {"SETITEMS", argNone, 0},
-	'c': {"GLOBAL", argLines, 0}, 0x93: {"STACK_GLOBAL", argNone, 0}, 'R': {"REDUCE", argNone, 0}, 'b': {"BUILD", argNone, 0},
-	'p': {"PUT", argLine, 0}, 'q': {"BINPUT", argFixed, 1}, 'r': {"LONG_BINPUT", argFixed, 4}, 0x94: {"MEMOIZE", argNone, 0},
-	'g': {"GET", argLine, 0}, 'h': {"BINGET", argFixed, 1}, 'j': {"LONG_BINGET", argFixed, 4},
-	'P': {"PERSID", argLine, 0}, 'Q': {"BINPERSID", argNone, 0},
+// holds is the memory the unpickler takes for the opcode beside its
+// argument's bytes.
+var pickleOps = map[byte]pickleOp{
+	0x80: {"PROTO", argFixed, 1, 0}, 0x95: {"FRAME", argFrame, 8, 0}, '.': {"STOP", argNone, 0, 0},
+	'(': {"MARK", argNone, 0, 0}, '0': {"POP", argNone, 0, 0}, '1': {"POP_MARK", argNone, 0, 0}, '2': {"DUP", argNone, 0, pickleValueBytes},
+	'N': {"NONE", argNone, 0, pickleValueBytes}, 0x88: {"NEWTRUE", argNone, 0, pickleValueBytes}, 0x89: {"NEWFALSE", argNone, 0, pickleValueBytes},
+	'I': {"INT", argLine, 0, pickleValueBytes}, 'J': {"BININT", argFixed, 4, pickleValueBytes}, 'K': {"BININT1", argFixed, 1, pickleValueBytes}, 'M': {"BININT2", argFixed, 2, pickleValueBytes},
+	'L': {"LONG", argLine, 0, pickleValueBytes}, 0x8a: {"LONG1", argLen1, 0, pickleValueBytes}, 0x8b: {"LONG4", argLen4, 0, pickleValueBytes},
+	'F': {"FLOAT", argLine, 0, pickleValueBytes}, 'G': {"BINFLOAT", argFixed, 8, pickleValueBytes},
+	'S': {"STRING", argLine, 0, pickleValueBytes}, 'T': {"BINSTRING", argLen4, 0, pickleValueBytes}, 'U': {"SHORT_BINSTRING", argLen1, 0, pickleValueBytes},
+	'B': {"BINBYTES", argLen4, 0, pickleValueBytes}, 'C': {"SHORT_BINBYTES", argLen1, 0, pickleValueBytes}, 0x8e: {"BINBYTES8", argLen8, 0, pickleValueBytes},
+	'V': {"UNICODE", argLine, 0, pickleValueBytes}, 'X': {"BINUNICODE", argLen4, 0, pickleValueBytes}, 0x8c: {"SHORT_BINUNICODE", argLen1, 0, pickleValueBytes}, 0x8d: {"BINUNICODE8", argLen8, 0, pickleValueBytes},
+	')': {"EMPTY_TUPLE", argNone, 0, pickleTupleBytes}, 't': {"TUPLE", argNone, 0, pickleValueBytes}, 0x85: {"TUPLE1", argNone, 0, pickleValueBytes}, 0x86: {"TUPLE2", argNone, 0, pickleValueBytes}, 0x87: {"TUPLE3", argNone, 0, pickleValueBytes},
+	']': {"EMPTY_LIST", argNone, 0, pickleListBytes}, 'a': {"APPEND", argNone, 0, 0}, 'e': {"APPENDS", argNone, 0, 0}, 'l': {"LIST", argNone, 0, pickleListBytes},
+	'}': {"EMPTY_DICT", argNone, 0, pickleDictBytes}, 'd': {"DICT", argNone, 0, pickleDictBytes}, 's': {"SETITEM", argNone, 0, 0}, 'u': {"SETITEMS", argNone, 0, 0},
+	'c': {"GLOBAL", argLines, 0, pickleValueBytes}, 0x93: {"STACK_GLOBAL", argNone, 0, pickleValueBytes}, 'R': {"REDUCE", argNone, 0, pickleValueBytes}, 'b': {"BUILD", argNone, 0, 0},
+	'p': {"PUT", argLine, 0, pickleMemoBytes}, 'q': {"BINPUT", argFixed, 1, pickleMemoBytes}, 'r': {"LONG_BINPUT", argFixed, 4, pickleMemoBytes}, 0x94: {"MEMOIZE", argNone, 0, pickleMemoBytes},
+	'g': {"GET", argLine, 0, pickleValueBytes}, 'h': {"BINGET", argFixed, 1, pickleValueBytes}, 'j': {"LONG_BINGET", argFixed, 4, pickleValueBytes},
+	'P': {"PERSID", argLine, 0, pickleValueBytes}, 'Q': {"BINPERSID", argNone, 0, pickleValueBytes},
 }
+
+// pickleOp is an opcode's entry in pickleOps.
+type pickleOp struct {
+	name  string
+	arg   pickleArg
+	n     int
+	holds int64
+}
+
+// pickleOpsByByte is pickleOps indexed by opcode, for the scan's loop.
+var pickleOpsByByte = func() (t [256]*pickleOp) {
+	for b, op := range pickleOps {
+		t[b] = &op
+	}
+	return t
+}()
+
+// closesMark are the opcodes that close the last open MARK.
+var closesMark = [256]bool{'1': true, 't': true, 'l': true, 'd': true, 'e': true, 'u': true}
 
 // refusedOps name the opcodes a .pt dump never needs, for the refusal.
 var refusedOps = map[byte]string{
@@ -743,18 +801,38 @@ var refusedOps = map[byte]string{
 // scanPickle walks a pickle's opcodes before anything is unpickled: every
 // opcode must be one of pickleOps, every length must fit in the bytes that
 // follow it (so no allocation exceeds the pickle), every GLOBAL must be in
-// the class table, and the stream must reach STOP. It returns the broken
-// rule, or "".
-func scanPickle(p []byte) string {
+// the class table, at most maxPickleNesting MARKs may be open, and the
+// stream must reach STOP. It returns the memory unpickling it takes at most
+// (the pickle's bytes, then pickleOps' holds and the open MARKs), and the
+// broken rule, or "".
+func scanPickle(p []byte) (holds int64, rule string) {
+	holds = int64(len(p))
+	var open, deepest int64 // MARKs
 	for i := 0; i < len(p); {
 		at, op := i, p[i]
 		i++
-		info, ok := pickleOps[op]
-		if !ok {
+		info := pickleOpsByByte[op]
+		if info == nil {
 			if name, refused := refusedOps[op]; refused {
-				return fmt.Sprintf("the pickle uses opcode %s at byte %d, but %s", name, at, ptPlain)
+				return 0, fmt.Sprintf("the pickle uses opcode %s at byte %d, but %s", name, at, ptPlain)
 			}
-			return fmt.Sprintf("the pickle holds byte 0x%02x at byte %d, which is no pickle opcode a .pt dump uses", op, at)
+			return 0, fmt.Sprintf("the pickle holds byte 0x%02x at byte %d, which is no pickle opcode a .pt dump uses", op, at)
+		}
+		holds += info.holds
+		switch {
+		case op == '(':
+			if open++; open > maxPickleNesting {
+				return 0, fmt.Sprintf("the pickle nests MARKs more than %d deep (at byte %d), but a dump's containers nest a few levels", maxPickleNesting, at)
+			}
+			deepest = max(deepest, open)
+		case closesMark[op] && open > 0:
+			open--
+		}
+		if info.arg == argNone {
+			if op == '.' {
+				return holds + deepest*pickleMarkBytes, ""
+			}
+			continue
 		}
 		need := func(n uint64) string {
 			if n > uint64(len(p)-i) {
@@ -765,10 +843,10 @@ func scanPickle(p []byte) string {
 		switch info.arg {
 		case argFixed:
 			if e := need(uint64(info.n)); e != "" {
-				return e
+				return 0, e
 			}
 			if op == 0x80 && p[i] > pickle.HighestProtocol {
-				return fmt.Sprintf("the pickle uses protocol %d; sampviz reads protocols 0 to %d", p[i], pickle.HighestProtocol)
+				return 0, fmt.Sprintf("the pickle uses protocol %d; sampviz reads protocols 0 to %d", p[i], pickle.HighestProtocol)
 			}
 			i += info.n
 		case argLine, argLines:
@@ -780,20 +858,27 @@ func scanPickle(p []byte) string {
 			for range lines {
 				nl := bytes.IndexByte(p[i:], '\n')
 				if nl < 0 {
-					return fmt.Sprintf("the pickle's %s at byte %d has no end of line (truncated)", info.name, at)
+					return 0, fmt.Sprintf("the pickle's %s at byte %d has no end of line (truncated)", info.name, at)
 				}
 				i += nl + 1
 			}
+			holds += 2 * int64(i-start)
 			if op == 'c' {
 				module, name, _ := strings.Cut(strings.TrimSuffix(string(p[start:i]), "\n"), "\n")
 				if _, known := ptGlobals[module+"."+name]; !known {
-					return refusal(module + "." + name)
+					return 0, refusal(module + "." + name)
 				}
 			}
 		case argLen1, argLen4, argLen8, argFrame:
-			width := map[pickleArg]int{argLen1: 1, argLen4: 4, argLen8: 8, argFrame: 8}[info.arg]
+			width := 8
+			switch info.arg {
+			case argLen1:
+				width = 1
+			case argLen4:
+				width = 4
+			}
 			if e := need(uint64(width)); e != "" {
-				return e
+				return 0, e
 			}
 			var n uint64
 			switch width {
@@ -806,15 +891,15 @@ func scanPickle(p []byte) string {
 			}
 			i += width
 			if e := need(n); e != "" {
-				return e
+				return 0, e
 			}
-			if info.arg != argFrame { // a frame's bytes are opcodes, scanned as they come
+			if info.arg == argFrame { // a frame's bytes are opcodes, scanned as they come, and read whole
+				holds += int64(n)
+			} else {
+				holds += 2 * int64(n)
 				i += int(n)
 			}
 		}
-		if op == '.' {
-			return ""
-		}
 	}
-	return "the pickle ends before its STOP opcode (truncated)"
+	return 0, "the pickle ends before its STOP opcode (truncated)"
 }

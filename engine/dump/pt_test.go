@@ -8,9 +8,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nlpodyssey/gopickle/pickle"
 
 	"github.com/sampviz/sampviz/engine"
 )
@@ -367,4 +371,177 @@ func TestSGLangDumperFolderRefused(t *testing.T) {
 		_, err := Open(dir)
 		checkDumpError(t, err, "empty", "is a folder without SGLang dumper files")
 	})
+}
+
+// TestPTSelfList reads a dict whose "history" holds a list that holds
+// itself 64 times beside the logits: a walk that does not remember the
+// lists it has seen takes 64^17 steps; the list must be ignored with a
+// notice, at once.
+func TestPTSelfList(t *testing.T) {
+	tests := []struct {
+		name   string
+		build  func(p *pickler) // pushes the value of "history"
+		notice string
+	}{
+		{"a list holding itself 64 times", func(p *pickler) {
+			p.op(']', 'q', 0, '(')
+			for range 64 {
+				p.op('h', 0)
+			}
+			p.op('e')
+		}, `ignored entry "history": a list of 64, not a tensor`},
+		{"a tuple of 64 lists, each holding all of them", func(p *pickler) {
+			// Lists 1..64 memoized, each given every list, then a tuple of them.
+			for i := range 64 {
+				p.op(']', 'q', byte(i+1), '0')
+			}
+			for i := range 64 {
+				p.op('h', byte(i+1), '(')
+				for j := range 64 {
+					p.op('h', byte(j+1))
+				}
+				p.op('e', '0')
+			}
+			p.op('(')
+			for i := range 64 {
+				p.op('h', byte(i+1))
+			}
+			p.op('t')
+		}, `ignored entry "history": a tuple of 64, not a tensor`},
+	}
+	logits := ptTensorSpec{name: "logits", class: "FloatStorage", key: "0", numel: 6, size: []int{2, 3}, stride: []int{3, 1}}
+	good := tensorDict(logits)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := (&pickler{}).op(0x80, 2, '}').str("history")
+			tc.build(p)
+			p.op('s')
+			data := ptZip(t, ptMember{name: "archive/data.pkl", body: append(p.Bytes(), good[3:]...)}, ptMember{name: "archive/data/0", body: f32Storage(6)})
+			done := make(chan struct{})
+			var f *File
+			var err error
+			go func() {
+				defer close(done)
+				f, err = Parse("self.pt", data)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("reading the file took more than 10 s")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if f.Tensor("logits") == nil || !slices.Contains(f.Notices, tc.notice) {
+				t.Errorf("tensors %v, notices %q; want logits and %q", f.Tensors, f.Notices, tc.notice)
+			}
+		})
+	}
+}
+
+// TestPickleBounds: a pickle whose MARKs nest past maxPickleNesting is
+// refused for its shape, whatever the memory, and one whose unpickling
+// takes more than the file's limit is refused for its memory (Need set), in
+// a few bytes per opcode of memory, before anything is unpickled.
+func TestPickleBounds(t *testing.T) {
+	flood := func(op byte, n int, tail ...byte) []byte {
+		return append(append([]byte{0x80, 2}, bytes.Repeat([]byte{op}, n)...), tail...)
+	}
+	nested := func(depth int) []byte { // depth tuples, each inside the last
+		p := flood('(', depth)
+		p = append(p, ')')
+		return append(append(p, bytes.Repeat([]byte{'t'}, depth)...), '.')
+	}
+	tests := []struct {
+		name     string
+		pickle   []byte
+		limit    int64
+		want     string // "" when the file is read
+		overflow bool   // refused for its memory
+	}{
+		{"1.5 million MARKs", flood('(', 1_500_000, ')', '.'), 0, "the pickle nests MARKs more than 1000 deep (at byte 1002)", false},
+		{"MARKs 1001 deep", nested(1001), 0, "nests MARKs more than 1000 deep", false},
+		{"MARKs 1000 deep", nested(1000), 0, "holds a tuple of 1", false},
+		{"200000 MARKs, each closed", append(bytes.Repeat([]byte{'(', '1'}, 200_000), 'N', '.'), 0, "holds None", false},
+		{"a million dicts in 64 MiB", flood('}', 1_000_000, '.'), 64 << 20, "unpickling archive/data.pkl takes about 24", true},
+		{"a million lists in 64 MiB", flood(']', 1_000_000, '.'), 64 << 20, "unpickling archive/data.pkl takes about 18", true},
+		{"a million Nones in 64 MiB", flood('N', 1_000_000, '.'), 64 << 20, "unpickling archive/data.pkl takes about 9", true},
+		{"200000 Nones in 64 MiB", flood('N', 200_000, '.'), 64 << 20, "holds None", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := ptZip(t, ptMember{name: "archive/data.pkl", body: tc.pickle})
+			f, err := ParseWithin("flood.pt", data, tc.limit)
+			if err == nil {
+				f.Close()
+			}
+			checkDumpError(t, err, "flood.pt", tc.want)
+			var de *Error
+			if errors.As(err, &de) && (de.Need > 0) != tc.overflow {
+				t.Errorf("Need = %d (%q), want it set: %v", de.Need, de.NeedFor, tc.overflow)
+			}
+		})
+	}
+}
+
+// TestPickleMemoryEstimate checks scanPickle's estimate against what
+// gopickle's unpickler holds: for a flood of each kind of value, the
+// estimate must be at least the heap the unpickling grew.
+func TestPickleMemoryEstimate(t *testing.T) {
+	const n = 100_000
+	memo := []byte{0x80, 2, ']'}
+	for i := range n {
+		memo = append(memo, 'r', byte(i), byte(i>>8), byte(i>>16), 0)
+	}
+	tests := []struct {
+		name   string
+		pickle []byte
+	}{
+		{"MARK", append(append([]byte{0x80, 2}, bytes.Repeat([]byte{'('}, maxPickleNesting)...), ')', '.')},
+		{"EMPTY_LIST", append(append([]byte{0x80, 2}, bytes.Repeat([]byte{']'}, n)...), '.')},
+		{"EMPTY_DICT", append(append([]byte{0x80, 2}, bytes.Repeat([]byte{'}'}, n)...), '.')},
+		{"EMPTY_TUPLE", append(append([]byte{0x80, 2}, bytes.Repeat([]byte{')'}, n)...), '.')},
+		{"NONE", append(append([]byte{0x80, 2}, bytes.Repeat([]byte{'N'}, n)...), '.')},
+		{"DUP", append(append([]byte{0x80, 2, ']'}, bytes.Repeat([]byte{'2'}, n)...), '.')},
+		{"SHORT_BINUNICODE", append(append([]byte{0x80, 2}, bytes.Repeat([]byte{0x8c, 3, 'a', 'b', 'c'}, n)...), '.')},
+		{"BINFLOAT", append(append([]byte{0x80, 2}, bytes.Repeat([]byte{'G', 1, 2, 3, 4, 5, 6, 7, 8}, n)...), '.')},
+		{"LONG_BINPUT", append(memo, '.')},
+		{"TUPLE1", append(append([]byte{0x80, 2, 'N'}, bytes.Repeat([]byte{0x85}, n)...), '.')},
+		{"APPEND", append(append([]byte{0x80, 2, ']'}, bytes.Repeat([]byte{'N', 'a'}, n)...), '.')},
+		{"SETITEM", dictOfInts(n)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			est, rule := scanPickle(tc.pickle)
+			if rule != "" {
+				t.Fatal(rule)
+			}
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			u := pickle.NewUnpickler(bytes.NewReader(tc.pickle))
+			v, err := u.Load()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(v)
+			runtime.KeepAlive(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			if est < grew {
+				t.Errorf("estimate %s, but the unpickler's heap grew %s", engine.FormatBytes(est), engine.FormatBytes(grew))
+			}
+			t.Logf("estimate %s, heap grew %s", engine.FormatBytes(est), engine.FormatBytes(grew))
+		})
+	}
+}
+
+// dictOfInts pickles a dict of n int keys to None, as SETITEMs.
+func dictOfInts(n int) []byte {
+	p := (&pickler{}).op(0x80, 2, '}')
+	for i := range n {
+		p.int(i).op('N', 's')
+	}
+	return p.op('.').Bytes()
 }

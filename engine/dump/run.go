@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -108,6 +109,7 @@ func Inspect(f *File, o engine.Overrides) (*engine.Run, error) {
 	if err := b.settings(); err != nil {
 		return nil, err
 	}
+	b.metadataKeys()
 	op, err := b.op()
 	if err != nil {
 		return nil, err
@@ -208,7 +210,7 @@ func (b *builder) op() (engine.Op, error) {
 func (b *builder) inferOp() (engine.Op, error) {
 	has := func(names ...string) bool {
 		for _, n := range names {
-			if b.tensors[n] != nil || b.named(n) {
+			if b.tensors[n] != nil || b.named(n) || b.metaParam(n) {
 				return true
 			}
 		}
@@ -233,7 +235,7 @@ func (b *builder) inferOp() (engine.Op, error) {
 		case has("input_ids_len", "step_idx", "draft_out"):
 			return "", tensorError(b.file, "input_ids", "not found; ngram_match needs input_ids and pre_ids (the file holds %s)", b.held())
 		}
-		return "", tensorError(b.file, "logits", "not found; the dump fits no op: every op needs logits, but spec_verify (target_logits) and ngram_match (input_ids and pre_ids) (the file holds %s)", b.held())
+		return "", tensorError(b.file, "logits", "not found; a dump holds logits, or target_logits for spec_verify, or input_ids and pre_ids for ngram_match, and the file holds %s", b.held())
 	case has("samples", "seed", "offset"):
 		return engine.OpSample, nil
 	case has("tokens"):
@@ -256,15 +258,20 @@ func (b *builder) inferOp() (engine.Op, error) {
 	return engine.OpSoftmax, nil
 }
 
-// greedyTemperature reports whether a temperature is given (override or
-// tensor) and whether every given temperature is 0.
+// greedyTemperature reports whether a temperature is given (override,
+// tensor or metadata) and whether every given temperature is 0.
 func (b *builder) greedyTemperature() (zero, given bool) {
 	if b.o.Temperature != nil {
 		return *b.o.Temperature == 0, true
 	}
 	t := b.tensors["temperature"]
 	if t == nil {
-		return false, false
+		text, ok := b.f.Meta["temperature"]
+		if !ok {
+			return false, false
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+		return err == nil && v == 0, true // an unreadable one is refused later, with its reason
 	}
 	if !t.DType.IsFloat() {
 		return false, true // refused later, with its reason
@@ -383,6 +390,9 @@ func (b *builder) wantDims(t *engine.Tensor, dims []string) error {
 // wantValues checks what t's elements hold (engine.TensorSpec.Values),
 // loading it first.
 func (b *builder) wantValues(t *engine.Tensor, ts engine.TensorSpec) error {
+	if ts.Values == "id" && t.DType != engine.I64 {
+		return nil // I32 and U8 fit
+	}
 	if ts.Values != "" {
 		if err := b.f.Load(t.Name); err != nil {
 			return err
@@ -394,6 +404,13 @@ func (b *builder) wantValues(t *engine.Tensor, ts engine.TensorSpec) error {
 		for i := range t.NumElements() {
 			if tok := t.Int(i); tok < 0 || tok >= int64(v) {
 				return tensorError(b.file, t.Name, "row %d, position %d holds token %d, outside the vocabulary [0, %d) of %s", i/cols, i%cols, tok, v, b.boundBy["V"])
+			}
+		}
+	case ts.Values == "id":
+		cols := max(t.Dim(1), 1)
+		for i := range t.NumElements() {
+			if id := t.Int(i); id != int64(int32(id)) {
+				return tensorError(b.file, t.Name, "row %d, position %d holds token %d, which does not fit in int32 (token ids are int32 in the kernels)", i/cols, i%cols, id)
 			}
 		}
 	case ts.Values == "mask":
@@ -461,9 +478,11 @@ func (b *builder) wantDType(t *engine.Tensor, float bool) error {
 }
 
 // params resolves the op's per-row parameters (engine.Param of scope
-// PerRow): the table's default for every row, then the dump's tensor (one
-// value per row, or one for all), then the override for every row. Every
-// value is checked against the table; settings() did the run-wide ones.
+// PerRow): the table's default for every row, then the dump's metadata
+// (one value for every row), then its tensor (one value per row, or one for
+// all), then the override for every row. Every value is checked against
+// the table; settings() did the run-wide ones. A metadata value the op does
+// not take, or that a tensor replaces, is a notice.
 func (b *builder) params() error {
 	p := &b.run.Params
 	rows := b.rows
@@ -473,19 +492,36 @@ func (b *builder) params() error {
 		if param.Scope != engine.PerRow {
 			continue
 		}
-		text, overridden := b.o.Get(param.Name)
-		if !overridden {
-			text = param.Default
-		}
 		var first engine.Overrides // the value every row starts from
-		if err := first.Set(param.Name, text); err != nil {
-			return overrideError(b.file, err)
+		if err := first.Set(param.Name, param.Default); err != nil {
+			return fmt.Errorf("dump: the default of %s: %w", param.Name, err)
+		}
+		text, overridden := b.o.Get(param.Name)
+		if overridden {
+			if err := first.Set(param.Name, text); err != nil {
+				return overrideError(b.file, err)
+			}
+		}
+		t := b.used(param.Name)
+		if text, ok := b.f.Meta[param.Name]; ok && !overridden {
+			if !b.spec.Takes(param.Name) {
+				b.notice("ignored metadata %q: not used by op %s", param.Name, b.run.Op)
+			} else {
+				var meta engine.Overrides
+				if err := meta.Set(param.Name, text); err != nil {
+					return fileError(b.file, "metadata %q: %v", param.Name, err)
+				}
+				if t != nil {
+					b.notice("ignored metadata %q: the tensor %q gives every row's %s", param.Name, t.Name, param.Name)
+				} else {
+					first = meta
+				}
+			}
 		}
 		set := b.rowSetter(param.Name)
 		for r := range rows {
 			set(r, &first)
 		}
-		t := b.used(param.Name)
 		if t == nil || overridden {
 			continue
 		}
@@ -494,6 +530,40 @@ func (b *builder) params() error {
 		}
 	}
 	return nil
+}
+
+// metadataKeys gives a notice for each metadata key sampviz does not read:
+// those outside DUMPS.md's table (op, source, tokenizer) and the parameter
+// table's run-wide and per-row parameters.
+func (b *builder) metadataKeys() {
+	var unknown []string
+	for key := range b.f.Meta {
+		if !readMetadata(key) {
+			unknown = append(unknown, key)
+		}
+	}
+	sort.Strings(unknown)
+	for _, key := range unknown {
+		b.notice("ignored metadata %q: not part of the dump format (DUMPS.md, \"Metadata\")", key)
+	}
+}
+
+// readMetadata reports whether sampviz reads the metadata key.
+func readMetadata(key string) bool {
+	switch key {
+	case "op", "source", "tokenizer":
+		return true
+	}
+	p := engine.ParamByName(key)
+	return p != nil && (p.Scope == engine.RunWide || p.Scope == engine.PerRow)
+}
+
+// metaParam reports whether the dump's metadata gives the per-row
+// parameter called name.
+func (b *builder) metaParam(name string) bool {
+	_, ok := b.f.Meta[name]
+	p := engine.ParamByName(name)
+	return ok && p != nil && p.Scope == engine.PerRow
 }
 
 // valueText writes element i of a parameter tensor as Overrides.Set reads it.

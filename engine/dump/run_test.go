@@ -100,6 +100,12 @@ func TestInferOp(t *testing.T) {
 		{"input_ids", m.ngram(), nil, engine.Overrides{}, engine.OpNgramMatch},
 		{"metadata op", []*engine.Tensor{m.logits(), m.floats("probs", []int{b, m.v}, 0, 1)}, map[string]string{"op": "renorm"}, engine.Overrides{}, engine.OpRenorm},
 		{"override beats metadata", []*engine.Tensor{m.logits(), tokens}, map[string]string{"op": "softmax"}, engine.Overrides{Op: ptr(engine.OpSample)}, engine.OpSample},
+		// Per-row parameters in the metadata count as the tensors do.
+		{"metadata top_p", []*engine.Tensor{m.logits()}, map[string]string{"top_p": "0.9"}, engine.Overrides{}, engine.OpRenorm},
+		{"metadata seed", []*engine.Tensor{m.logits()}, map[string]string{"seed": "7"}, engine.Overrides{}, engine.OpSample},
+		{"tokens, metadata temperature 0", []*engine.Tensor{m.logits(), tokens}, map[string]string{"temperature": "0"}, engine.Overrides{}, engine.OpArgmax},
+		{"tokens, metadata temperature 0.7", []*engine.Tensor{m.logits(), tokens}, map[string]string{"temperature": "0.7"}, engine.Overrides{}, engine.OpSample},
+		{"unread metadata keys", []*engine.Tensor{m.logits()}, map[string]string{"draws": "5", "note": "x"}, engine.Overrides{}, engine.OpSoftmax},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,6 +139,10 @@ func TestBuildRunErrors(t *testing.T) {
 		t.SetFloat(row, v)
 		return t
 	}
+	setInt := func(t *engine.Tensor, i int, v int64) *engine.Tensor {
+		t.SetInt(i, v)
+		return t
+	}
 	badDraft := m.ints("draft_tokens", engine.I64, []int{b, k}, 0, v)
 	badDraft.SetInt(k*(b-1)+k-1, int64(v))
 	ngram := m.ngram()
@@ -148,7 +158,8 @@ func TestBuildRunErrors(t *testing.T) {
 		tensor  string
 		words   []string
 	}{
-		{"no tensors", nil, nil, engine.Overrides{}, "logits", []string{"not found", "no tensors"}},
+		{"no tensors", nil, nil, engine.Overrides{}, "logits", []string{`tensor "logits": not found; a dump holds logits, or target_logits for spec_verify, or input_ids and pre_ids for ngram_match, and the file holds no tensors`}},
+		{"only probs", []*engine.Tensor{m.floats("probs", []int{b, v}, 0, 1)}, nil, engine.Overrides{}, "logits", []string{"and the file holds probs"}},
 		{"drafts without target", []*engine.Tensor{m.ints("draft_tokens", engine.I64, []int{b, k}, 0, v)}, nil, engine.Overrides{}, "target_logits", []string{"not found", "draft_tokens"}},
 		{"step_idx alone", []*engine.Tensor{m.ints("step_idx", engine.I32, []int{b}, 0, 3)}, nil, engine.Overrides{}, "input_ids", []string{"not found"}},
 		{"spec without drafts", without(m.spec(), "draft_tokens"), nil, engine.Overrides{}, "draft_tokens", []string{"op spec_verify needs it"}},
@@ -197,6 +208,21 @@ func TestBuildRunErrors(t *testing.T) {
 		{"override draws", lg, nil, engine.Overrides{Draws: ptr(-1)}, "", []string{"override: draws must be", "not -1"}},
 		{"override filter_order", lg, nil, engine.Overrides{FilterOrder: ptr(engine.FilterOrder("x"))}, "", []string{"override: filter_order must be"}},
 		{"override max_ngram_size", lg, nil, engine.Overrides{MaxNgramSize: ptr(0)}, "", []string{"override: max_ngram_size must be", "not 0"}},
+		// Per-row parameters in the metadata: one value for every row,
+		// checked in the table's words.
+		{"metadata temperature negative", lg, map[string]string{"op": "softmax", "temperature": "-1"}, engine.Overrides{}, "", []string{`metadata "temperature": temperature must be a finite number >= 0`, "not -1"}},
+		{"metadata temperature not a number", lg, map[string]string{"temperature": "warm"}, engine.Overrides{}, "", []string{`metadata "temperature": temperature must be`, `not "warm"`}},
+		{"metadata top_p 2", lg, map[string]string{"top_p": "2"}, engine.Overrides{}, "", []string{`metadata "top_p": top_p must be in (0, 1]`, "not 2"}},
+		{"metadata top_k negative", lg, map[string]string{"top_k": "-5"}, engine.Overrides{}, "", []string{`metadata "top_k": top_k must be an integer in [0, 2147483647]`, "not -5"}},
+		{"metadata min_p over 1", lg, map[string]string{"min_p": "1.5"}, engine.Overrides{}, "", []string{`metadata "min_p"`, "in [0, 1]"}},
+		{"metadata seed not an integer", lg, map[string]string{"seed": "0x2a"}, engine.Overrides{}, "", []string{`metadata "seed": seed must be an integer`}},
+		{"metadata offset negative", lg, map[string]string{"offset": "-3"}, engine.Overrides{}, "", []string{`metadata "offset": offset must be an integer >= 0`, "not -3"}},
+		// Token ids of ngram_match are int32 in the kernels: refused when
+		// the dump is read, naming the tensor, not by a backend mid-run.
+		{"input_ids past int32", with(ngram, setInt(m.ints("input_ids", engine.I64, []int{b, m.l}, 1, 50), b*m.l-1, 1<<40)), nil, engine.Overrides{}, "input_ids",
+			[]string{"row " + strconv.Itoa(b-1) + ", position " + strconv.Itoa(m.l-1) + " holds token 1099511627776, which does not fit in int32"}},
+		{"pre_ids below int32", with(ngram, setInt(m.ints("pre_ids", engine.I64, []int{b, m.l + 2}, 1, 50), 0, -1<<31-1)), nil, engine.Overrides{}, "pre_ids",
+			[]string{"row 0, position 0 holds token -2147483649, which does not fit in int32"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -397,4 +423,69 @@ func TestRunInputsAndOutputs(t *testing.T) {
 			t.Errorf("notices %q", run.Notices)
 		}
 	})
+}
+
+// TestMetadataParams: a per-row parameter in the metadata is one value for
+// every row, below a tensor of the same name and an override; one the op
+// does not take, or a tensor replaces, is a notice, as is every key
+// sampviz does not read.
+func TestMetadataParams(t *testing.T) {
+	m := newMaker(t)
+	b := m.b
+	temps := m.floats("temperature", []int{b}, 0.1, 2)
+	all := func(v float64) []float64 {
+		out := make([]float64, b)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	col := make([]float64, b)
+	for r := range col {
+		col[r] = temps.Float(r)
+	}
+	tests := []struct {
+		name        string
+		tensors     []*engine.Tensor
+		meta        map[string]string
+		o           engine.Overrides
+		temperature []float64
+		topP        float64
+		seed        uint64
+		notices     []string // each a notice's words
+		quiet       []string // words no notice may hold
+	}{
+		{"metadata temperature", []*engine.Tensor{m.logits()}, map[string]string{"temperature": "0.5"}, engine.Overrides{}, all(0.5), 1, 0, nil, []string{"temperature"}},
+		{"metadata seed as int64 bits", []*engine.Tensor{m.logits()}, map[string]string{"op": "sample", "seed": "-2"}, engine.Overrides{}, all(1), 1, math.MaxUint64 - 1, nil, []string{"seed"}},
+		{"metadata top_p for renorm", []*engine.Tensor{m.logits()}, map[string]string{"op": "renorm", "top_p": "0.75"}, engine.Overrides{}, all(1), 0.75, 0, nil, []string{"top_p"}},
+		{"the tensor beats the metadata", []*engine.Tensor{m.logits(), temps}, map[string]string{"temperature": "0.5"}, engine.Overrides{}, col, 1, 0,
+			[]string{`ignored metadata "temperature": the tensor "temperature" gives every row's temperature`}, nil},
+		{"the override beats both", []*engine.Tensor{m.logits(), temps}, map[string]string{"temperature": "0.5"}, engine.Overrides{Temperature: ptr(0.25)}, all(0.25), 1, 0, nil, []string{"temperature"}},
+		{"a parameter the op does not take", []*engine.Tensor{m.logits()}, map[string]string{"op": "softmax", "top_p": "0.5"}, engine.Overrides{}, all(1), 1, 0,
+			[]string{`ignored metadata "top_p": not used by op softmax`}, nil},
+		{"keys sampviz does not read", []*engine.Tensor{m.logits()}, map[string]string{"op": "softmax", "source": "vllm", "note": "x", "draws": "5", "filter_order": "joint"}, engine.Overrides{}, all(1), 1, 0,
+			[]string{`ignored metadata "draws": not part of the dump format`, `ignored metadata "note": not part of the dump format`}, []string{"source", `"op"`, "filter_order"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run, err := BuildRun(fileOf(tt.meta, tt.tensors...), tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := run.Params
+			if !slices.Equal(p.Temperature, tt.temperature) || p.TopP[b-1] != tt.topP || p.Seed[0] != tt.seed {
+				t.Errorf("temperature %v, top_p %v, seed %d; want %v, %v, %d", p.Temperature, p.TopP, p.Seed[0], tt.temperature, tt.topP, tt.seed)
+			}
+			for _, w := range tt.notices {
+				if !hasNotice(run, w) {
+					t.Errorf("notices %q lack %q", run.Notices, w)
+				}
+			}
+			for _, w := range tt.quiet {
+				if hasNotice(run, w) {
+					t.Errorf("notices %q mention %q", run.Notices, w)
+				}
+			}
+		})
+	}
 }

@@ -82,15 +82,19 @@ func parseSGLangName(base string) (sglangFile, bool) {
 	return f, true
 }
 
-// openSGLangDir reads a folder of SGLang dumper files as one dump. Its
-// tensors alias the files' mappings, which Close releases.
-func openSGLangDir(dir string) (out *File, err error) {
+// openSGLangDir reads a folder of SGLang dumper files as one dump, each
+// file's unpickling within limit bytes of memory. Its tensors alias the
+// files' mappings, which Close releases.
+func openSGLangDir(dir string, limit int64) (out *File, err error) {
+	if limit <= 0 {
+		limit = DefaultLoadLimit
+	}
 	name := baseName(dir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, &Error{File: name, Rule: "cannot read the folder", Err: err}
 	}
-	f := &File{Name: name, Format: PT, Meta: map[string]string{}}
+	f := &File{Name: name, Format: PT, Meta: map[string]string{}, Limit: limit}
 	var files []sglangFile
 	var subdirs []string
 	for _, e := range entries {
@@ -151,7 +155,7 @@ func openSGLangDir(dir string) (out *File, err error) {
 			return nil, &Error{File: sf.base, Rule: "cannot read the file", Err: err}
 		}
 		unmaps = append(unmaps, unmap)
-		t, notice, err := sglangTensor(sf, data)
+		t, notice, err := sglangTensor(sf, data, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -177,8 +181,8 @@ func openSGLangDir(dir string) (out *File, err error) {
 // sglangTensor reads one dumper file: a tensor, or a dict holding one under
 // "value". A file holding anything else plain gives a notice; a pickle that
 // asks for more than tensors and plain containers is refused.
-func sglangTensor(sf sglangFile, data []byte) (*engine.Tensor, string, error) {
-	r, err := openTorchZip(sf.base, data)
+func sglangTensor(sf sglangFile, data []byte, limit int64) (*engine.Tensor, string, error) {
+	r, err := openTorchZip(sf.base, data, limit)
 	if err != nil {
 		return nil, "", err
 	}

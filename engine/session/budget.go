@@ -247,6 +247,16 @@ func externals(run *engine.Run) []*engine.Tensor {
 	return ts
 }
 
+// readLimit is the memory reading a dump may take before its run is
+// built (dump.OpenWithin: a .pt file's unpickling), what MaxMemory leaves
+// beside the process; 0 when there is no budget.
+func (s *Session) readLimit() int64 {
+	if s.MaxMemory <= 0 {
+		return 0
+	}
+	return max(s.MaxMemory-runtimeBytes, 1)
+}
+
 // overBudget returns the *InputError of a job whose need is over max (0:
 // no limit), or nil.
 func overBudget(source string, n Need, limit int64) error {

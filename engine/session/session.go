@@ -129,7 +129,7 @@ func (s *Session) open(job Job) (*engine.Run, *dump.File, error) {
 	if job.Run != nil {
 		return job.Run, nil, nil
 	}
-	f, err := dump.Open(job.DumpPath)
+	f, err := dump.OpenWithin(job.DumpPath, job.FileName, s.readLimit())
 	if err == nil {
 		f.Limit = s.MaxMemory
 		var run *engine.Run
@@ -141,16 +141,24 @@ func (s *Session) open(job Job) (*engine.Run, *dump.File, error) {
 		}
 		f.Close()
 	}
-	return nil, nil, inputError(job, err)
+	return nil, nil, s.inputError(job, err)
 }
 
 // inputError names the uploader's file in a *dump.Error and makes it an
-// *InputError; other errors are wrapped.
-func inputError(job Job, err error) error {
+// *InputError (one over MaxMemory when the file needs more memory to read
+// than the budget leaves it); other errors are wrapped.
+func (s *Session) inputError(job Job, err error) error {
 	var de *dump.Error
 	if errors.As(err, &de) {
 		if job.FileName != "" {
 			de.File = job.FileName
+		}
+		if de.Need > 0 && s.MaxMemory > 0 {
+			n := Need{Parts: []NeedPart{{What: de.NeedFor, Bytes: de.Need}, {What: "the process", Bytes: runtimeBytes}}}
+			n.Total = de.Need + runtimeBytes
+			return &InputError{Err: de, OverBudget: true,
+				Msg: fmt.Sprintf("%s needs about %s of memory to read (%s), more than the %s allowed (--max-memory)",
+					de.File, engine.FormatBytes(n.Total), n.Words(), engine.FormatBytes(s.MaxMemory))}
 		}
 		return &InputError{Msg: de.Error(), Err: de}
 	}
@@ -176,7 +184,7 @@ func (s *Session) load(job Job, b engine.Backend, stored bool) (*engine.Run, *du
 	if f != nil {
 		if err := dump.LoadRun(f, run); err != nil {
 			f.Close()
-			return nil, nil, inputError(job, err)
+			return nil, nil, s.inputError(job, err)
 		}
 	}
 	return run, f, nil
@@ -223,7 +231,10 @@ func (s *Session) Inspect(ctx context.Context, path, name string) (*DumpInfo, er
 // Admit describes the job's dump as Inspect does and checks that the job
 // (its backend's outputs with its overrides' draws and trials, the judge,
 // and with an OutputsPath the pages) fits in MaxMemory; one that does not
-// is an *InputError with OverBudget set. It reads headers only.
+// is an *InputError with OverBudget set. It reads headers, and streams the
+// compressed tensors the job uses through their checks (dump.File.Verify)
+// without keeping them, so that a job it admits fails for no fault of its
+// dump's.
 func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 	b, err := s.backend(job.Backend)
 	if err != nil {
@@ -241,6 +252,14 @@ func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 	n := need(run, f, b, s.workers(), job.OutputsPath != "")
 	if err := overBudget(run.Source, n, s.MaxMemory); err != nil {
 		return nil, err
+	}
+	if f != nil {
+		// What Execute will inflate must inflate as it declares: refused
+		// now, in the words Execute would use, rather than once the job
+		// runs.
+		if err := f.Verify(ctx, dump.UsedTensors(f, run)...); err != nil {
+			return nil, s.inputError(job, err)
+		}
 	}
 	info := &DumpInfo{
 		Op: run.Op, DType: run.InputDType(), Rows: run.Rows(), Vocab: run.Vocab(), External: []string{},

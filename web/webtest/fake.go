@@ -298,6 +298,9 @@ func readDump(path, name string) (Dump, error) {
 	if err != nil {
 		return Dump{}, err
 	}
+	if len(b) == 0 {
+		return Dump{}, inputError(fmt.Errorf("%s: the file is empty (0 bytes), not a dump (safetensors, .npz, .npy or .pt)", name))
+	}
 	var d Dump
 	if err := json.Unmarshal(b, &d); err != nil {
 		var se *json.SyntaxError
