@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
-	"github.com/sampviz/sampviz/engine/tokens"
 	"github.com/sampviz/sampviz/engine/session"
+	"github.com/sampviz/sampviz/engine/tokens"
 )
 
 // writeTextReport prints a report for a person who reads it once: what was
