@@ -127,6 +127,28 @@ func TestComparisonScenarios(t *testing.T) {
 	cfg := web.Config{DataDir: dir, Runner: session.New(cpu.New()), Log: quietLog(), Scenarios: comparisonScenarios(t)}
 	e.start(cfg)
 
+	// The before dump alone: its run's ?compare=after starts no work (a
+	// GET) and offers to open the scenario instead.
+	var pair scenarios.Scenario
+	for _, sc := range scenarios.Catalogue() {
+		if sc.Name == "kernel-fix-diff" {
+			pair = sc
+		}
+	}
+	beforeDump, err := pair.DumpBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.uploadRaw(beforeDump)
+	e.wait(first.ID, "")
+	offer := e.page("/runs/"+first.ID+"?compare=after", http.StatusOK)
+	if f := elements(t, offer, "open-pair"); len(f) != 1 {
+		t.Error("?compare=after without an after run does not offer to open the scenario")
+	}
+	if got, _ := byTestID(t, offer, "scenario-pair"); !strings.Contains(got, "has no finished run on this server yet") {
+		t.Errorf("the offer says %q", got)
+	}
+
 	loc := map[string]string{}
 	ids := map[string]string{}
 	for _, name := range []string{"graph-vs-eager", "logits-gate", "padded-batch", "kernel-fix-diff"} {

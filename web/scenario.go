@@ -58,7 +58,13 @@ func (s *Server) compareAfter(w http.ResponseWriter, r *http.Request, run store.
 		if sha != run.DumpSHA {
 			continue
 		}
-		after, err := s.openScenario(r.Context(), sc, sc.OpenAfter, sc.AfterFileName, false)
+		// A GET starts no work: without a finished run of the after dump,
+		// the page offers to open the scenario (a POST).
+		after, err := s.scenarioRun(r.Context(), sc, sc.OpenAfter, sc.AfterFileName, false, false)
+		if errors.Is(err, store.ErrNotFound) {
+			s.render(w, r, http.StatusOK, scenarioPairPage(s.chrome(), sc.Name, sc.Title, run.ID))
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -98,9 +104,16 @@ func (s *Server) scenarioSHA(sc Scenario) (string, error) {
 	return sha, nil
 }
 
-// openScenario opens a built-in scenario: its last finished run with the
-// same parameters on the default backend, or (none, or rerun) a new run.
+// openScenario opens a built-in scenario's dump (open, named fileName):
+// its last finished run with the same parameters on the default backend,
+// or (none, or rerun) a new run.
 func (s *Server) openScenario(ctx context.Context, sc Scenario, open func() (fs.File, error), fileName string, rerun bool) (store.Run, error) {
+	return s.scenarioRun(ctx, sc, open, fileName, rerun, true)
+}
+
+// scenarioRun is openScenario; without create it only finds the finished
+// run, and answers store.ErrNotFound when there is none.
+func (s *Server) scenarioRun(ctx context.Context, sc Scenario, open func() (fs.File, error), fileName string, rerun, create bool) (store.Run, error) {
 	f, err := open()
 	if err != nil {
 		return store.Run{}, internal(fmt.Errorf("open scenario %s: %w", sc.Name, err))
@@ -121,6 +134,9 @@ func (s *Server) openScenario(ctx context.Context, sc Scenario, open func() (fs.
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return store.Run{}, internal(err)
 		}
+	}
+	if !create {
+		return store.Run{}, store.ErrNotFound
 	}
 	if !s.runs.Reserve() {
 		return store.Run{}, errQueueFull(s.cfg.Queue)

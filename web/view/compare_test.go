@@ -338,4 +338,19 @@ func TestDiffOutputAndRows(t *testing.T) {
 	if _, ok := m["drift"]; !ok {
 		t.Error("no drift chart for an output with drifts")
 	}
+	rate := rand.Float64()
+	pos := diff.Position{A: engine.PositionRate{Reached: 10, Rate: engine.Float(rate), Lo: 0, Hi: 1, Theory: 0.5},
+		B: engine.PositionRate{Reached: 10, Rate: engine.Float(rate), Lo: 0, Hi: 1, Theory: 0.5}}
+	m = DiffCharts(&diff.Output{Name: "cpu", Kind: "spec", Positions: []diff.Position{pos, pos}})
+	if _, ok := m["positions"]; !ok || len(m) != 1 {
+		t.Errorf("charts %v, want the acceptance by position alone (different inputs have no rows)", chartNames(m))
+	}
+}
+
+func chartNames(m map[string]any) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	return k
 }

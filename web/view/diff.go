@@ -240,13 +240,7 @@ func InputsText(d *diff.Diff) string {
 	if d.Inputs.Same {
 		return "Both runs judged the same inputs: their rows are compared one by one."
 	}
-	s := "The inputs differ: " + d.Inputs.Why
-	if d.Inputs.Tensor != "" && d.Inputs.Row >= 0 {
-		s += fmt.Sprintf(" (%s, first at row %d)", d.Inputs.Tensor, d.Inputs.Row)
-	} else if d.Inputs.Tensor != "" {
-		s += " (" + d.Inputs.Tensor + ")"
-	}
-	return Sentence(s) + " Only the summaries are compared, not row by row."
+	return Sentence("The inputs differ: "+d.Inputs.Why) + " Only the summaries are compared, not row by row."
 }
 
 // DiffCharts builds the diff page's charts for output o: "drift" (each
@@ -338,7 +332,8 @@ func positionsDiffChart(o *diff.Output) map[string]any {
 	xs := make([]string, n)
 	rate := [2][]opts.BarData{make([]opts.BarData, n), make([]opts.BarData, n)}
 	band := [2][]opts.BoxPlotData{make([]opts.BoxPlotData, n), make([]opts.BoxPlotData, n)}
-	theory := make([]opts.LineData, n)
+	theory := [2][]opts.LineData{make([]opts.LineData, n), make([]opts.LineData, n)}
+	sameTheory := true
 	for i, p := range o.Positions {
 		xs[i] = fmt.Sprintf("position %d", p.Position)
 		for k, pr := range []engine.PositionRate{p.A, p.B} {
@@ -351,7 +346,9 @@ func positionsDiffChart(o *diff.Output) map[string]any {
 				rate[k][i] = opts.BarData{Value: "-"}
 			}
 		}
-		theory[i] = opts.LineData{Value: finiteOr(float64(p.A.Theory), false)}
+		theory[0][i] = opts.LineData{Value: finiteOr(float64(p.A.Theory), false)}
+		theory[1][i] = opts.LineData{Value: finiteOr(float64(p.B.Theory), false)}
+		sameTheory = sameTheory && math.Abs(float64(p.A.Theory-p.B.Theory)) < 1e-9
 	}
 	c := charts.NewBar()
 	c.SetXAxis(xs)
@@ -366,10 +363,20 @@ func positionsDiffChart(o *diff.Output) map[string]any {
 	bb := charts.NewBoxPlot()
 	bb.AddSeries("95% interval after", band[1], charts.WithItemStyleOpts(opts.ItemStyle{Color: "rgba(0,0,0,0)", BorderColor: "#1864ab", BorderWidth: 2}))
 	l := charts.NewLine()
-	l.AddSeries("theory (A)", theory,
+	name := "theory"
+	if !sameTheory {
+		name = "theory before (A)"
+	}
+	l.AddSeries(name, theory[0],
 		charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "diamond", SymbolSize: 10}),
 		charts.WithItemStyleOpts(opts.ItemStyle{Color: colorAllowed}),
 		charts.WithLineStyleOpts(opts.LineStyle{Color: colorAllowed, Type: "dashed", Width: 2}))
+	if !sameTheory {
+		l.AddSeries("theory after (B)", theory[1],
+			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "triangle", SymbolSize: 10}),
+			charts.WithItemStyleOpts(opts.ItemStyle{Color: colorResidual}),
+			charts.WithLineStyleOpts(opts.LineStyle{Color: colorResidual, Type: "dotted", Width: 2}))
+	}
 	c.Overlap(ba, bb, l)
 	plainData(c.MultiSeries)
 	c.Validate()
