@@ -198,6 +198,11 @@ func (s *Server) diffData(r *http.Request) (*view.DiffPage, error) {
 		if err != nil {
 			return nil, internal(err)
 		}
+		// The executor records a finished judgement in its topic before
+		// the index: a page reloaded by the final message finds it done.
+		if !own.State.Finished() && s.runs.Topic(sd.run, own, sd.info).Final() != nil {
+			own.State = store.Done
+		}
 		sd.own = own
 		switch own.State {
 		case store.Done:

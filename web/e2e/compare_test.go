@@ -72,6 +72,17 @@ func TestBrowserComparisonScenarios(t *testing.T) {
 	// streamed says whether the page opened before its run finished and
 	// swapped the comparison in from the final message, without a reload.
 	const markPage = `window.__page = window.__page || Math.random(); !!document.querySelector('#compare section:not([data-testid="compare-wait"])')`
+	// viewShot saves what the window shows: the section the scenario
+	// opened on, scrolled into view.
+	viewShot := func(t *testing.T, name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Errorf("screenshot %s: %v", name, err)
+			return
+		}
+		saveScreenshot(t, name, png)
+	}
 	inView := func(t *testing.T, id string) bool {
 		t.Helper()
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function () { var el = document.querySelector('[data-testid="`+id+`"]'); return el ? String(Math.round(el.getBoundingClientRect().top)) : 'missing at ' + location.href + ' ' + document.readyState; })()`))
@@ -118,6 +129,7 @@ func TestBrowserComparisonScenarios(t *testing.T) {
 		if n := evalInt(t, ctx, `document.querySelectorAll('#rows-body tr.fail').length`); n != 3 {
 			t.Errorf("%d failing rows in the table, want 3", n)
 		}
+		viewShot(t, "graph-vs-eager-opens-on-agreement")
 		screenshot(t, ctx, "graph-vs-eager-agreement")
 	})
 
@@ -141,6 +153,7 @@ func TestBrowserComparisonScenarios(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkChart(t, ctx, "chart-worst")
+		viewShot(t, "logits-gate-opens-on-modes")
 		screenshot(t, ctx, "logits-gate-modes")
 	})
 
@@ -174,6 +187,7 @@ func TestBrowserComparisonScenarios(t *testing.T) {
 				t.Errorf("the worst-error chart draws padded row %s (rows %q)", x, xs)
 			}
 		}
+		viewShot(t, "padded-batch-opens-on-padding")
 		screenshot(t, ctx, "padded-batch-padding")
 
 		// Every output of a row on one chart, from the agreement view.

@@ -939,13 +939,19 @@
 
   // waitForRun reloads a row page whose run has not finished once its
   // websocket says the run has ended.
-  function waitForRun(el) {
+  function waitForRun(el, attempt) {
+    attempt = attempt || 0;
     const proto = window.location.protocol === 'https:' ? 'wss://' : 'ws://';
     const ws = new WebSocket(proto + window.location.host + el.dataset.wait);
+    let ended = false;
     ws.onmessage = function (ev) {
       let m;
       try { m = JSON.parse(ev.data); } catch (e) { return; }
-      if (m.final) { ws.close(); window.location.reload(); }
+      if (m.final) { ended = true; ws.close(); window.location.reload(); }
+    };
+    // The server restarted or the network blinked: wait again, a while.
+    ws.onclose = function () {
+      if (!ended && attempt < 30) setTimeout(function () { waitForRun(el, attempt + 1); }, 1000);
     };
   }
 
