@@ -184,6 +184,19 @@ func (s Scenario) DumpBytes() ([]byte, error) {
 	return b, nil
 }
 
+// OpenAfter opens the embedded after dump of a before/after pair
+// (Config.Diff) for reading.
+func (s Scenario) OpenAfter() (fs.File, error) {
+	if s.Diff == nil {
+		return nil, fmt.Errorf("scenario %s is no before/after pair", s.Name)
+	}
+	f, err := catalogue.Open(path.Join(s.Name, s.Diff.After))
+	if err != nil {
+		return nil, fmt.Errorf("open scenario %s: %w", s.Name, err)
+	}
+	return f, nil
+}
+
 // AfterBytes returns a copy of the embedded after dump of a before/after
 // pair (Config.Diff).
 func (s Scenario) AfterBytes() ([]byte, error) {

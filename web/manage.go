@@ -67,6 +67,7 @@ func (s *Server) deleteRun(id string) error {
 	if err := s.runs.Remove(run.ID); err != nil {
 		return storeError(err)
 	}
+	s.diffs.forget(run.ID)
 	s.log.Info("run deleted", "run", run.ID, "file", run.FileName)
 	return nil
 }

@@ -68,7 +68,8 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 		top = view.DefaultTop
 	}
 	top = min(top, 200)
-	d := &view.RowPage{Run: v.run, Info: v.info, J: v.j, Tol: v.tol, Query: v.query(), Row: row, Log: q.Get("log") == "1", Top: top}
+	d := &view.RowPage{Run: v.run, Info: v.info, J: v.j, Tol: v.tol, Query: v.query(), Row: row, Log: q.Get("log") == "1", Top: top,
+		AllOutputs: q.Get("outputs") == "all"}
 	d.Outputs, d.Reports, err = s.rowReports(v, row)
 	if err != nil {
 		return nil, err
@@ -105,7 +106,8 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 			break
 		}
 	}
-	d.Charts = view.RowCharts(d.Detail, d.Spec, d.Log)
+	d.Shown = view.ShownProbs(d.Detail, d.Outputs, d.Reports, d.AllOutputs)
+	d.Charts = view.RowCharts(d.Detail, d.Spec, d.Log, d.Shown)
 	if view.DraftPositions(&v.info) > 0 {
 		d.Teach = fmt.Sprintf("/runs/%s/rows/%d/teach", v.run.ID, row)
 	}

@@ -25,6 +25,9 @@ func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v.topic.Seen() // retention spares a run a page has open
+	if r.URL.Query().Get("compare") == "after" {
+		return s.compareAfter(w, r, v.run)
+	}
 	_, st := v.topic.Snapshot()
 	q := v.query()
 	d := view.RunPage{
@@ -32,9 +35,12 @@ func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request) error {
 		Status: st, Summary: v.topic.Final(), Device: s.device(v), Backends: s.runner.Backends(),
 		Query: q, View: parseView(r.URL.Query()),
 	}
+	if v.own.State == store.Done {
+		d.Candidates = s.compareCandidates(v.run, v.info.Op, q)
+	}
 	d.Script = view.RunScript{
 		Run: v.run.ID, WS: view.WithQuery("/runs/"+v.run.ID+"/ws", q), RowBase: "/runs/" + v.run.ID + "/rows/",
-		Query: q.Encode(), Rows: v.info.Rows, Vocab: v.info.Vocab, View: d.View,
+		Query: q.Encode(), Rows: v.info.Rows, Vocab: v.info.Vocab, View: d.View, Finished: d.Summary != nil,
 	}
 	s.render(w, r, http.StatusOK, runPage(s.chrome(), d))
 	return nil
@@ -51,6 +57,13 @@ func parseView(q url.Values) view.RunView {
 	v.Output, _ = strconv.Atoi(q.Get("out"))
 	if v.Output < 0 {
 		v.Output = 0
+	}
+	// The comparison views a scenario opens on (scenario.json "view").
+	for _, f := range []string{"modes", "agree", "padding"} {
+		if q.Get(f) == "1" {
+			v.Focus = f
+			break
+		}
 	}
 	return v
 }

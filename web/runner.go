@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/diff"
 	"github.com/sampviz/sampviz/engine/explain"
 	"github.com/sampviz/sampviz/engine/lesson"
 	"github.com/sampviz/sampviz/engine/session"
@@ -36,6 +37,12 @@ type Runner interface {
 	// (session.Session.TeachTree); a lesson it cannot give is a
 	// *lesson.Error.
 	TeachTree(ctx context.Context, job session.Job, r int, l lesson.TreeLesson) (*lesson.TreeState, error)
+
+	// Diff judges jobs a (before) and b (after) again from their stored
+	// outputs and compares them (session.Session.Diff). Runs of two ops, a
+	// dump that cannot be used and a comparison over the memory budget are
+	// a *session.InputError.
+	Diff(ctx context.Context, a, b session.Job) (*diff.Diff, error)
 }
 
 var _ Runner = (*session.Session)(nil)

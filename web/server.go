@@ -90,6 +90,11 @@ type Scenario struct {
 	// Params are the parameters the scenario's run overrides (draws or
 	// trials for the statistical views); the zero value keeps the dump's.
 	Params engine.Overrides
+	// OpenAfter, when set, makes the scenario a before/after pair: its
+	// dump is the before, OpenAfter's (AfterFileName) the after, and the
+	// scenario opens on the diff page of their runs (View "?compare=after").
+	AfterFileName string
+	OpenAfter     func() (fs.File, error)
 }
 
 // Server is sampviz's web server. Create it with New, serve Handler, and
@@ -108,8 +113,14 @@ type Server struct {
 
 	mu     sync.Mutex
 	closed bool // Close has begun: no new websocket may start
-	// rowSlots bounds the row pages being computed at once.
-	rowSlots chan struct{}
+	// scenarioSHAs holds the SHA-256 of the before/after scenarios' before
+	// dumps, by name, once computed (scenario.go).
+	scenarioSHAs map[string]string
+	// rowSlots bounds the row pages being computed at once, diffSlots the
+	// comparisons; diffs keeps the comparisons made (diff.go).
+	rowSlots  chan struct{}
+	diffSlots chan struct{}
+	diffs     diffCache
 	// tempFile creates an upload's temporary file (store.TempFile; tests
 	// make it fail as a full disk does).
 	tempFile func(pattern string) (*os.File, error)
@@ -146,7 +157,7 @@ func New(cfg Config) (*Server, error) {
 			KeepRuns: cfg.KeepRuns, MaxData: cfg.MaxData}),
 		socket: cfg.Socket.withDefaults(),
 		ctx:    ctx, cancel: cancel,
-		rowSlots: make(chan struct{}, 2),
+		rowSlots: make(chan struct{}, 2), diffSlots: make(chan struct{}, 1),
 		tempFile: st.TempFile,
 	}
 	s.requeue()

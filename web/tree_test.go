@@ -36,9 +36,9 @@ func newTreeEnv(t *testing.T) *env {
 	return e
 }
 
-// openScenario opens a scenario as its button on the home page does and
+// openJudgedScenario opens a scenario as its button on the home page does and
 // returns its run once judged.
-func (e *env) openScenario(name string) string {
+func (e *env) openJudgedScenario(name string) string {
 	e.t.Helper()
 	res := e.do("POST", "/scenarios/"+name, nil)
 	res.Body.Close()
@@ -69,8 +69,8 @@ type rowTree struct {
 
 func TestTreeRowPages(t *testing.T) {
 	e := newTreeEnv(t)
-	wide := e.openScenario("tree-wide")
-	relaxed := e.openScenario("tree-relaxed-thresholds")
+	wide := e.openJudgedScenario("tree-wide")
+	relaxed := e.openJudgedScenario("tree-relaxed-thresholds")
 	row := rand.IntN(8)
 
 	api := decode[struct {

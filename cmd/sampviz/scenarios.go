@@ -25,11 +25,15 @@ func init() {
 func webScenarios() []web.Scenario {
 	var out []web.Scenario
 	for _, s := range scenarios.Catalogue() {
-		out = append(out, web.Scenario{
+		ws := web.Scenario{
 			Name: s.Name, Title: s.Title, Summary: s.Summary,
 			FileName: s.FileName(), Open: s.Open, View: s.View,
 			Params: engine.Overrides{Draws: s.Overrides.Draws, Trials: s.Overrides.Trials},
-		})
+		}
+		if s.Diff != nil {
+			ws.AfterFileName, ws.OpenAfter = s.Diff.After, s.OpenAfter
+		}
+		out = append(out, ws)
 	}
 	return out
 }

@@ -94,6 +94,24 @@ func TestWebScenarios(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Error("Open reads other bytes than the embedded dump")
 			}
+			if (w.OpenAfter != nil) != (sc.Diff != nil) {
+				t.Fatalf("OpenAfter set %v for a scenario whose diff is %v", w.OpenAfter != nil, sc.Diff)
+			}
+			if w.OpenAfter == nil {
+				return
+			}
+			fa, err := w.OpenAfter()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fa.Close()
+			after, err := io.ReadAll(fa)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, _ := sc.AfterBytes(); !bytes.Equal(after, want) || w.AfterFileName != sc.Diff.After {
+				t.Errorf("OpenAfter reads other bytes than the embedded after dump %s (named %q)", sc.Diff.After, w.AfterFileName)
+			}
 		})
 	}
 }

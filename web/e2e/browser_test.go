@@ -222,6 +222,12 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 		t.Errorf("screenshot %s: %v", name, err)
 		return
 	}
+	saveScreenshot(t, name, png)
+}
+
+// saveScreenshot writes a screenshot where the test's screenshots go.
+func saveScreenshot(t *testing.T, name string, png []byte) {
+	t.Helper()
 	dir := os.Getenv("SAMPVIZ_SCREENSHOTS")
 	if dir == "" {
 		dir = t.TempDir()

@@ -93,6 +93,7 @@ func (e *executor) execute(ctx context.Context, t *task) {
 		}
 		return
 	}
+	t.topic.settle(rep)
 	sum := view.Summarize(rep)
 	// The topic holds the rows; the stored stream must agree with the
 	// report even if the session skipped the sink.

@@ -167,6 +167,64 @@ func (t *Topic) addLocked(r streamRow) {
 	}
 }
 
+// settle makes the rows the topic streamed agree with the final report:
+// some rules are applied once every row is judged (real rows shifted by the
+// padding), after their rows were streamed, and a session may skip the
+// sink. Every row whose verdict, violations or padding differ from what was
+// streamed is streamed again (the page keeps the latest line of a row); a
+// row never streamed is added. Charts keep what they drew.
+func (t *Topic) settle(rep *engine.Report) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	index := map[string]int{}
+	for i, o := range t.outputs {
+		index[o.Name] = i
+	}
+	last := map[[2]int]int{}
+	for i, r := range t.rows {
+		last[[2]int{r.Output, r.Row}] = i
+	}
+	changed := false
+	for _, o := range rep.Outputs {
+		oi, ok := index[o.Name]
+		if !ok {
+			continue
+		}
+		for _, rr := range o.Rows {
+			u := session.RowUpdate{Output: oi, Report: rr}
+			i, seen := last[[2]int{oi, rr.Row}]
+			if !seen {
+				t.addLocked(streamRow{RowSummary: view.SummarizeRow(u)})
+				changed = true
+				continue
+			}
+			old := t.rows[i].RowSummary
+			want := view.SummarizeRow(u)
+			if old.Pass == want.Pass && old.Violations == want.Violations && old.Padding == want.Padding {
+				continue
+			}
+			fixed := old
+			fixed.Pass, fixed.Violations, fixed.Padding, fixed.Say = want.Pass, want.Violations, want.Padding, want.Say
+			t.rows = append(t.rows, streamRow{RowSummary: fixed})
+			if t.charts != nil {
+				t.charts.Add(fixed, nil, nil)
+			}
+			changed = true
+		}
+		if oi < len(t.reports) {
+			for k := range o.Rows {
+				if r := o.Rows[k].Row; r >= 0 && r < len(t.reports[oi]) {
+					t.reports[oi][r] = &o.Rows[k]
+				}
+			}
+		}
+	}
+	if changed {
+		t.chartsVersion++
+		t.changedLocked()
+	}
+}
+
 // setSummary records the final summary before the judgement's files are
 // written, so that stream.json holds it, without waking readers yet.
 func (t *Topic) setSummary(s *view.Summary) {

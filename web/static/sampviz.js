@@ -350,6 +350,8 @@
 
     function cellText(s) {
       if (!s) return '…';
+      // A padded lane: only its fill is checked.
+      if (s.pad) return s.pass ? '—' : '✗ written into';
       if (s.worst !== undefined) {
         const w = typeof s.worst === 'number' ? num(s.worst) : s.worst;
         return (s.pass ? '' : '✗ ') + w;
@@ -370,9 +372,16 @@
     const dirtyRows = new Set();
     let shown = [];
 
+    // A padded lane of the batch: greyed and labelled, never judged
+    // against the reference (only what an output writes there is).
+    function rowPadding(e) {
+      return e.some(function (s) { return s && s.pad; });
+    }
+
     function fillRow(tr, r, e) {
       const pass = rowPass(e);
-      tr.className = pass ? 'pass' : 'fail';
+      const pad = rowPadding(e);
+      tr.className = (pass ? 'pass' : 'fail') + (pad ? ' padding' : '');
       tr.dataset.row = String(r);
       const cells = [];
       const a = document.createElement('a');
@@ -386,7 +395,18 @@
       const badge = document.createElement('span');
       badge.className = 'badge ' + (pass ? 'pass' : 'fail');
       badge.textContent = pass ? 'pass' : 'fail';
+      if (pad && pass) {
+        badge.className = 'badge padding';
+        badge.textContent = 'padding';
+      }
       td1.appendChild(badge);
+      if (pad && !pass) {
+        const label = document.createElement('span');
+        label.className = 'badge padding';
+        label.textContent = 'padding';
+        td1.appendChild(document.createTextNode(' '));
+        td1.appendChild(label);
+      }
       cells.push(td1);
       let say = '';
       for (let i = 0; i < st.outputs.length; i++) {
@@ -396,6 +416,7 @@
         cells.push(td);
       }
       if (!say) e.forEach(function (s) { if (s && !say && s.say) say = s.say; });
+      if (!say && pad) say = 'Padding: this lane holds no request, so it is not judged against the reference; every output holds its fill here.';
       const td2 = document.createElement('td');
       td2.className = 'say';
       td2.textContent = say;
@@ -433,9 +454,9 @@
       }
       shown = keys;
       empty.hidden = st.rows.size > 0;
-      let nFail = 0;
-      st.rows.forEach(function (e) { if (!rowPass(e)) nFail++; });
-      count.textContent = st.rows.size + ' rows judged, ' + nFail + ' failing' + (st.view.failing ? ' (showing only those)' : '');
+      let nFail = 0, nPad = 0;
+      st.rows.forEach(function (e) { if (!rowPass(e)) nFail++; if (rowPadding(e)) nPad++; });
+      count.textContent = st.rows.size + ' rows judged, ' + nFail + ' failing' + (nPad ? ', ' + nPad + ' padding' : '') + (st.view.failing ? ' (showing only those)' : '');
     }
 
     // renderCharts draws the selected output's charts, one chart per task
@@ -481,6 +502,8 @@
           'Bars are the measured acceptance by position among the trials that reached it, boxes their 95% intervals, diamonds the theory. Click a point to open its row.';
       } else if (c.pvalue) {
         note = 'Each point is a row’s p-value: below the dashed line its draws do not follow the reference distribution. Click a point to open its row.';
+      } else if (drew && o && o.kind === 'logits') {
+        note = 'Each point is a row’s greatest |Δlogit| against the golden logits, red where the row fails (a real top-1 flip, or logits past the tolerance). Click a point to open its row.';
       } else if (drew) {
         note = 'This output has no elementwise errors (' + (o ? o.kind : 'tokens') + '): the chart shows which rows pass and fail.';
       }
@@ -549,6 +572,9 @@
         li.textContent = n;
         notes.appendChild(li);
       });
+      // A page opened before the run finished asks the server once for
+      // what comes with the final report.
+      if (!data.finished) loadComparison(hasComparison(sum));
       const fields = document.getElementById('rejudge-fields');
       if (fields && fields.disabled && sum.tolerances) {
         const t = sum.tolerances;
@@ -560,6 +586,35 @@
         const wait = document.getElementById('rejudge-wait');
         if (wait) wait.hidden = true;
       }
+    }
+
+    // The comparison sections (mode tables, agreement, gate, padded lanes)
+    // come with the final report, and the server renders them: a page that
+    // watched the run finish fetches itself and swaps them in.
+    function hasComparison(sum) {
+      return (sum.modes && sum.modes.length) || (sum.agreement && sum.agreement.length) ||
+        (sum.padding && sum.padding.length) || (sum.outputs || []).some(function (o) { return o.gate; });
+    }
+
+    function loadComparison(sections) {
+      const holder = document.getElementById('compare');
+      if (!holder) return;
+      fetch(window.location.pathname + window.location.search, { headers: { Accept: 'text/html' } })
+        .then(function (res) { return res.ok ? res.text() : ''; })
+        .then(function (html) {
+          if (!html) return;
+          const doc = new DOMParser().parseFromString(html, 'text/html');
+          const fresh = doc.getElementById('compare');
+          if (fresh && sections) holder.replaceWith(document.importNode(fresh, true));
+          const note = doc.querySelector('[data-testid="padding-note"]');
+          const notes = document.getElementById('verdict-notes');
+          if (note && notes && !notes.querySelector('[data-testid="padding-note"]')) notes.prepend(document.importNode(note, true));
+          const cw = doc.getElementById('compare-with');
+          const cwOld = document.getElementById('compare-with');
+          if (cw && cwOld) cwOld.replaceWith(document.importNode(cw, true));
+          showFocus();
+        })
+        .catch(function () { /* the sections show on the next load */ });
     }
 
     function frame() {
@@ -670,6 +725,14 @@
     }
     connect(0);
     document.body.dataset.streaming = 'on';
+    showFocus();
+  }
+
+  // showFocus brings the comparison section the page opened on (?modes=1,
+  // ?agree=1, ?padding=1) into view.
+  function showFocus() {
+    const el = document.querySelector('section.compare.focus');
+    if (el) el.scrollIntoView({ block: 'start' });
   }
 
   // ---- row page -----------------------------------------------------------
@@ -876,13 +939,19 @@
 
   // waitForRun reloads a row page whose run has not finished once its
   // websocket says the run has ended.
-  function waitForRun(el) {
+  function waitForRun(el, attempt) {
+    attempt = attempt || 0;
     const proto = window.location.protocol === 'https:' ? 'wss://' : 'ws://';
     const ws = new WebSocket(proto + window.location.host + el.dataset.wait);
+    let ended = false;
     ws.onmessage = function (ev) {
       let m;
       try { m = JSON.parse(ev.data); } catch (e) { return; }
-      if (m.final) { ws.close(); window.location.reload(); }
+      if (m.final) { ended = true; ws.close(); window.location.reload(); }
+    };
+    // The server restarted or the network blinked: wait again, a while.
+    ws.onclose = function () {
+      if (!ended && attempt < 30) setTimeout(function () { waitForRun(el, attempt + 1); }, 1000);
     };
   }
 
@@ -904,6 +973,8 @@
     if (wait && wait.dataset.wait) waitForRun(wait);
     const teach = document.getElementById('teach-data');
     if (teach) initTeach(JSON.parse(teach.textContent));
+    const diff = document.getElementById('diff-charts');
+    if (diff) initRow(JSON.parse(diff.textContent));
   }
 
   if (document.readyState === 'loading') {

@@ -94,7 +94,9 @@ func nanSlice(n int) []float64 {
 // Add records one judged row: its table line, its errors (nil for none) and
 // its speculative counts (nil for none).
 func (c *ChartData) Add(sum RowSummary, errs *session.RowErrors, spec *RowSpec) {
-	if sum.Output < 0 || sum.Output >= len(c.outputs) || sum.Row < 0 || sum.Row >= c.rows {
+	// A padded lane is no answer to anyone: the table shows it greyed, the
+	// charts leave it out.
+	if sum.Padding || sum.Output < 0 || sum.Output >= len(c.outputs) || sum.Row < 0 || sum.Row >= c.rows {
 		return
 	}
 	o := &c.outputs[sum.Output]

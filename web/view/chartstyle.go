@@ -27,8 +27,12 @@ const (
 	colorResidual = "#f76707"
 )
 
-// outputColors colour the outputs of the row page (ours first).
-var outputColors = []string{"#1c7ed6", "#ae3ec9", "#0ca678", "#f76707"}
+// outputColors colour the outputs of the row page (ours first), and
+// outputSymbols mark them when they are drawn as lines of markers.
+var (
+	outputColors  = []string{"#1c7ed6", "#ae3ec9", "#0ca678", "#f76707", "#e64980", "#5c940d", "#1098ad", "#7048e8"}
+	outputSymbols = []string{"circle", "rect", "triangle", "diamond", "pin", "roundRect", "arrow", "emptyCircle"}
+)
 
 // errFloor and errCeil bound errors drawn on log axes: exact matches sit on
 // the floor, NaN and Inf on the ceiling.

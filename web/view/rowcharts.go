@@ -18,16 +18,25 @@ import (
 // Sample rows add "samples" (the draws per token against the expected
 // counts); rows with speculative statistics (spec, nil for none) add
 // "accept" and "emitted" for the row's own trials.
-func RowCharts(d *explain.RowDetail, spec *engine.SpecStats, logScale bool) map[string]any {
+//
+// shown lists the probability outputs (indices in d.Probs) that "probs" and
+// "error" draw (ShownProbs); nil draws every one.
+func RowCharts(d *explain.RowDetail, spec *engine.SpecStats, logScale bool, shown []int) map[string]any {
 	m := map[string]any{}
 	if d == nil || d.Invalid != "" {
 		return m
 	}
+	if shown == nil {
+		shown = make([]int, len(d.Probs))
+		for i := range shown {
+			shown[i] = i
+		}
+	}
 	if len(d.Tokens) > 0 {
-		m["probs"] = probsChart(d, logScale)
+		m["probs"] = probsChart(d, logScale, shown)
 		m["cdf"] = cdfChart(d)
 		if len(d.Probs) > 0 {
-			m["error"] = errorChart(d)
+			m["error"] = errorChart(d, shown)
 		}
 	}
 	if d.Samples != nil && len(d.Samples.Outputs) > 0 {
@@ -50,7 +59,12 @@ func tokenLabels(d *explain.RowDetail) []string {
 	return xs
 }
 
-func probsChart(d *explain.RowDetail, logScale bool) map[string]any {
+// maxBarOutputs is how many outputs the probability chart draws as bars
+// beside the reference; past it, each output is a line of markers over the
+// reference's bars, which stays legible with 16.
+const maxBarOutputs = 3
+
+func probsChart(d *explain.RowDetail, logScale bool, shown []int) map[string]any {
 	c := charts.NewBar()
 	c.SetXAxis(tokenLabels(d))
 	yt, yname := "value", "probability"
@@ -76,7 +90,25 @@ func probsChart(d *explain.RowDetail, logScale bool) map[string]any {
 				Label:     &opts.Label{Show: opts.Bool(true), Formatter: "min-p threshold", Position: "insideEndTop"}}))
 	}
 	c.AddSeries("reference (float64, after filters)", ref, refOpts...)
-	for j, o := range d.Probs {
+	asLines := len(shown) > maxBarOutputs
+	marks := charts.NewLine()
+	for _, j := range shown {
+		o := d.Probs[j]
+		color := outputColors[j%len(outputColors)]
+		if asLines {
+			vals := make([]opts.LineData, len(d.Tokens))
+			for i, t := range d.Tokens {
+				vals[i] = opts.LineData{Value: "-"}
+				if j < len(t.Values) {
+					vals[i] = opts.LineData{Value: finiteOr(float64(t.Values[j]), logScale)}
+				}
+			}
+			marks.AddSeries(o.Label(), vals,
+				charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: outputSymbols[j%len(outputSymbols)], SymbolSize: 8}),
+				charts.WithItemStyleOpts(opts.ItemStyle{Color: color}),
+				charts.WithLineStyleOpts(opts.LineStyle{Width: 1, Opacity: opts.Float(0.5)}))
+			continue
+		}
 		vals := make([]opts.BarData, len(d.Tokens))
 		for i, t := range d.Tokens {
 			if j < len(t.Values) {
@@ -85,7 +117,10 @@ func probsChart(d *explain.RowDetail, logScale bool) map[string]any {
 				vals[i] = opts.BarData{Value: "-"}
 			}
 		}
-		c.AddSeries(o.Label(), vals, charts.WithItemStyleOpts(opts.ItemStyle{Color: outputColors[j%len(outputColors)]}))
+		c.AddSeries(o.Label(), vals, charts.WithItemStyleOpts(opts.ItemStyle{Color: color}))
+	}
+	if asLines {
+		c.Overlap(marks)
 	}
 	base := make([]opts.LineData, len(d.Tokens))
 	for i, t := range d.Tokens {
@@ -147,14 +182,15 @@ func cdfChart(d *explain.RowDetail) map[string]any {
 	return c.JSON()
 }
 
-func errorChart(d *explain.RowDetail) map[string]any {
+func errorChart(d *explain.RowDetail, shown []int) map[string]any {
 	c := charts.NewBar()
 	c.SetXAxis(tokenLabels(d))
 	c.SetGlobalOptions(append(frame(opts.Title{Title: "Error per token: output − reference"}, true, "axis", opts.Grid{Left: "80", Right: "20", Top: "50", Bottom: "80"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "token id, most probable first", NameLocation: "middle", NameGap: 30}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "error (probability)", NameLocation: "middle", NameGap: 65}),
 	)...)
-	for j, o := range d.Probs {
+	for _, j := range shown {
+		o := d.Probs[j]
 		vals := make([]opts.BarData, len(d.Tokens))
 		for i, t := range d.Tokens {
 			v := math.NaN()

@@ -3,6 +3,7 @@ package view
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +45,13 @@ type RowPage struct {
 	// Spec is the statistics of the row's speculative trials (from the
 	// first output judged on many trials), for its own acceptance charts.
 	Spec *engine.SpecStats
+	// AllOutputs asks for every probability output on one chart
+	// (?outputs=all); otherwise a row with more than two draws the
+	// reference beside ours and the outputs that fail it (ShownProbs).
+	AllOutputs bool
+	// Shown lists the probability outputs the charts draw (indices in
+	// Detail.Probs).
+	Shown []int
 }
 
 // DefaultTop is how many tokens the row page shows unless ?top= says.
@@ -66,7 +74,79 @@ func RowQuery(d *RowPage, logScale bool) url.Values {
 	if d.Top != DefaultTop {
 		q.Set("top", strconv.Itoa(d.Top))
 	}
+	if d.AllOutputs {
+		q.Set("outputs", "all")
+	}
 	return q
+}
+
+// maxFocusProbs is how many probability outputs the row page draws on one
+// chart unless asked for all of them.
+const maxFocusProbs = 2
+
+// ShownProbs returns the indices (in detail.Probs) of the probability
+// outputs the row page's charts draw: every one when all is set or when
+// there are at most two; else ours and the outputs that fail the row, at
+// most two, in order (the first two when none fails).
+func ShownProbs(detail *explain.RowDetail, outs []engine.OutputInfo, reps []*engine.RowReport, all bool) []int {
+	if detail == nil {
+		return nil
+	}
+	n := len(detail.Probs)
+	if all || n <= maxFocusProbs {
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		return idx
+	}
+	fails := map[string]bool{}
+	for i, o := range outs {
+		if i < len(reps) && reps[i] != nil && !reps[i].Pass {
+			fails[o.Name] = true
+		}
+	}
+	var idx []int
+	for i, p := range detail.Probs {
+		if !p.External && len(idx) < maxFocusProbs {
+			idx = append(idx, i)
+		}
+	}
+	for i, p := range detail.Probs {
+		if p.External && fails[p.Name] && len(idx) < maxFocusProbs {
+			idx = append(idx, i)
+		}
+	}
+	for i := range detail.Probs {
+		if len(idx) >= maxFocusProbs {
+			break
+		}
+		if !slices.Contains(idx, i) {
+			idx = append(idx, i)
+		}
+	}
+	slices.Sort(idx)
+	return idx
+}
+
+// ShownLine says which outputs the row page's charts draw, and how many
+// more there are.
+func ShownLine(d *RowPage, shown []int) string {
+	if d.Detail == nil || len(d.Detail.Probs) <= maxFocusProbs {
+		return ""
+	}
+	var names, hidden []string
+	for i, p := range d.Detail.Probs {
+		if slices.Contains(shown, i) {
+			names = append(names, p.Name)
+		} else {
+			hidden = append(hidden, p.Name)
+		}
+	}
+	if len(hidden) == 0 {
+		return fmt.Sprintf("Every output on one chart: the reference and %s.", listWords(names))
+	}
+	return fmt.Sprintf("The charts draw the reference beside %s (ours and the outputs that fail this row); %s not drawn: %s.", listWords(names), verbFor(len(hidden), "1 more output is", strconv.Itoa(len(hidden))+" more outputs are"), strings.Join(hidden, ", "))
 }
 
 // PrevFailing returns the failing row before r, or -1.
@@ -108,4 +188,12 @@ func ChosenLine(d *RowPage) string {
 		return ""
 	}
 	return strings.Join(parts, "; ") + "."
+}
+
+// OutputsURL links this row with every output on one chart (all) or the
+// outputs in focus.
+func OutputsURL(d *RowPage, all bool) string {
+	e := *d
+	e.AllOutputs = all
+	return RowURL(&e, d.Row, d.Log)
 }

@@ -28,10 +28,10 @@ func RunCharts(c *ChartData, outs []engine.OutputInfo, tol *engine.Tolerances, v
 	res := make([]map[string]any, len(c.outputs))
 	for i := range c.outputs {
 		o := &c.outputs[i]
-		name := ""
+		name, kind := "", ""
 		t := tol
 		if i < len(outs) {
-			name = outs[i].Label()
+			name, kind = outs[i].Label(), outs[i].Kind
 			if outs[i].Tolerances != nil {
 				t = outs[i].Tolerances
 			}
@@ -44,7 +44,7 @@ func RunCharts(c *ChartData, outs []engine.OutputInfo, tol *engine.Tolerances, v
 			}
 			m["pvalue"] = pvalueChart(c.rows, o, name, threshold)
 		} else {
-			m["worst"] = worstChart(c.rows, o, name)
+			m["worst"] = worstChart(c.rows, o, name, kind)
 		}
 		if o.HasHeat {
 			m["hist"] = histChart(o, name, t)
@@ -69,7 +69,8 @@ func RunCharts(c *ChartData, outs []engine.OutputInfo, tol *engine.Tolerances, v
 // worstChart draws each judged row's worst |output - reference| as a point,
 // green when the row passes and red when it fails, over the line of what the
 // tolerance allows at that token; a point above the line breaks tolerance.
-func worstChart(rows int, o *outputChartAcc, name string) map[string]any {
+// A logits output's errors are |Δlogit| against the golden logits.
+func worstChart(rows int, o *outputChartAcc, name, kind string) map[string]any {
 	var pass, fail, broken []opts.ScatterData
 	var allowed []opts.LineData
 	hasErr := false
@@ -98,7 +99,11 @@ func worstChart(rows int, o *outputChartAcc, name string) map[string]any {
 		}
 	}
 	c := charts.NewScatter()
-	y := opts.YAxis{Type: "log", Name: "worst |output − reference| (probability)", NameLocation: "middle", NameGap: 50, Min: errFloor, Max: errCeil}
+	yname := "worst |output − reference| (probability)"
+	if kind == "logits" {
+		yname = "worst |Δlogit| against the golden"
+	}
+	y := opts.YAxis{Type: "log", Name: yname, NameLocation: "middle", NameGap: 50, Min: errFloor, Max: errCeil}
 	title := "Worst error per row"
 	if !hasErr {
 		y = opts.YAxis{Type: "value", Name: "fails (1) or passes", Show: opts.Bool(false), Min: 0, Max: 1.5}

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"fmt"
 	"net/url"
 
 	"github.com/sampviz/sampviz/engine"
@@ -30,6 +31,9 @@ type RunPage struct {
 	// View holds the page's view state from the URL.
 	View   RunView
 	Script RunScript
+	// Candidates are the recent finished runs of the same op the page
+	// offers to compare with (once this run has finished).
+	Candidates []CompareCandidate
 }
 
 // RunView is the row table's and charts' state, kept in the URL.
@@ -37,6 +41,10 @@ type RunView struct {
 	Failing bool   `json:"failing"`
 	Sort    string `json:"sort"`
 	Output  int    `json:"output"`
+	// Focus is the comparison section the page opens on: "modes" (the mode
+	// tables), "agree" (the agreement between outputs), "padding" (the
+	// padded lanes), or "".
+	Focus string `json:"focus,omitempty"`
 }
 
 // RunScript is the JSON the page script starts from.
@@ -48,6 +56,9 @@ type RunScript struct {
 	Rows    int     `json:"rows"`
 	Vocab   int     `json:"vocab"`
 	View    RunView `json:"view"`
+	// Finished says the page was rendered with the final report: the
+	// comparison sections and the runs to compare with are in it.
+	Finished bool `json:"finished"`
 }
 
 // Statistical reports whether a run's outputs are judged statistically:
@@ -115,4 +126,46 @@ func TolValue(d RunPage, name string) string {
 		return ""
 	}
 	return ToleranceValues(t).Get(name)
+}
+
+// Focused reports whether the page opened on comparison section f.
+func Focused(d RunPage, f string) bool { return d.View.Focus == f }
+
+// FocusClass marks the section the page opened on.
+func FocusClass(d RunPage, f string) string {
+	if Focused(d, f) {
+		return "focus"
+	}
+	return ""
+}
+
+// RowHref links row r of the page's run with its judgement's tolerances,
+// and every output on one chart when all is set.
+func RowHref(d RunPage, r int, all bool) string {
+	q := url.Values{}
+	for k, v := range d.Query {
+		q[k] = v
+	}
+	if all {
+		q.Set("outputs", "all")
+	}
+	return WithQuery(fmt.Sprintf("/runs/%s/rows/%d", d.Run.ID, r), q)
+}
+
+// RowLinker returns RowHref for the page's rows.
+func RowLinker(d RunPage, all bool) func(int) string {
+	return func(r int) string { return RowHref(d, r, all) }
+}
+
+// FocusWaiting says where the view the page opened on will appear.
+func FocusWaiting(focus string) string {
+	what := map[string]string{
+		"modes":   "The mode tables",
+		"agree":   "The agreement between outputs",
+		"padding": "The padded lanes",
+	}[focus]
+	if what == "" {
+		what = "This view"
+	}
+	return what + " appear here when the run finishes: they come with its final report."
 }

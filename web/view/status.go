@@ -45,6 +45,9 @@ type RowSummary struct {
 	// the first note of a passing row.
 	Violations int    `json:"nv"`
 	Say        string `json:"say,omitempty"`
+	// Padding marks a padded lane: greyed in the table, left out of the
+	// charts.
+	Padding bool `json:"pad,omitempty"`
 }
 
 // SummarizeRow builds the table row of u.
@@ -53,7 +56,7 @@ func SummarizeRow(u session.RowUpdate) RowSummary {
 	s := RowSummary{
 		Output: u.Output, Row: rep.Row, Pass: rep.Pass, Matched: rep.Matched,
 		Token: rep.Token, RefToken: rep.RefToken,
-		Violations: len(rep.Violations),
+		Violations: len(rep.Violations), Padding: rep.Padding,
 	}
 	if rep.PValue != nil {
 		pv := engine.Float(*rep.PValue)

@@ -30,6 +30,8 @@ type OutputVerdict struct {
 	Trials int `json:"trials,omitempty"`
 	// StatsLine says the output's statistics in words ("" for none).
 	StatsLine string `json:"stats_line,omitempty"`
+	// Gate is a logits_gate output's KL and top-1 flips.
+	Gate *engine.GateStats `json:"gate,omitempty"`
 }
 
 // Summary is the final word on a judgement, in the terms the page uses.
@@ -53,6 +55,14 @@ type Summary struct {
 	// StatsLine says the statistics of the outputs judged statistically
 	// ("" when none was).
 	StatsLine string `json:"stats_line,omitempty"`
+	// Padding lists the padded lanes, PaddingFindings every output's
+	// padding violations (compare.go).
+	Padding         []int            `json:"padding,omitempty"`
+	PaddingFindings []PaddingFinding `json:"padding_findings,omitempty"`
+	// Modes are the report's mode tables, Agreement its pairs of outputs
+	// of one kind.
+	Modes     []engine.ModeTable `json:"modes,omitempty"`
+	Agreement []Agreement        `json:"agreement,omitempty"`
 }
 
 // Summarize turns a report into its Summary.
@@ -63,8 +73,8 @@ func Summarize(rep *engine.Report) *Summary {
 	for _, o := range rep.Outputs {
 		ov := OutputVerdict{
 			OutputInfo: engine.OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind},
-			Pass:       o.Pass, FailedRows: o.FailedRows, Rows: len(o.Rows), Notes: o.Notes, Violations: o.Violations, Timing: o.Timing,
-			Spec: o.Spec,
+			Pass:       o.Pass, FailedRows: o.FailedRows, Rows: realRows(o), Notes: o.Notes, Violations: o.Violations, Timing: o.Timing,
+			Spec: o.Spec, Gate: o.Gate,
 		}
 		ov.Draws, ov.Trials = statCounts(o)
 		ov.StatsLine = statsLine(ov, rep.Tolerances.PValue)
@@ -88,6 +98,7 @@ func Summarize(rep *engine.Report) *Summary {
 			s.FailedRows++
 		}
 	}
+	s.comparison(rep)
 	s.Verdict = store.Verdict{Pass: s.Pass, FailedRows: s.FailedRows, Rows: s.Rows}
 	s.Sentence = verdictSentence(s)
 	var dev engine.Device
@@ -104,6 +115,17 @@ func Summarize(rep *engine.Report) *Summary {
 	}
 	s.StatsLine = strings.Join(lines, " ")
 	return s
+}
+
+// realRows counts an output's rows that are not padding.
+func realRows(o engine.OutputReport) int {
+	n := 0
+	for _, r := range o.Rows {
+		if !r.Padding {
+			n++
+		}
+	}
+	return n
 }
 
 // statCounts returns the draws per row of a samples output and the trials
@@ -146,6 +168,9 @@ func statsLine(o OutputVerdict, threshold float64) string {
 // verdictSentence says a summary in one line: what failed, where, and why.
 func verdictSentence(s *Summary) string {
 	if s.Pass {
+		if n := len(s.Padding); n > 0 {
+			return fmt.Sprintf("PASS: every output matches the float64 reference within tolerance on all %d real rows, and holds its fill in the %s.", s.Rows-n, Plural(n, "padded lane"))
+		}
 		return fmt.Sprintf("PASS: every output matches the float64 reference within tolerance on all %d rows.", s.Rows)
 	}
 	var failing []string
@@ -181,6 +206,8 @@ var ruleWords = map[string]string{
 	string(engine.RuleFit):        "draws that do not fit the distribution",
 	string(engine.RuleAcceptance): "acceptance rates off theory",
 	string(engine.RuleExact):      "drafts that differ",
+	string(engine.RulePadding):    "padded lanes written into or real rows shifted",
+	string(engine.RuleAgreement):  "draws that part from another mode's under the same seed",
 }
 
 // ruleList names the broken rules with their counts, most frequent first.

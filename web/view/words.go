@@ -31,6 +31,16 @@ func Sentence(msg string) string {
 	return msg
 }
 
+// Period ends msg with a full stop, leaving its first word as it is: a
+// sentence that starts with an output's name ("cpu passes").
+func Period(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if msg != "" && !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
+}
+
 // Plural writes n and the noun, with an s unless n is 1.
 func Plural(n int, noun string) string {
 	if n == 1 {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/diff"
 	"github.com/sampviz/sampviz/engine/explain"
 	"github.com/sampviz/sampviz/engine/lesson"
 	"github.com/sampviz/sampviz/engine/session"
@@ -39,6 +40,7 @@ type Runner struct {
 	TeachFunc   func(ctx context.Context, job session.Job, r int, l lesson.Lesson) (*lesson.State, error)
 	// TeachTreeFunc is TeachTree; the fake pipeline leaves it nil.
 	TeachTreeFunc func(ctx context.Context, job session.Job, r int, l lesson.TreeLesson) (*lesson.TreeState, error)
+	DiffFunc      func(ctx context.Context, a, b session.Job) (*diff.Diff, error)
 }
 
 var errNotSet = errors.New("webtest: function not set")
@@ -107,6 +109,14 @@ func (f *Runner) TeachTree(ctx context.Context, job session.Job, r int, l lesson
 	return f.TeachTreeFunc(ctx, job, r, l)
 }
 
+// Diff implements web.Runner.
+func (f *Runner) Diff(ctx context.Context, a, b session.Job) (*diff.Diff, error) {
+	if f.DiffFunc == nil {
+		return nil, errNotSet
+	}
+	return f.DiffFunc(ctx, a, b)
+}
+
 // Dump is the fake pipeline's dump format: a JSON object. Its bytes are
 // what a test uploads.
 type Dump struct {
@@ -157,6 +167,14 @@ type Pipeline struct {
 	mu       sync.Mutex
 	executed int
 	rejudged int
+	diffed   int
+}
+
+// Diffed returns how many comparisons Diff made.
+func (p *Pipeline) Diffed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.diffed
 }
 
 // Executed returns how many runs Execute finished.
@@ -251,6 +269,15 @@ func NewPipeline() (*Runner, *Pipeline) {
 			return specRow(d, row), nil
 		}
 		return rowDetail(d, row, top), nil
+	}
+	r.DiffFunc = func(ctx context.Context, a, b session.Job) (*diff.Diff, error) {
+		d, err := fakeDiff(a, b)
+		if err == nil {
+			p.mu.Lock()
+			p.diffed++
+			p.mu.Unlock()
+		}
+		return d, err
 	}
 	r.TeachFunc = func(ctx context.Context, job session.Job, row int, l lesson.Lesson) (*lesson.State, error) {
 		d, err := readDump(job.DumpPath, job.FileName)
@@ -467,4 +494,63 @@ func rowDetail(d Dump, r, top int) *explain.RowDetail {
 // inputError is a dump the fake cannot use, as the session reports one.
 func inputError(err error) *session.InputError {
 	return &session.InputError{Msg: err.Error(), Err: err}
+}
+
+// fakeDiff compares two fake dumps' external outputs row by row: a row
+// fails where its dump lists it in Fail. Dumps of two ops are refused as
+// the session refuses them.
+func fakeDiff(a, b session.Job) (*diff.Diff, error) {
+	da, err := readDump(a.DumpPath, a.FileName)
+	if err != nil {
+		return nil, err
+	}
+	db, err := readDump(b.DumpPath, b.FileName)
+	if err != nil {
+		return nil, err
+	}
+	opOf := func(d Dump) engine.Op {
+		if d.Op == "" {
+			return engine.OpSoftmax
+		}
+		return engine.Op(d.Op)
+	}
+	if opOf(da) != opOf(db) {
+		r := diff.Refuse(a.FileName, opOf(da), b.FileName, opOf(db))
+		return nil, &session.InputError{Msg: r.Msg, Err: r}
+	}
+	fails := func(d Dump) map[int]bool {
+		m := map[int]bool{}
+		for _, r := range d.Fail {
+			m[r] = true
+		}
+		return m
+	}
+	fa, fb := fails(da), fails(db)
+	same := da.Rows == db.Rows && da.Vocab == db.Vocab
+	d := &diff.Diff{A: a.FileName, B: b.FileName, Op: opOf(da), Rows: da.Rows, Vocab: da.Vocab,
+		Inputs: diff.Inputs{Same: same, Row: -1}, PassA: len(fa) == 0, PassB: len(fb) == 0, FailedA: len(fa), FailedB: len(fb),
+		Why: []string{}, Better: []string{}}
+	if !same {
+		d.Inputs.Tensor, d.Inputs.Why = "logits", fmt.Sprintf("logits has shape [%d, %d] in A and [%d, %d] in B", da.Rows, da.Vocab, db.Rows, db.Vocab)
+	}
+	o := diff.Output{Name: "probs", External: true, Kind: "probs", InA: true, InB: true, PassA: d.PassA, PassB: d.PassB,
+		FailedA: d.FailedA, FailedB: d.FailedB, Fixed: []int{}, Broken: []int{}}
+	for r := 0; same && r < da.Rows; r++ {
+		row := diff.Row{Row: r, PassA: !fa[r], PassB: !fb[r]}
+		switch {
+		case fa[r] && !fb[r]:
+			row.Change = "fixed"
+			o.Fixed = append(o.Fixed, r)
+			d.Better = append(d.Better, fmt.Sprintf("row %d of probs went from fail to pass", r))
+		case !fa[r] && fb[r]:
+			row.Change = "broken"
+			o.Broken = append(o.Broken, r)
+			d.Why = append(d.Why, fmt.Sprintf("row %d of probs went from pass to fail", r))
+		}
+		o.Rows = append(o.Rows, row)
+	}
+	d.Outputs = []diff.Output{o}
+	d.Worse = len(d.Why) > 0
+	d.Summary = fmt.Sprintf("%s against %s: %d rows fixed, %d broken", b.FileName, a.FileName, len(o.Fixed), len(o.Broken))
+	return d, nil
 }
