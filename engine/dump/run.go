@@ -139,6 +139,9 @@ func Inspect(f *File, o engine.Overrides) (*engine.Run, error) {
 	if err := b.declared(); err != nil {
 		return nil, err
 	}
+	if err := b.logprobsKinds(); err != nil {
+		return nil, err
+	}
 	return b.run, nil
 }
 
@@ -571,6 +574,7 @@ func (b *builder) settings() error {
 	}
 	p := &b.run.Params
 	p.FilterOrder, p.TopKTies, p.TemperatureOrder = *s.FilterOrder, *s.TopKTies, *s.TemperatureOrder
+	p.LogprobsKind = *s.LogprobsKind
 	if s.Semantics != nil {
 		p.Semantics = *s.Semantics
 	}
