@@ -65,6 +65,13 @@ type Output struct {
 	DraftOut     *Tensor // [B, D], -1 padded
 	Logits       *Tensor // [B, V]: an engine's logits, judged against golden ones (logits_gate)
 
+	// Logprobs are an engine's log probabilities: [B, V], or a top-N [B,
+	// N] whose tokens LogprobTokenIDs holds (most probable first);
+	// LogprobsKind says whether they are raw or processed.
+	Logprobs        *Tensor
+	LogprobTokenIDs *Tensor // [B, N]
+	LogprobsKind    LogprobsKind
+
 	// A draft tree's verification (spec_tree_verify), P = D+1 positions
 	// with D the deepest row's depth: TreePath holds the accepted path's
 	// nodes (the root 0 first), TreeTokens the accepted nodes' tokens and
@@ -159,14 +166,16 @@ type TreeTrace struct {
 func (s *TreeTrace) At(t, r, n int) *TreeStep { return &s.Step[(t*s.Rows+r)*s.Nodes+n] }
 
 // Kind is what a judge judges of the output, in its order of priority:
-// "probs", "spec", "tree", "samples", "tokens", "draft" or "logits" ("" when it
-// holds none of them).
+// "logits", "probs", "logprobs", "spec", "tree", "samples", "tokens" or
+// "draft" ("" when it holds none of them).
 func (o *Output) Kind() string {
 	switch {
 	case o.Logits != nil:
 		return "logits"
 	case o.Probs != nil:
 		return "probs"
+	case o.Logprobs != nil:
+		return "logprobs"
 	case o.SpecTokens != nil || o.SpecTrials != nil:
 		return "spec"
 	case o.TreeTokens != nil || o.TreeTrials != nil:
@@ -187,7 +196,7 @@ type OutputInfo struct {
 	Name     string `json:"name"`
 	External bool   `json:"external"`
 	// Kind is what is judged: "probs", "tokens", "samples", "spec", "tree",
-	// "draft", "logits".
+	// "draft", "logits", "logprobs".
 	Kind string `json:"kind"`
 	// Tolerances are what this output is judged with (they depend on its
 	// dtype), when the judge says so before judging; the charts draw the

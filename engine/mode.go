@@ -49,9 +49,11 @@ func ModeProblem(mode string) string {
 
 // Companion reports whether the output tensor called name only makes sense
 // beside another of the same mode (spec_emitted and spec_accepted beside
-// spec_tokens); companions do not count as outputs of their own.
+// spec_tokens, logprob_token_ids beside logprobs: TensorSpec.With);
+// companions do not count as outputs of their own.
 func Companion(name string) bool {
-	return name == "spec_emitted" || name == "spec_accepted"
+	o := OutputSpec(name)
+	return o != nil && o.With != ""
 }
 
 // Declares reports whether the tensor called name (without its mode) is one

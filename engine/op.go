@@ -35,16 +35,26 @@ type TensorSpec struct {
 	// Required inputs must be in the dump; the others are optional.
 	Required bool
 	// Values says what the elements must hold: "" anything of the dtype,
-	// "token" ids in [0, V), "id" token ids of no vocabulary (a prompt's,
-	// padded with anything) that fit in int32, the kernels' type for them,
-	// "count:X" integers in [0, X] where X is a dimension letter, "mask" 0
-	// or 1. A draft tree's links and candidates are checked together, per
-	// row (Run.Trees).
+	// "token" ids in [0, V), "top_tokens" ids in [0, V) each at most once
+	// in a row (a top-N's ids; padded rows are not read), "id" token ids of
+	// no vocabulary (a prompt's, padded with anything) that fit in int32,
+	// the kernels' type for them, "count:X" integers in [0, X] where X is a
+	// dimension letter, "mask" 0 or 1. A draft tree's links and candidates
+	// are checked together, per row (Run.Trees).
 	Values string
 	// NamedOnly marks an output that exists only as TENSOR@NAME: the
 	// tensor of the plain name is an input (logits, the golden of
 	// logits_gate).
 	NamedOnly bool
+	// With marks a companion: the output tensor it goes with, of the same
+	// mode (spec_emitted with spec_tokens, logprob_token_ids with
+	// logprobs). A companion counts as no output of its own.
+	With string
+	// TopN names the companion that, when the dump holds it beside this
+	// output (of the same mode), makes the output a top-N: its last
+	// dimension is then N, the companion's, instead of V (logprobs with
+	// logprob_token_ids).
+	TopN string
 }
 
 // OpSpec is one op's entry in the op table: the tensors it reads, the
@@ -78,8 +88,8 @@ var outputSpecs = []TensorSpec{
 	{Name: "tokens", Dims: []string{"B"}},
 	{Name: "samples", Dims: []string{"B", "N"}},
 	{Name: "spec_tokens", Dims: []string{"B", "K+1"}},
-	{Name: "spec_emitted", Dims: []string{"B"}},
-	{Name: "spec_accepted", Dims: []string{"B"}},
+	{Name: "spec_emitted", Dims: []string{"B"}, With: "spec_tokens"},
+	{Name: "spec_accepted", Dims: []string{"B"}, With: "spec_tokens"},
 	{Name: "spec_trials", Dims: []string{"T", "B", "K+1"}},
 	{Name: "draft_out", Dims: []string{"B", "D"}},
 	{Name: "logits", Dims: []string{"B", "V"}, Float: true, NamedOnly: true},
@@ -88,7 +98,15 @@ var outputSpecs = []TensorSpec{
 	{Name: "tree_accepted", Dims: []string{"B"}},
 	{Name: "tree_path_trials", Dims: []string{"T", "B", "P"}},
 	{Name: "tree_trials", Dims: []string{"T", "B", "P"}},
+	// logprobs are [B, V], or a top-N [B, N] with the token ids beside
+	// them (docs/SEMANTICS.md "Logprobs").
+	{Name: "logprobs", Dims: []string{"B", "V"}, Float: true, TopN: "logprob_token_ids"},
+	{Name: "logprob_token_ids", Dims: []string{"B", "N"}, Values: "top_tokens", With: "logprobs"},
 }
+
+// logprobsOutputs are the tensors of a logprobs output, which every op
+// with a distribution of its own per row judges.
+var logprobsOutputs = []string{"logprobs", "logprob_token_ids"}
 
 var (
 	logitsInput  = TensorSpec{Name: "logits", Dims: []string{"B", "V"}, Float: true, Required: true}
@@ -103,23 +121,23 @@ var (
 var opTable = []*OpSpec{
 	{
 		Op: OpArgmax, Summary: "the greedy token of every row",
-		Inputs: []TensorSpec{logitsInput}, Params: []string{"temperature"},
-		Outputs: []string{"tokens"},
+		Inputs: []TensorSpec{logitsInput}, Params: []string{"temperature", "logprobs_kind"},
+		Outputs: join([]string{"tokens"}, logprobsOutputs),
 	},
 	{
 		Op: OpSoftmax, Summary: "the temperature softmax of every row",
-		Inputs: []TensorSpec{logitsInput}, Params: []string{"temperature"},
-		Outputs: []string{"probs"}, Kernel: NeedTemperature,
+		Inputs: []TensorSpec{logitsInput}, Params: []string{"temperature", "logprobs_kind"},
+		Outputs: join([]string{"probs"}, logprobsOutputs), Kernel: NeedTemperature,
 	},
 	{
 		Op: OpRenorm, Summary: "the softmax after top-k, top-p and min-p, renormalised",
-		Inputs: []TensorSpec{logitsInput}, Params: filterParams,
-		Outputs: []string{"probs"}, Kernel: NeedTemperature | NeedFilters,
+		Inputs: []TensorSpec{logitsInput}, Params: join(filterParams, []string{"logprobs_kind"}),
+		Outputs: join([]string{"probs"}, logprobsOutputs), Kernel: NeedTemperature | NeedFilters,
 	},
 	{
 		Op: OpSample, Summary: "seeded draws from the renormalised distribution",
-		Inputs: []TensorSpec{logitsInput}, Params: join(filterParams, seedParams, []string{"method", "draws"}),
-		Outputs: []string{"tokens", "samples", "probs"}, Kernel: NeedTemperature | NeedFilters | NeedSeeds,
+		Inputs: []TensorSpec{logitsInput}, Params: join(filterParams, seedParams, []string{"method", "draws", "logprobs_kind"}),
+		Outputs: join([]string{"tokens", "samples", "probs"}, logprobsOutputs), Kernel: NeedTemperature | NeedFilters | NeedSeeds,
 	},
 	{
 		Op: OpSpecVerify, Summary: "chain speculative sampling: accept, resample, bonus",

@@ -146,6 +146,12 @@ var params = []*Param{
 		field:   func(o *Overrides) any { return &o.TemperatureOrder },
 	},
 	{
+		Name: "logprobs_kind", Flag: "logprobs-kind", Scope: RunWide, Kind: KindChoice, Default: string(LogprobsRaw),
+		Choices: []string{string(LogprobsRaw), string(LogprobsProcessed)},
+		Usage:   "what the dump's logprobs are: raw (log-softmax of the logits at temperature 1, before temperature and filters; vLLM's default) or processed (after temperature and filters, -inf where a filter drops a token)",
+		field:   func(o *Overrides) any { return &o.LogprobsKind },
+	},
+	{
 		Name: "max_ngram_size", Flag: "max-ngram-size", Scope: RunWide, Kind: KindInt, Default: "3",
 		Rule:    fmt.Sprintf("an integer in [1, %d]", MaxNgramSetting),
 		Usage:   "n-gram drafting: the longest n-gram tried",
@@ -293,13 +299,15 @@ type Overrides struct {
 	TopKTies    *TopKTies    `json:"top_k_ties,omitempty"`
 	// TemperatureOrder is a later field: JSON of older Overrides lacks it.
 	TemperatureOrder *TemperatureOrder `json:"temperature_order,omitempty"`
-	Method           *SampleMethod     `json:"method,omitempty"`
-	Draws            *int              `json:"draws,omitempty"`
-	Trials           *int              `json:"trials,omitempty"`
-	MaxNgramSize     *int              `json:"max_ngram_size,omitempty"`
-	MaxDraftTokens   *int              `json:"max_draft_tokens,omitempty"`
-	Threshold        *int              `json:"threshold,omitempty"`
-	ValidRows        *int              `json:"valid_rows,omitempty"`
+	// LogprobsKind is a later field, as TemperatureOrder is.
+	LogprobsKind   *LogprobsKind `json:"logprobs_kind,omitempty"`
+	Method         *SampleMethod `json:"method,omitempty"`
+	Draws          *int          `json:"draws,omitempty"`
+	Trials         *int          `json:"trials,omitempty"`
+	MaxNgramSize   *int          `json:"max_ngram_size,omitempty"`
+	MaxDraftTokens *int          `json:"max_draft_tokens,omitempty"`
+	Threshold      *int          `json:"threshold,omitempty"`
+	ValidRows      *int          `json:"valid_rows,omitempty"`
 }
 
 // Set parses text as the value of the parameter called name, checks it
@@ -388,6 +396,9 @@ func setChoice(field any, s string) {
 	case **TemperatureOrder:
 		v := TemperatureOrder(s)
 		*f = &v
+	case **LogprobsKind:
+		v := LogprobsKind(s)
+		*f = &v
 	case **SampleMethod:
 		v := SampleMethod(s)
 		*f = &v
@@ -431,6 +442,10 @@ func (o *Overrides) Get(name string) (string, bool) {
 			return string(**f), true
 		}
 	case **TemperatureOrder:
+		if *f != nil {
+			return string(**f), true
+		}
+	case **LogprobsKind:
 		if *f != nil {
 			return string(**f), true
 		}

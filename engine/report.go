@@ -61,6 +61,7 @@ const (
 	RuleParameter  Rule = "parameter"   // a row made invalid by its parameters
 	RulePadding    Rule = "padding"     // a padded lane written into, or real rows shifted by the padding
 	RuleAgreement  Rule = "agreement"   // outputs that declare the same seed and offset drew differently
+	RuleTopN       Rule = "top_n"       // top-N logprobs: not the reference's N most probable tokens, repeated or unsorted
 )
 
 // Finding is one thing the judge says about a row.
@@ -183,6 +184,16 @@ type GateStats struct {
 	Fragile int    `json:"fragile"`
 }
 
+// LogprobsInfo says how a logprobs output was judged (docs/SEMANTICS.md
+// "Logprobs").
+type LogprobsInfo struct {
+	// Kind is "raw" or "processed": the reference it was judged against.
+	Kind LogprobsKind `json:"kind"`
+	// TopN is N for a top-N output (values and token ids), 0 for the full
+	// [B, V] log probabilities.
+	TopN int `json:"top_n"`
+}
+
 // Fit is the goodness of fit of N draws of one row against the reference
 // distribution (engine/stats).
 type Fit struct {
@@ -280,7 +291,7 @@ type OutputReport struct {
 	// Name is "cpu"/"cuda" for ours, the tensor name for external outputs.
 	Name     string `json:"name"`
 	External bool   `json:"external"`
-	// Kind is what was judged: "probs", "tokens", "samples", "spec",
+	// Kind is what was judged: "probs", "logprobs", "tokens", "samples", "spec",
 	// "tree", "draft".
 	Kind       string `json:"kind"`
 	Pass       bool   `json:"pass"`
@@ -301,6 +312,8 @@ type OutputReport struct {
 	// Tree pools a draft tree output's rows: accepted tokens against the
 	// lossless rule, and the first token's distance from its law.
 	Tree *TreeStats `json:"tree,omitempty"`
+	// Logprobs says what a logprobs output was judged as.
+	Logprobs *LogprobsInfo `json:"logprobs,omitempty"`
 	// Notes are run-level remarks (for example, how many failures chance alone
 	// would give at the p-value threshold).
 	Notes  []string `json:"notes,omitempty"`

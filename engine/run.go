@@ -23,6 +23,21 @@ const (
 	TiesLowestIndex TopKTies = "lowest_index"
 )
 
+// LogprobsKind says which distribution an output's log probabilities are
+// of (DUMPS.md metadata `logprobs_kind`, docs/SEMANTICS.md "Logprobs").
+type LogprobsKind string
+
+const (
+	// LogprobsRaw are the log-softmax of the logits at temperature 1,
+	// before the temperature and the filters (vLLM's raw_logprobs, its
+	// default).
+	LogprobsRaw LogprobsKind = "raw"
+	// LogprobsProcessed are the log probabilities of the distribution the
+	// sampler draws from: after the temperature and the filters, -inf
+	// where a filter drops a token (vLLM's processed_logprobs).
+	LogprobsProcessed LogprobsKind = "processed"
+)
+
 // SampleMethod picks how a sampler draws. Every method draws from the same
 // distribution; for one method, seed and offset, engine/cpu and the CUDA
 // kernels draw the same tokens.
@@ -59,6 +74,9 @@ type Params struct {
 	// first); Semantics names the preset that set the chain, or any.
 	TemperatureOrder TemperatureOrder
 	Semantics        Semantics
+	// LogprobsKind is what the dump's logprobs outputs are ("" means raw);
+	// Run.LogprobsKinds may say otherwise for one mode.
+	LogprobsKind LogprobsKind
 
 	// Method picks the sampler for sample runs.
 	Method SampleMethod
@@ -118,6 +136,10 @@ type Run struct {
 	// Declared holds the seeds and offsets that modes declare (seed@MODE,
 	// offset@MODE), by mode; modes that declare none are absent.
 	Declared map[string]*DeclaredSeeds
+	// LogprobsKinds holds the kinds that modes declare for their logprobs
+	// (the metadata key logprobs_kind@MODE), by mode; the others are
+	// Params.LogprobsKind.
+	LogprobsKinds map[string]LogprobsKind
 
 	// Notices are things worth saying that are not errors (ignored tensors).
 	Notices []string
@@ -283,4 +305,16 @@ func (r *Run) SetWorkDefaults(o Overrides) {
 	if s.Takes("trials") && o.Trials == nil {
 		r.Params.Trials = DefaultTrials
 	}
+}
+
+// LogprobsKindOf returns the kind of the logprobs output of mode ("" for
+// the plain logprobs): the mode's own declaration, else the run's.
+func (r *Run) LogprobsKindOf(mode string) LogprobsKind {
+	if k, ok := r.LogprobsKinds[mode]; ok && mode != "" {
+		return k
+	}
+	if r.Params.LogprobsKind == "" {
+		return LogprobsRaw
+	}
+	return r.Params.LogprobsKind
 }

@@ -13,6 +13,9 @@ Plain calls, one per op (each returns where the dump went):
     sv.renorm(logits, probs, temperature=0.7, top_k=50, top_p=0.9, min_p=0.05)
     sv.sample(logits, samples, top_p=0.9)              # samples: [B, N] draws per row
     sv.argmax(logits, tokens)
+    sv.sample(logits, tokens=t, temperature=0.7, logprobs=lp, logprobs_kind="raw")
+    sv.sample(logits, tokens=t, top_k=50, logprobs=vals, logprob_token_ids=ids,
+              logprobs_kind="processed")   # a top-N: values and token ids [B, N]
     sv.spec_verify(target_logits, draft_tokens, draft_probs, spec_trials=trials)
     sv.ngram_match(input_ids, input_ids_len, pre_ids, step_idx, draft_out)
 
@@ -37,6 +40,14 @@ digits, "_", "-" and "."), so several captures of one input (eager and
 CUDA graph, rank 0 and rank 1) can be compared side by side. Outputs are
 written under a name only when name is given; a sampviz that predates named
 outputs ignores them with a notice.
+
+Logprobs: softmax, renorm, sample and argmax take logprobs= (every
+token's [B, V], or a top-N [B, N] with its token ids logprob_token_ids=
+[B, N], most probable first) and logprobs_kind= ("raw": log_softmax of the
+logits before temperature and filters, vLLM's default raw_logprobs;
+"processed": after them, -inf where a filter drops a token; vLLM's names
+raw_logprobs and processed_logprobs are taken too). The kind is written as
+the metadata logprobs_kind (logprobs_kind@NAME with name=).
 
 Bad input raises before anything is written: TypeError or ValueError with
 one sentence naming the tensor and the rule (a shape that does not fit, a
@@ -309,39 +320,72 @@ def _filters(d: _Dump, b: int, temperature, top_k, top_p, min_p, filter_order, t
         d.meta["top_k_ties"] = top_k_ties
 
 
+# What logprobs_kind= takes: DUMPS.md's kinds, and vLLM's logprobs_mode names
+# of the two that are log probabilities.
+_LOGPROBS_KINDS = {"raw": "raw", "processed": "processed", "raw_logprobs": "raw", "processed_logprobs": "processed"}
+
+
+def _logprobs(d: _Dump, b: int, v: int, logprobs, logprob_token_ids, logprobs_kind) -> None:
+    """Adds logprobs ([B, V], or [B, N] beside logprob_token_ids [B, N]) and
+    their kind (metadata logprobs_kind, or logprobs_kind@NAME)."""
+    if logprobs is None:
+        if logprob_token_ids is not None:
+            raise ValueError("logprob_token_ids were given without logprobs: a top-N is its values [B, N] and their token ids [B, N]")
+        return
+    if logprob_token_ids is None:
+        d.add("logprobs", logprobs, "float", [(b, "B of logits"), (v, "V of logits: every token's logprob, or give logprob_token_ids")], output=True)
+    else:
+        ids = d._check("logprob_token_ids", logprob_token_ids, "int")
+        if ids.dim() != 2 or ids.shape[0] != b or not 1 <= ids.shape[1] <= v:
+            raise ValueError(f"logprob_token_ids has shape {tuple(ids.shape)}, but it must be [{b}, N] with N in [1, {v}] (B and V of logits)")
+        d.add("logprobs", logprobs, "float", [(b, "B of logits"), (ids.shape[1], "N of logprob_token_ids")], output=True)
+        d.add("logprob_token_ids", ids, "int", output=True)
+    if logprobs_kind is not None:
+        kind = _LOGPROBS_KINDS.get(logprobs_kind) if isinstance(logprobs_kind, str) else None
+        if kind is None:
+            raise ValueError(f"logprobs_kind {logprobs_kind!r} must be 'raw' or 'processed' (vLLM's raw_logprobs or processed_logprobs)")
+        d.meta["logprobs_kind@" + d.name if d.name else "logprobs_kind"] = kind
+
+
 # --- plain calls -------------------------------------------------------------
 
-def softmax(logits, probs=None, *, temperature=None, name=None, out=None, source=None, metadata=None) -> str:
+def softmax(logits, probs=None, *, temperature=None, logprobs=None, logprob_token_ids=None, logprobs_kind=None,
+            name=None, out=None, source=None, metadata=None) -> str:
     """Dumps a softmax: logits [B, V] and, when given, the probs [B, V] that
-    your code made of them at temperature (a number or one per row)."""
+    your code made of them at temperature (a number or one per row), and
+    its logprobs (see the module's docstring)."""
     d = _Dump("softmax", name, source, metadata)
     b, v = _rows_vocab(d, "logits", logits)
     d.param("temperature", temperature, b, "logits", "float")
     if probs is not None:
         d.add("probs", probs, "float", [(b, "B of logits"), (v, "V of logits")], output=True)
+    _logprobs(d, b, v, logprobs, logprob_token_ids, logprobs_kind)
     return d.write(out)
 
 
 def renorm(logits, probs=None, *, temperature=None, top_k=None, top_p=None, min_p=None,
-           filter_order=None, top_k_ties=None, name=None, out=None, source=None, metadata=None) -> str:
+           filter_order=None, top_k_ties=None, logprobs=None, logprob_token_ids=None, logprobs_kind=None,
+           name=None, out=None, source=None, metadata=None) -> str:
     """Dumps a filtered softmax: logits [B, V], the filters (numbers or one
     per row) and, when given, the probs [B, V] your code made (filtered
-    tokens exact zeros)."""
+    tokens exact zeros), and its logprobs."""
     d = _Dump("renorm", name, source, metadata)
     b, v = _rows_vocab(d, "logits", logits)
     _filters(d, b, temperature, top_k, top_p, min_p, filter_order, top_k_ties)
     if probs is not None:
         d.add("probs", probs, "float", [(b, "B of logits"), (v, "V of logits")], output=True)
+    _logprobs(d, b, v, logprobs, logprob_token_ids, logprobs_kind)
     return d.write(out)
 
 
 def sample(logits, samples=None, *, tokens=None, temperature=None, top_k=None, top_p=None, min_p=None,
-           seed=None, offset=None, filter_order=None, top_k_ties=None, name=None, out=None, source=None,
-           metadata=None) -> str:
+           seed=None, offset=None, filter_order=None, top_k_ties=None, logprobs=None, logprob_token_ids=None,
+           logprobs_kind=None, name=None, out=None, source=None, metadata=None) -> str:
     """Dumps sampling: logits [B, V], the filters, and your sampler's draws:
-    samples [B, N] (N draws per row, judged statistically) and/or tokens [B]."""
+    samples [B, N] (N draws per row, judged statistically) and/or tokens [B],
+    and the logprobs it returned."""
     d = _Dump("sample", name, source, metadata)
-    b, _ = _rows_vocab(d, "logits", logits)
+    b, v = _rows_vocab(d, "logits", logits)
     _filters(d, b, temperature, top_k, top_p, min_p, filter_order, top_k_ties)
     d.param("seed", seed, b, "logits", "int")
     d.param("offset", offset, b, "logits", "int")
@@ -349,15 +393,19 @@ def sample(logits, samples=None, *, tokens=None, temperature=None, top_k=None, t
         d.add("samples", samples, "int", [(b, "B of logits"), None], output=True)
     if tokens is not None:
         d.add("tokens", tokens, "int", [(b, "B of logits")], output=True)
+    _logprobs(d, b, v, logprobs, logprob_token_ids, logprobs_kind)
     return d.write(out)
 
 
-def argmax(logits, tokens=None, *, name=None, out=None, source=None, metadata=None) -> str:
-    """Dumps greedy decoding: logits [B, V] and your tokens [B]."""
+def argmax(logits, tokens=None, *, logprobs=None, logprob_token_ids=None, logprobs_kind=None,
+           name=None, out=None, source=None, metadata=None) -> str:
+    """Dumps greedy decoding: logits [B, V] and your tokens [B], and the
+    logprobs your code returned."""
     d = _Dump("argmax", name, source, metadata)
-    b, _ = _rows_vocab(d, "logits", logits)
+    b, v = _rows_vocab(d, "logits", logits)
     if tokens is not None:
         d.add("tokens", tokens, "int", [(b, "B of logits")], output=True)
+    _logprobs(d, b, v, logprobs, logprob_token_ids, logprobs_kind)
     return d.write(out)
 
 
@@ -800,7 +848,9 @@ def vllm_capture(*, steps=None, out=None, name=None) -> Capture:
     sample dump of the logits that Sampler.sample receives (after vLLM's
     penalties and processors, before temperature), temperature, top_k, top_p
     and min_p per row (torch generators' seeds as metadata engine_seeds),
-    and the sampled tokens; each captured RejectionSampler.forward call is a
+    and the sampled tokens, with the logprobs vLLM returned when requests
+    asked for them (logprobs_mode raw_logprobs or processed_logprobs; the
+    top-N without its first column, the sampled token's); each captured RejectionSampler.forward call is a
     spec_verify dump of the rows with the full K drafts: target logits at
     the K positions and the bonus, draft tokens, draft probs (absent for
     n-gram drafts), temperature, top_k, top_p, and the output (spec_tokens,
@@ -855,6 +905,11 @@ def vllm_capture(*, steps=None, out=None, name=None) -> Capture:
             slot["logits"] = logits_.detach().clone()
             return bound(logits_, md_, *a, **kw)
 
+        if bonus is None and getattr(sampling_metadata, "max_num_logprobs", None) is not None:
+            # Raw logprobs are taken from the logits as forward receives them,
+            # before vLLM's penalties and processors.
+            slot["raw_logits"] = logits.detach().float().clone()
+            slot["logprobs_mode"] = getattr(self, "logprobs_mode", "raw_logprobs")
         self.sample = sample
         try:
             result = orig_forward(self, logits, sampling_metadata, *args, **kwargs)
@@ -897,6 +952,34 @@ def vllm_capture(*, steps=None, out=None, name=None) -> Capture:
     return cap
 
 
+def _vllm_logprobs(slot, md, result, logits, meta) -> dict:
+    """The logprobs vLLM returned (result.logprobs_tensors) as sample()'s
+    keywords, or {} with the reason in meta["logprobs_note"]: every token's
+    when max_num_logprobs is -1, else the top-N without the first column
+    (gather_logprobs puts the sampled token there: it is the dump's tokens).
+    Raw logprobs are of the logits before vLLM's penalties and processors:
+    they are written only when those left the logits as they were."""
+    lt = getattr(result, "logprobs_tensors", None)
+    mode = slot.get("logprobs_mode")
+    if lt is None or mode is None:
+        return {}
+    why = None
+    if getattr(md, "logprobs_mode_override", None) is not None:
+        why = "requests override logprobs_mode"
+    elif mode not in ("raw_logprobs", "processed_logprobs"):
+        why = f"logprobs_mode {mode} returns logits, not log probabilities"
+    elif mode == "raw_logprobs" and not torch.equal(slot["raw_logits"], logits.float()):
+        why = "raw logprobs are of the logits before vLLM's penalties and processors, which changed them"
+    if why is not None:
+        meta["logprobs_note"] = "logprobs not written: " + why
+        return {}
+    ids, values = lt.logprob_token_ids.detach(), lt.logprobs.detach()
+    kind = "raw" if mode == "raw_logprobs" else "processed"
+    if ids.numel() == 0:
+        return {"logprobs": values.float().cpu(), "logprobs_kind": kind}
+    return {"logprobs": values[:, 1:].float().cpu(), "logprob_token_ids": ids[:, 1:].to(torch.int64).cpu(), "logprobs_kind": kind}
+
+
 def _vllm_sample(slot, md, result, step, out, name, version):
     logits = slot.get("logits")
     if logits is None:
@@ -909,9 +992,15 @@ def _vllm_sample(slot, md, result, step, out, name, version):
     if others:
         meta["note"] = "argmax-invariant processors outside the dump's filters: " + ", ".join(others)
     tokens = result.sampled_token_ids.detach().reshape(b, -1)[:, 0].to(torch.int64)
+    filters = {k: t.cpu() for k, t in _vllm_filters(md, rows, v).items()}
+    if md.all_greedy:
+        # An all-greedy batch is not filtered (Sampler.sample returns before
+        # top-k and top-p): nor are its processed logprobs.
+        filters, min_p = {}, None
+    lp = _vllm_logprobs(slot, md, result, logits, meta)
     return sample(logits.cpu(), tokens=tokens.cpu(), temperature=_vllm_temperature(md, b), min_p=min_p,
                   name=name, out=out, source=f"vLLM {version} Sampler.forward, call {step}", metadata=meta,
-                  **{k: t.cpu() for k, t in _vllm_filters(md, rows, v).items()})
+                  **filters, **lp)
 
 
 def _vllm_spec(slot, metadata, draft_probs, md, result, step, out, name, version):

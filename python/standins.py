@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import types
+import typing
 
 import torch
 
@@ -190,6 +191,11 @@ def install_vllm(sample_method=True):
         sampled_token_ids: torch.Tensor
         logprobs_tensors: object = None
 
+    class LogprobsTensors(typing.NamedTuple):
+        logprob_token_ids: torch.Tensor
+        logprobs: torch.Tensor
+        selected_token_ranks: torch.Tensor
+
     @dataclasses.dataclass
     class LogitsProcessors:
         argmax_invariant: list = dataclasses.field(default_factory=list)
@@ -205,6 +211,7 @@ def install_vllm(sample_method=True):
         generators: dict
         max_num_logprobs: int | None
         logitsprocs: LogitsProcessors
+        logprobs_mode_override: object = None
 
     class MinPLogitsProcessor:
         def __init__(self, min_p):
@@ -222,14 +229,37 @@ def install_vllm(sample_method=True):
             return logits.masked_fill(probs < probs.amax(dim=-1, keepdim=True) * self.min_p, float("-inf"))
 
     class Sampler:
+        """vLLM's V1 Sampler (vllm/v1/sample/sampler.py@3e342658): raw
+        logprobs from the logits forward receives, processed ones from
+        sample (after temperature, min-p, top-k and top-p), gathered as the
+        top-N beside the sampled token (its column first), or every token's
+        when max_num_logprobs is -1."""
+
+        def __init__(self, logprobs_mode="raw_logprobs"):
+            self.logprobs_mode = logprobs_mode
+
         def __call__(self, *args, **kwargs):
             return self.forward(*args, **kwargs)
 
         def forward(self, logits, sampling_metadata, predict_bonus_token=False):
             logits = logits.to(torch.float32)
+            n = sampling_metadata.max_num_logprobs
+            raw = None
+            if n is not None and self.logprobs_mode == "raw_logprobs":
+                raw = logits.log_softmax(dim=-1, dtype=torch.float32)
             logits = self.apply_logits_processors(logits, sampling_metadata, predict_bonus_token)
-            sampled = self.sample(logits, sampling_metadata)
-            return SamplerOutput(sampled_token_ids=sampled.to(torch.int32).unsqueeze(-1))
+            sampled, processed = self.sample(logits, sampling_metadata)
+            if processed is not None:
+                raw = processed
+            tensors = None
+            if n == -1:
+                tensors = LogprobsTensors(torch.empty(0), raw, torch.empty(0))
+            elif n is not None:
+                values, ids = torch.topk(raw, n, dim=-1)
+                chosen = sampled.to(torch.int64).unsqueeze(-1)
+                tensors = LogprobsTensors(torch.cat((chosen, ids), dim=1).to(torch.int32),
+                                          torch.cat((raw.gather(-1, chosen), values), dim=1), torch.zeros(len(raw)))
+            return SamplerOutput(sampled_token_ids=sampled.to(torch.int32).unsqueeze(-1), logprobs_tensors=tensors)
 
         def apply_logits_processors(self, logits, sampling_metadata, predict_bonus_token):
             for p in sampling_metadata.logitsprocs.non_argmax_invariant:
@@ -237,18 +267,21 @@ def install_vllm(sample_method=True):
             return logits
 
         def _sample(self, logits, md):
+            processed = self.logprobs_mode == "processed_logprobs" and md.max_num_logprobs is not None
             greedy = logits.argmax(dim=-1)
             if md.all_greedy:
-                return greedy
+                return greedy, logits.log_softmax(dim=-1) if processed else None
             t = torch.where(md.temperature < _EPS, torch.ones_like(md.temperature), md.temperature)
             logits = logits / t.unsqueeze(1)
             for p in md.logitsprocs.argmax_invariant:
                 logits = p.apply(logits)
-            probs = _vllm_top_k_top_p(logits, md.top_k, md.top_p).softmax(dim=-1)
+            logits = _vllm_top_k_top_p(logits, md.top_k, md.top_p)
+            probs = logits.softmax(dim=-1)
             q = torch.empty_like(probs).exponential_()
             for i, g in md.generators.items():
                 q[i].exponential_(generator=g)
-            return torch.where(md.temperature < _EPS, greedy, (probs / q).argmax(dim=-1))
+            sampled = torch.where(md.temperature < _EPS, greedy, (probs / q).argmax(dim=-1))
+            return sampled, logits.log_softmax(dim=-1) if processed else None
 
     if sample_method:
         Sampler.sample = Sampler._sample
@@ -315,7 +348,7 @@ def install_vllm(sample_method=True):
                     out[r, n] = int(bonus[r])
             return SamplerOutput(sampled_token_ids=out)
 
-    _module("vllm.v1.outputs", SamplerOutput=SamplerOutput)
+    _module("vllm.v1.outputs", SamplerOutput=SamplerOutput, LogprobsTensors=LogprobsTensors)
     _module("vllm.v1.sample.metadata", SamplingMetadata=SamplingMetadata)
     _module("vllm.v1.sample.logits_processor", LogitsProcessors=LogitsProcessors, MinPLogitsProcessor=MinPLogitsProcessor)
     _module("vllm.v1.sample.sampler", Sampler=Sampler)

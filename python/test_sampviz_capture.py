@@ -195,6 +195,79 @@ class TestPlainCalls(Case):
         self.assertEqual(sv.argmax(self.logits(), out=exact), exact)
 
 
+def processed_logprobs(logits, temperature, top_k):
+    """vLLM's processed_logprobs of rows with one top-k: float32 logits / T
+    (greedy rows / 1), the tokens below the k-th -inf, log_softmax."""
+    t = torch.where(temperature < 1e-5, torch.ones_like(temperature), temperature)
+    z = logits.float() / t.unsqueeze(1)
+    kth = z.topk(top_k, dim=-1).values[:, -1:]
+    return z.masked_fill(z < kth, float("-inf")).log_softmax(dim=-1)
+
+
+class TestLogprobs(Case):
+    """Logprobs beside a plain call: raw and processed, every token's and a
+    top-N, each passing as what it is and failing as what it is not."""
+
+    def setUp(self):
+        super().setUp()
+        self.x = self.logits(4, 40)
+        self.t = torch.tensor([0.7, 1.0, 0.0, 1.3])
+        self.tokens = self.x.argmax(dim=-1)
+
+    def call(self, **kw):
+        return sv.sample(self.x, tokens=self.tokens, temperature=self.t, top_k=8, out=self.dir, **kw)
+
+    def test_raw_and_processed(self):
+        raw = torch.log_softmax(self.x.float(), dim=-1)
+        self.assertVerdict(self.call(logprobs=raw, logprobs_kind="raw"), 0)
+        self.assertVerdict(self.call(logprobs=raw), 0, "--logprobs-kind", "raw")
+        proc = processed_logprobs(self.x, self.t, 8)
+        self.assertVerdict(self.call(logprobs=proc, logprobs_kind="processed_logprobs"), 0)
+        values, ids = proc.topk(5, dim=-1)
+        path = self.call(logprobs=values, logprob_token_ids=ids, logprobs_kind="processed")
+        tensors, meta = sv.load(path)
+        self.assertEqual(meta["logprobs_kind"], "processed")
+        self.assertEqual(tuple(tensors["logprob_token_ids"].shape), (4, 5))
+        self.assertVerdict(path, 0)
+
+    def test_named(self):
+        proc = processed_logprobs(self.x, self.t, 8)
+        path = self.call(logprobs=proc, logprobs_kind="processed", name="engine")
+        tensors, meta = sv.load(path)
+        self.assertIn("logprobs@engine", tensors)
+        self.assertEqual(meta["logprobs_kind@engine"], "processed")
+        self.assertVerdict(path, 0)
+
+    def test_confusion_and_temperature(self):
+        proc = processed_logprobs(self.x, self.t, 8)
+        out = self.assertVerdict(self.call(logprobs=proc, logprobs_kind="raw"), 1)
+        self.assertIn("passes as processed logprobs", out)
+        hot = processed_logprobs(self.x, self.t * 1.1, 8)
+        out = self.assertVerdict(self.call(logprobs=hot, logprobs_kind="processed"), 1)
+        self.assertIn("logprobs off", out)
+        self.assertNotIn("passes as", out)
+
+    def test_bad_input(self):
+        raw = torch.log_softmax(self.x.float(), dim=-1)
+        with self.assertRaisesRegex(ValueError, r"logprobs has shape \(4, 5\), but it must be \[4, 40\]"):
+            self.call(logprobs=raw[:, :5])
+        with self.assertRaisesRegex(ValueError, "logprob_token_ids were given without logprobs"):
+            self.call(logprob_token_ids=torch.zeros(4, 5, dtype=torch.int64))
+        with self.assertRaisesRegex(ValueError, "logprobs_kind 'raw_logits' must be 'raw' or 'processed'"):
+            self.call(logprobs=raw, logprobs_kind="raw_logits")
+        with self.assertRaisesRegex(TypeError, "logprob_token_ids has dtype torch.float32"):
+            self.call(logprobs=raw[:, :5], logprob_token_ids=raw[:, :5])
+        self.assertEqual(self.files(), [])
+        values, ids = raw.topk(5, dim=-1)
+        ids[2, 4] = ids[2, 1]
+        path = sv.save({"logits": self.x, "logprobs": values, "logprob_token_ids": ids}, out=self.dir)
+        out = self.assertVerdict(path, 2)
+        self.assertIn('tensor "logprob_token_ids": row 2 holds token', out)
+        self.assertIn("a top-N names each token once", out)
+        path = sv.save({"logits": self.x, "logprobs": raw}, {"logprobs_kind": "sorted"}, out=self.dir)
+        self.assertIn("logprobs_kind must be raw or processed", self.assertVerdict(path, 2))
+
+
 def chain_trials(p, q, drafts, n, gen):
     """n trials of chain speculative sampling: [n, B, K+1], -1 filled."""
     b, k, v = q.shape
@@ -534,6 +607,40 @@ class TestVLLM(Case):
         self.assertTrue(torch.equal(tensors["target_logits"][1, 3], logits[7]))
         self.assertEqual(tensors["spec_tokens"].tolist(), out.sampled_token_ids[:2].tolist())
         self.assertVerdict(cap.written[0], 0, "--trials", "1")
+
+    def test_sampler_logprobs(self):
+        for mode, n, kind in (("raw_logprobs", 5, "raw"), ("processed_logprobs", -1, "processed"), ("processed_logprobs", 3, "processed")):
+            with self.subTest(mode=mode, n=n):
+                sampler = self.sampler_mod.Sampler(logprobs_mode=mode)
+                md = vllm_metadata(4)
+                md.max_num_logprobs = n
+                with sv.vllm_capture(out=self.dir) as cap:
+                    result = sampler(self.logits(), md)
+                tensors, meta = sv.load(cap.written[0])
+                self.assertEqual(meta["logprobs_kind"], kind)
+                if n > 0:
+                    self.assertEqual(tuple(tensors["logprobs"].shape), (4, n))
+                    # The first column, the sampled token's, is the dump's tokens.
+                    self.assertTrue(torch.equal(tensors["logprob_token_ids"], result.logprobs_tensors.logprob_token_ids[:, 1:].long()))
+                else:
+                    self.assertEqual(tuple(tensors["logprobs"].shape), (4, 12))
+                self.assertVerdict(cap.written[0], 0)
+
+    def test_raw_logprobs_of_other_logits(self):
+        class Penalty:
+            def apply(self, logits):
+                return logits - 0.5 * (torch.arange(logits.shape[1]) % 2)
+
+        sampler = self.sampler_mod.Sampler()
+        md = vllm_metadata(4)
+        md.max_num_logprobs = 2
+        md.logitsprocs.non_argmax_invariant = [Penalty()]
+        with sv.vllm_capture(out=self.dir) as cap:
+            sampler(self.logits(), md)
+        tensors, meta = sv.load(cap.written[0])
+        self.assertNotIn("logprobs", tensors)
+        self.assertIn("before vLLM's penalties and processors", meta["logprobs_note"])
+        self.assertVerdict(cap.written[0], 0)
 
     def test_other_internals_are_refused(self):
         standins.remove("vllm")

@@ -248,6 +248,16 @@ func writeToleranceTable(w io.Writer) {
 	fmt.Fprintln(w, "        were first rounded to the input dtype (a kernel dividing in bf16).")
 	fmt.Fprintln(w, "A row passes when it is within either. Override with --atol/--rtol and")
 	fmt.Fprintln(w, "--native-atol/--native-rtol.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Logprobs, on the log scale in nats, by output dtype (|out - ref| <= atol + rtol*|ref|):")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  %-6s %-10s %-10s\n", "dtype", "atol", "rtol")
+	for _, row := range compare.LogprobTable() {
+		fmt.Fprintf(w, "  %-6s %-10s %-10s\n", row.DType, fmtNum(row.Atol), fmtNum(row.Rtol))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "A row's atol adds 2^-22 times its largest |logit/T| (float32 rounding of the")
+	fmt.Fprintln(w, "scaled logits); --atol/--rtol override these too.")
 }
 
 // fmtNum prints a number the way reports do: %.2g, plain for integers.

@@ -173,6 +173,8 @@ func TestCheckGolden(t *testing.T) {
 		{"tolerance table", []string{"--tolerances"}, exitOK, "tolerances.txt"},
 		{"biased sampler", []string{"--backend", "cpu", "--draws", "20000", dumps["sample"]}, exitViolated, "sample_biased.txt"},
 		{"wrong acceptance rule", []string{"--backend", "cpu", "--trials", "3000", dumps["spec"]}, exitViolated, "spec_wrong_acceptance.txt"},
+		{"logprobs raw, processed and confused", []string{"--backend", "cpu", logprobsScenario}, exitViolated, "logprobs_kinds.txt"},
+		{"logprobs all judged as processed", []string{"--backend", "none", "--logprobs-kind", "processed", logprobsScenario}, exitViolated, "logprobs_processed.txt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,6 +189,10 @@ func TestCheckGolden(t *testing.T) {
 		})
 	}
 }
+
+// logprobsScenario is the scenario whose logprobs outputs the golden
+// reports of logprobs judge.
+var logprobsScenario = filepath.Join("..", "..", "scenarios", "logprobs-kinds", "logprobs-kinds.safetensors")
 
 // checkGolden compares got with the golden file testdata/name, or writes it
 // there with -update.

@@ -58,6 +58,8 @@ func writeModes(w io.Writer, r *engine.Report) {
 					cells = append(cells, fmtSci(float64(*a.Max)))
 				case a.Differ != nil:
 					cells = append(cells, fmt.Sprintf("%d rows differ", *a.Differ))
+				case t.Metric == "logprob":
+					cells = append(cells, "top-N") // a top-N holds other tokens than the other output
 				default:
 					cells = append(cells, "")
 				}
@@ -85,6 +87,8 @@ func modeMetric(t engine.ModeTable) string {
 		return "|output - reference|; vs: the greatest |difference| between two outputs"
 	case "logit":
 		return "|Δlogit| against the golden logits, KL at T = 1; vs: the greatest |difference| between two outputs"
+	case "logprob":
+		return "|Δlogprob| in nats against the reference; vs: the greatest |difference| between two outputs of every token's logprobs"
 	}
 	return "mismatches: rows whose tokens the reference rules out; vs: rows whose tokens differ"
 }

@@ -162,12 +162,31 @@ func driftSummary(o engine.OutputReport, vocab int, name func(int64) string) str
 	if d == nil {
 		return ""
 	}
+	if lp := o.Logprobs; lp != nil {
+		s := fmt.Sprintf("%s, max |Δ| %s nats at %s, p99 %s", logprobsWhat(lp), fmtSci(float64(d.Abs.Max)), flatIndex(d.Abs.Index, vocab, name), fmtSci(float64(d.Abs.P99)))
+		if lp.TopN == 0 {
+			s += fmt.Sprintf(", KL %s", fmtSci(float64(d.KL)))
+		}
+		if d.Mismatched > 0 {
+			s += fmt.Sprintf(", %d off", d.Mismatched)
+		}
+		return s
+	}
 	s := fmt.Sprintf("max |err| %s at %s, p99 %s, KL %s",
 		fmtSci(float64(d.Abs.Max)), flatIndex(d.Abs.Index, vocab, name), fmtSci(float64(d.Abs.P99)), fmtSci(float64(d.KL)))
 	if d.Mismatched > 0 {
 		s += fmt.Sprintf(", %d off", d.Mismatched)
 	}
 	return s
+}
+
+// logprobsWhat says what a logprobs output holds: "raw, every token" or
+// "processed, top-20".
+func logprobsWhat(lp *engine.LogprobsInfo) string {
+	if lp.TopN > 0 {
+		return fmt.Sprintf("%s, top-%d", lp.Kind, lp.TopN)
+	}
+	return string(lp.Kind) + ", every token"
 }
 
 // leastP returns the row with the smallest p-value, if any row has one.

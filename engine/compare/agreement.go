@@ -134,6 +134,12 @@ func (j *judge) agreement(outs []engine.OutputReport) []engine.Agreement {
 				j.draws(&ag, pa, pb)
 			case pa.probs || pa.logits:
 				j.drift(&ag, pairAt[[2]int{a, b}], pa, &outs[a], &outs[b])
+			case pa.logprobs:
+				pr := pairAt[[2]int{a, b}]
+				if pr == nil {
+					continue // a top-N: the two hold different tokens
+				}
+				j.drift(&ag, pr, pa, &outs[a], &outs[b])
 			default:
 				continue
 			}
@@ -243,6 +249,9 @@ func (j *judge) drift(ag *engine.Agreement, pr *pair, pa *plan, oa, ob *engine.O
 		}
 	}
 	what := "probabilities"
+	if ag.Kind == "logprobs" {
+		what = "log probabilities"
+	}
 	if ag.Kind == "logits" {
 		what = "logits"
 		j.logitFlips(ag, pa, oa, ob)

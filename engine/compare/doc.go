@@ -50,6 +50,21 @@
 // tolerance) gets a note, not a violation: SEMANTICS.md does not fail rows on
 // it, and the elementwise check bounds it already.
 //
+// # Logprobs
+//
+// An engine's log probabilities (every token's, or a top-N with its ids)
+// are judged against ref.LogRow, the float64 log-softmax of the row of
+// their kind: raw (temperature 1, no filter) or processed (the renorm
+// reference's kept tokens at the row's temperature, 1 on a greedy row).
+// The support is that of probabilities on the log scale (-inf exactly
+// where the reference drops a token, boundary tokens either way); values
+// are within atol + rtol·|ref| in nats, the row's atol growing with its
+// largest |logit/T| (LogprobTolerancesFor); a top-N holds the reference's
+// N most probable tokens up to near-ties at its cut, each once, sorted.
+// The drift statistics are those of float outputs, on the logprobs. A
+// failing output whose every failing row passes as the other kind gets a
+// note that says so. See logprobs.go.
+//
 // # Integer outputs
 //
 // Argmax tokens: any tied maximum is right, a token outside [0, V) is always

@@ -54,7 +54,11 @@ func share(n, of int) string {
 	if of == 0 {
 		return "0%"
 	}
-	return strconv.FormatFloat(100*float64(n)/float64(of), 'g', 2, 64) + "%"
+	v := 100 * float64(n) / float64(of)
+	if v >= 10 {
+		return strconv.FormatFloat(v, 'f', 0, 64) + "%" // "100%", not "1e+02%"
+	}
+	return strconv.FormatFloat(v, 'g', 2, 64) + "%"
 }
 
 // plural returns "1 token" or "3 tokens".

@@ -191,6 +191,11 @@ func (j *judge) report() *engine.Report {
 			or.Strict = runDrift("strict", p.tol.Strict, or.Rows, j.vocab, func(r *engine.RowReport) *engine.Drift { return r.Strict }, &j.hists[i].strictAbs, &j.hists[i].strictRel)
 			or.Native = runDrift("native", p.tol.Native, or.Rows, j.vocab, func(r *engine.RowReport) *engine.Drift { return r.Native }, &j.hists[i].nativeAbs, &j.hists[i].nativeRel)
 		}
+		if p.logprobs {
+			or.Strict = runDrift("strict", p.tol.Strict, or.Rows, j.vocab, func(r *engine.RowReport) *engine.Drift { return r.Strict }, &j.hists[i].strictAbs, &j.hists[i].strictRel)
+			or.Native = runDrift("native", p.tol.Native, or.Rows, j.vocab, func(r *engine.RowReport) *engine.Drift { return r.Native }, &j.hists[i].nativeAbs, &j.hists[i].nativeRel)
+			kindNote(p, &or)
+		}
 		if p.logits {
 			or.Strict = runDrift("golden", p.tol.Strict, or.Rows, j.vocab, func(r *engine.RowReport) *engine.Drift { return r.Strict }, &j.hists[i].strictAbs, &j.hists[i].strictRel)
 			or.Gate = gateStats(&or)

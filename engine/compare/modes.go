@@ -40,6 +40,8 @@ func (j *judge) modes(outs []engine.OutputReport) []engine.ModeTable {
 			t.Metric = "abs"
 		case "logits":
 			t.Metric = "logit"
+		case "logprobs":
+			t.Metric = "logprob"
 		}
 		for _, i := range idx {
 			line := modeLine(&outs[i], j.plans[i])
@@ -73,7 +75,7 @@ func modeLine(o *engine.OutputReport, p *plan) engine.ModeLine {
 	case o.Strict != nil:
 		a := o.Strict.Abs
 		l.Mean, l.P99, l.Max = &a.Mean, &a.P99, &a.Max
-	case p.probs || p.logits:
+	case p.probs || p.logits || p.logprobs:
 	default:
 		n := 0
 		for _, r := range o.Rows {

@@ -11,7 +11,8 @@ import (
 // spec_tokens (with spec_emitted and spec_accepted of the same mode, which
 // only make sense with it), spec_trials, tree_tokens (with tree_path and
 // tree_accepted; or tree_path alone, which cannot be judged without it),
-// tree_trials (with tree_path_trials, or that alone), draft_out and logits;
+// tree_trials (with tree_path_trials, or that alone), draft_out, logits and
+// logprobs (with logprob_token_ids of the same mode, and the mode's kind);
 // of each, the output without a mode first, then the named ones by name.
 // Each is named after its first tensor ("probs", "probs@eager") and carries
 // the seeds its mode declares (run.Declared).
@@ -57,6 +58,9 @@ func ExternalOutputs(run *engine.Run) []*engine.Output {
 	})
 	add("draft_out", func(o *engine.Output, t *engine.Tensor, _ string) { o.DraftOut = t })
 	add("logits", func(o *engine.Output, t *engine.Tensor, _ string) { o.Logits = t })
+	add("logprobs", func(o *engine.Output, t *engine.Tensor, mode string) {
+		o.Logprobs, o.LogprobTokenIDs, o.LogprobsKind = t, ext[withMode("logprob_token_ids", mode)], run.LogprobsKindOf(mode)
+	})
 	return outs
 }
 

@@ -33,7 +33,10 @@ func newPairs(plans []*plan, rows int) []*pair {
 	for a, pa := range plans {
 		for b := a + 1; b < len(plans); b++ {
 			pb := plans[b]
-			if pa.problem == "" && pb.problem == "" && pa.rep.Kind == pb.rep.Kind && (pa.probs || pa.logits) {
+			// Logprobs pair when both hold every token's (a top-N's tokens
+			// differ from one output to the other).
+			full := pa.logprobs && pb.logprobs && pa.topN == 0 && pb.topN == 0
+			if pa.problem == "" && pb.problem == "" && pa.rep.Kind == pb.rep.Kind && (pa.probs || pa.logits || full) {
 				pairs = append(pairs, &pair{a: a, b: b, rows: make([]pairRow, rows)})
 			}
 		}

@@ -29,6 +29,16 @@ type plan struct {
 	trials  bool // SpecTrials
 	draft   bool // DraftOut
 	logits  bool // Logits against the golden logits (logits_gate)
+	// logprobs: Logprobs against the reference log-softmax of kind lpKind;
+	// topN is N of a top-N (0: every token's).
+	logprobs bool
+	topN     int
+	lpKind   engine.LogprobsKind
+	// otherKind holds, per row of a logprobs output that fails, whether it
+	// passes against the other kind's strict reference (1) or not (-1); 0
+	// for rows not tried. Each row's entry is written by the worker that
+	// judges the row.
+	otherKind []int8
 	// tree and treeTrials: TreeTokens with TreePath (+ TreeAccepted), and
 	// TreeTrials with TreePathTrials; depth is the deepest row's depth.
 	tree, treeTrials bool
@@ -162,11 +172,36 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 			outDType = t.DType
 		}
 	}
+	if t := out.Logprobs; t != nil && needLogits("logprobs") {
+		ids := out.LogprobTokenIDs
+		switch {
+		case !t.DType.IsFloat():
+			fail("logprobs have dtype %v, want a float dtype", t.DType)
+		case ids == nil && !shapeIs(t, b, v):
+			fail("logprobs have shape %s, want [%d, %d], or [%d, N] with logprob_token_ids", t.ShapeString(), b, v, b)
+		case ids != nil && (len(t.Shape) != 2 || t.Dim(0) != b || t.Dim(1) < 1 || t.Dim(1) > v):
+			fail("logprobs have shape %s, want [%d, N] with N in [1, %d] beside logprob_token_ids", t.ShapeString(), b, v)
+		case ids != nil && (!ids.DType.IsInt() || !shapeIs(ids, t.Shape...)):
+			fail("logprob_token_ids have dtype %v and shape %s, want integers %s", ids.DType, ids.ShapeString(), t.ShapeString())
+		default:
+			p.logprobs = true
+			if ids != nil {
+				p.topN = t.Dim(1)
+			}
+			p.lpKind = out.LogprobsKind
+			if p.lpKind == "" {
+				p.lpKind = engine.LogprobsRaw
+			}
+			outDType = t.DType
+		}
+	}
 	switch {
 	case p.logits:
 		p.rep.Kind = "logits"
 	case p.probs:
 		p.rep.Kind = "probs"
+	case p.logprobs:
+		p.rep.Kind = "logprobs"
 	case p.spec || p.trials:
 		p.rep.Kind = "spec"
 	case p.tree || p.treeTrials:
@@ -182,8 +217,16 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 	}
 	p.tol = TolerancesFor(run.InputDType(), outDType, j.o)
 	p.eps = ref.BoundaryEps(p.tol.Strict.Rtol)
+	if p.logprobs {
+		// The boundary band is a probability output's of the same dtypes;
+		// the values are judged on the log scale.
+		p.tol = LogprobTolerancesFor(outDType, j.o)
+		p.rep.Logprobs = &engine.LogprobsInfo{Kind: p.lpKind, TopN: p.topN}
+		p.otherKind = make([]int8, b)
+	}
 	if len(problems) > 0 {
 		p.probs, p.tokens, p.samples, p.spec, p.trials, p.draft, p.logits = false, false, false, false, false, false, false
+		p.logprobs, p.rep.Logprobs, p.otherKind = false, nil, nil
 		p.tree, p.treeTrials = false, false
 		p.problem = strings.Join(problems, "; ")
 		p.rep.Notes = append(p.rep.Notes, fmt.Sprintf("%s cannot be judged: %s", p.rep.Name, p.problem))

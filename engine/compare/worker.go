@@ -40,6 +40,17 @@ type worker struct {
 	// being judged (logits_gate); gateRow is the golden's row.
 	gate, gateOut ref.GateRow
 	gateRow       int
+	// lrStrict, lrNative and lrOther are the reference log-softmax of the
+	// row being judged (logprobs): strict, native, and the other kind's;
+	// lmStrict, lmNative and lmOther the output measured against each.
+	lrStrict, lrNative, lrOther ref.LogRow
+	lmStrict, lmNative, lmOther lpMeasure
+	// lpIDs and lpVals hold a top-N's row; lpAt maps each token to 1 + its
+	// entry in the row (outputDecisions), lpAtFull says it is the identity.
+	lpIDs    []int64
+	lpVals   []float64
+	lpAt     []int32
+	lpAtFull bool
 	// drawsA and drawsB hold two outputs' draws of a row (agree).
 	drawsA, drawsB []int64
 	hists          []planHists
@@ -55,11 +66,12 @@ type worker struct {
 // with its values by group of logit pattern once an output read by group
 // needed them.
 type distEntry struct {
-	renorm, native bool
-	eps            float64
-	row            int
-	d              ref.Dist
-	groups         groupRef
+	renorm, native, unit bool
+	// t is the temperature the row was computed at.
+	eps, t float64
+	row    int
+	d      ref.Dist
+	groups groupRef
 }
 
 func newWorker(j *judge) *worker {
@@ -67,7 +79,7 @@ func newWorker(j *judge) *worker {
 		read: make([]rowRead, len(j.plans)), groupVals: make([][]float64, len(j.plans)), ungrouped: make([]int, len(j.plans))}
 	v := j.vocab
 	for _, p := range j.plans {
-		if p.probs || p.logits {
+		if p.probs || p.logits || p.logprobs {
 			w.out = make([]float64, v)
 			w.bufs = newRowBuffers(v)
 			break
@@ -126,6 +138,9 @@ func (w *worker) judgeRow(r int) []*engine.RowReport {
 		if p.probs {
 			w.judgeProbs(i, p, r, rep)
 		}
+		if p.logprobs {
+			w.judgeLogprobs(i, p, r, rep)
+		}
 		switch {
 		case p.tokens && p.argmax:
 			w.judgeArgmax(p, r, rep)
@@ -154,26 +169,35 @@ func (w *worker) judgeRow(r int) []*engine.RowReport {
 // temperature 0 or 1 is the strict one (scaling by 1 is exact), so it is not
 // computed twice.
 func (w *worker) dist(r int, renorm, native bool, eps float64) *ref.Dist {
+	return w.distAt(r, ref.Temperature(w.j.run, r), renorm, native, eps)
+}
+
+// distAt is dist at temperature t rather than the row's (logprobs: a raw
+// reference is at temperature 1, and so is a greedy row's processed one).
+func (w *worker) distAt(r int, t float64, renorm, native bool, eps float64) *ref.Dist {
 	run := w.j.run
-	t := ref.Temperature(run, r)
 	if ref.Greedy(t) || t == 1 {
 		native = false
 	}
 	if !renorm {
 		eps = 0 // softmax classes do not depend on it
 	}
+	// An entry holds the references at the rows' own temperatures, or at
+	// another (unit): one of each kind, whatever the temperatures.
+	unit := t != ref.Temperature(run, r)
 	var e *distEntry
 	for _, c := range w.dists {
-		if c.renorm == renorm && c.native == native && c.eps == eps {
+		if c.renorm == renorm && c.native == native && c.eps == eps && c.unit == unit {
 			e = c
 			break
 		}
 	}
 	if e == nil {
-		e = &distEntry{renorm: renorm, native: native, eps: eps, row: -1, groups: groupRef{row: -1}}
+		e = &distEntry{renorm: renorm, native: native, eps: eps, unit: unit, row: -1, groups: groupRef{row: -1}}
 		w.dists = append(w.dists, e)
 	}
-	if e.row != r {
+	if e.row != r || e.t != t {
+		e.t = t
 		f := ref.NoFilter()
 		if renorm {
 			f = ref.RowFilter(run, r, eps)

@@ -58,8 +58,20 @@ func (b *builder) outputs() error {
 			continue
 		}
 		t := b.tensors[name]
-		if engine.Companion(base) && mode != "" && !primary["spec_tokens@"+mode] {
-			b.notice("ignored tensor %q: no spec_tokens@%s to go with it", name, mode)
+		if engine.Companion(base) && mode != "" && !primary[withMode(ts.With, mode)] {
+			b.notice("ignored tensor %q: no %s to go with it", name, withMode(ts.With, mode))
+			continue
+		}
+		if with := engine.OutputSpec(ts.With); with != nil && with.TopN == base {
+			if !primary[withMode(ts.With, mode)] {
+				b.notice("ignored tensor %q: no %s to go with it", name, withMode(ts.With, mode))
+			}
+			continue // checked with the output it goes with
+		}
+		if handled, err := b.logprobsOutput(name, mode, t, ts); handled || err != nil {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		if err := b.wantDType(t, ts.Float); err != nil {

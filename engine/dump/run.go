@@ -141,6 +141,9 @@ func Inspect(f *File, o engine.Overrides) (*engine.Run, error) {
 	if err := b.declared(); err != nil {
 		return nil, err
 	}
+	if err := b.logprobsKinds(); err != nil {
+		return nil, err
+	}
 	return b.run, nil
 }
 
@@ -533,8 +536,9 @@ func (b *builder) params() error {
 }
 
 // metadataKeys gives a notice for each metadata key sampviz does not read:
-// those outside DUMPS.md's table (op, source, tokenizer) and the parameter
-// table's run-wide and per-row parameters.
+// those outside DUMPS.md's table (op, source, tokenizer,
+// logprobs_kind@MODE) and the parameter table's run-wide and per-row
+// parameters.
 func (b *builder) metadataKeys() {
 	var unknown []string
 	for key := range b.f.Meta {
@@ -553,6 +557,9 @@ func readMetadata(key string) bool {
 	switch key {
 	case "op", "source", "tokenizer":
 		return true
+	}
+	if strings.HasPrefix(key, logprobsKindPrefix) {
+		return true // read per output by logprobsKinds
 	}
 	p := engine.ParamByName(key)
 	return p != nil && (p.Scope == engine.RunWide || p.Scope == engine.PerRow)
@@ -641,6 +648,7 @@ func (b *builder) settings() error {
 	}
 	p := &b.run.Params
 	p.FilterOrder, p.TopKTies, p.TemperatureOrder = *s.FilterOrder, *s.TopKTies, *s.TemperatureOrder
+	p.LogprobsKind = *s.LogprobsKind
 	if s.Semantics != nil {
 		p.Semantics = *s.Semantics
 	}

@@ -223,12 +223,12 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 }
 
 // floatOutputs counts the outputs of run that are compared with each other
-// elementwise: the external probs and logits, and ours when b computes
+// elementwise: the external probs, logits and logprobs, and ours when b computes
 // probabilities.
 func floatOutputs(run *engine.Run, b engine.Backend) int64 {
 	var n int64
 	for name := range run.External {
-		if base, _ := engine.SplitName(name); base == "probs" || base == "logits" {
+		if base, _ := engine.SplitName(name); base == "probs" || base == "logits" || base == "logprobs" {
 			n++
 		}
 	}

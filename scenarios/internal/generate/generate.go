@@ -75,6 +75,7 @@ var builders = []func() (*scenario, error){
 	logitsGate,
 	paddedBatch,
 	kernelFixDiff,
+	logprobsKinds,
 }
 
 // All builds every scenario, in catalogue order.

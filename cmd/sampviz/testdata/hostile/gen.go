@@ -298,6 +298,21 @@ func more(add func(entry, []byte)) {
 		st(map[string]string{"op": "renorm"}, f32Tensor("logits", 4, 16), engine.FromFloat32s("top_p", engine.F32, []int{}, []float32{2})))
 	add(refused("st_top_k_negative.safetensors", "a top_k of -5", `"top_k"`, "top_k must be", "-5"),
 		st(map[string]string{"op": "renorm"}, f32Tensor("logits", 4, 16), engine.FromInts("top_k", engine.I64, []int{4}, []int64{5, 5, -5, 5})))
+	// Logprobs a judge cannot read (docs/DUMPS.md "Logprobs"): a top-N whose
+	// ids repeat or leave the vocabulary, a top-N without its ids, a kind
+	// that is neither raw nor processed.
+	top3 := f32Tensor("logprobs", 4, 3)
+	lpIDs := func(v ...int64) *engine.Tensor {
+		return engine.FromInts("logprob_token_ids", engine.I64, []int{4, 3}, v)
+	}
+	add(refused("lp_repeated_ids.safetensors", "a top-3 of logprobs naming token 5 twice in row 2", `"logprob_token_ids"`, "row 2 holds token 5 at positions 0 and 2", "once"),
+		st(map[string]string{"op": "softmax"}, f32Tensor("logits", 4, 16), top3, lpIDs(0, 1, 2, 3, 4, 5, 5, 6, 5, 7, 8, 9)))
+	add(refused("lp_ids_past_vocab.safetensors", "a top-3 of logprobs naming token 16 of a 16-token vocabulary", `"logprob_token_ids"`, "row 3, position 1 holds token 16", "outside the vocabulary [0, 16)"),
+		st(map[string]string{"op": "softmax"}, f32Tensor("logits", 4, 16), top3, lpIDs(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 11)))
+	add(refused("lp_top_n_without_ids.safetensors", "logprobs [4, 3] without the token ids of a top-N", `"logprobs"`, "is neither [4, 16]", "logprob_token_ids [4, 3]"),
+		st(map[string]string{"op": "softmax"}, f32Tensor("logits", 4, 16), top3))
+	add(refused("lp_kind_unknown.safetensors", "a logprobs_kind of processed_logits", `"logprobs_kind"`, "must be raw or processed", `"processed_logits"`),
+		st(map[string]string{"op": "softmax", "logprobs_kind": "processed_logits"}, f32Tensor("logits", 4, 16), f32Tensor("logprobs", 4, 16)))
 	// A per-row parameter in the metadata is one value for every row,
 	// checked by the parameter table as a tensor's or a flag's is.
 	add(refused("st_metadata_temperature.safetensors", "a temperature of -1 in the metadata", `metadata "temperature"`, "temperature must be", "not -1"),
