@@ -82,7 +82,6 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 		d.Why = "This run was cancelled before its outputs were stored; rerun it to see this row."
 	case v.own.State != store.Done && !s.outputsStored(v):
 		d.Why = "The kernels of this run have not finished yet; this page reloads itself when they have."
-		d.Wait = view.WithQuery("/runs/"+v.run.ID+"/ws", v.query())
 	default:
 		select {
 		case s.rowSlots <- struct{}{}:
@@ -99,6 +98,11 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 			d.Why = "sampviz could not compute this row's distributions; the server log has the details."
 			d.Detail = nil
 		}
+	}
+	if view.RowsClass(d.Reports) == "running" && v.j.State != store.Done && v.own.State != store.Failed && v.own.State != store.Cancelled {
+		// The page listens to the run's websocket and reloads itself once
+		// every output has judged the row, or the run ends.
+		d.Wait = view.WithQuery("/runs/"+v.run.ID+"/ws", v.query())
 	}
 	for _, rep := range d.Reports {
 		if rep != nil && rep.Spec != nil && rep.Spec.Trials > 0 && len(rep.Spec.Positions) > 0 {

@@ -937,17 +937,24 @@
     })();
   }
 
-  // waitForRun reloads a row page whose run has not finished once its
-  // websocket says the run has ended.
+  // waitForRun reloads a page waiting for its run once the websocket says
+  // the run has ended, or, on a row page (data-row), once every output has
+  // judged that row.
   function waitForRun(el, attempt) {
     attempt = attempt || 0;
     const proto = window.location.protocol === 'https:' ? 'wss://' : 'ws://';
     const ws = new WebSocket(proto + window.location.host + el.dataset.wait);
+    const row = el.dataset.row === undefined ? -1 : Number(el.dataset.row);
+    const judged = {};
+    let outputs = 0;
     let ended = false;
     ws.onmessage = function (ev) {
       let m;
       try { m = JSON.parse(ev.data); } catch (e) { return; }
-      if (m.final) { ended = true; ws.close(); window.location.reload(); }
+      if (m.outputs) outputs = m.outputs.length;
+      (m.rows || []).forEach(function (r) { if (r.r === row) judged[r.o] = true; });
+      const done = outputs > 0 && Object.keys(judged).length >= outputs;
+      if (m.final || done) { ended = true; ws.close(); window.location.reload(); }
     };
     // The server restarted or the network blinked: wait again, a while.
     ws.onclose = function () {

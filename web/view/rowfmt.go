@@ -30,7 +30,7 @@ func RowClass(rep *engine.RowReport) string {
 func RowWord(rep *engine.RowReport) string {
 	switch {
 	case rep == nil:
-		return "no judgement of this row (yet)"
+		return "waiting for its judgement"
 	case rep.Pass:
 		return "passes"
 	case len(rep.Violations) == 1:
@@ -40,8 +40,12 @@ func RowWord(rep *engine.RowReport) string {
 }
 
 // RowsClass is the CSS class of a row over every output: fail when one
-// fails, running while one has not reached it, else pass.
+// fails, running while one has not reached it (or before the outputs are
+// known), else pass.
 func RowsClass(reps []*engine.RowReport) string {
+	if len(reps) == 0 {
+		return "running"
+	}
 	cls := "pass"
 	for _, r := range reps {
 		switch {
@@ -54,13 +58,22 @@ func RowsClass(reps []*engine.RowReport) string {
 	return cls
 }
 
-// RowsWord says RowsClass in words.
-func RowsWord(reps []*engine.RowReport) string {
+// RowsWord says RowsClass in words; waiting says whether the run may still
+// judge the row (it has not ended).
+func RowsWord(reps []*engine.RowReport, waiting bool) string {
 	switch RowsClass(reps) {
 	case "fail":
 		return "fails"
 	case "running":
-		return "not fully judged yet"
+		if !waiting {
+			return "not judged"
+		}
+		for _, r := range reps {
+			if r != nil {
+				return "waiting for the other outputs' judgements"
+			}
+		}
+		return "waiting for its judgement"
 	}
 	return "passes"
 }

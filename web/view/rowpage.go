@@ -29,8 +29,9 @@ type RowPage struct {
 	Detail  *explain.RowDetail
 	// Why says why there is no detail ("" when there is).
 	Why string
-	// Wait is the run's websocket while its kernels have not finished: the
-	// page reloads itself when the run ends ("" otherwise).
+	// Wait is the run's websocket while the row is not judged by every
+	// output: the page reloads itself once it is, or when the run ends (""
+	// otherwise).
 	Wait    string
 	Log     bool
 	Top     int
