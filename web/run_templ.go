@@ -713,7 +713,7 @@ func runPage(c view.Chrome, d view.RunPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, ">worst error</option> <option value=\"violations\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, ">worst error / allowed</option> <option value=\"violations\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

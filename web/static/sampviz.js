@@ -72,7 +72,7 @@
         const v = p.value || [];
         if (p.seriesName.indexOf('allowed') === 0) return 'row ' + v[0] + ': the tolerance allows ' + num(v[1]);
         if (p.seriesName.indexOf('NaN') === 0) return 'row ' + v[0] + ': NaN or Inf in the output';
-        return 'row ' + v[0] + ' (' + p.seriesName.replace('row ', '') + '): worst |error| ' + num(v[1]) + '<br>click to open the row';
+        return 'row ' + v[0] + ' (' + p.seriesName.replace('row ', '') + '): error at its worst token ' + num(v[1]) + '<br>click to open the row';
       };
     } else if (kind === 'heat') {
       // Draw every cell at once: progressive drawing leaves half a heatmap
@@ -278,7 +278,7 @@
     function setOutputs(outs) {
       st.outputs = outs;
       const tr = document.createElement('tr');
-      const what = { probs: ': worst |error|', spec: ': acceptance length (theory), p', samples: ': p-value' };
+      const what = { probs: ': largest |error| · worst error / allowed', spec: ': acceptance length (theory), p', samples: ': p-value' };
       ['row', 'verdict'].concat(outs.map(function (o) {
         return (o.external ? o.name + ' (dump)' : o.name + ' (ours)') + (what[o.kind] || '');
       }), ['what the judge says']).forEach(function (t) {
@@ -353,8 +353,16 @@
       // A padded lane: only its fill is checked.
       if (s.pad) return s.pass ? '—' : '✗ written into';
       if (s.worst !== undefined) {
-        const w = typeof s.worst === 'number' ? num(s.worst) : s.worst;
-        return (s.pass ? '' : '✗ ') + w;
+        // The largest |error| and the worst error over what the tolerance
+        // allows there: two tokens, often, so both are shown.
+        const big = s.max !== undefined ? s.max : s.worst;
+        let text = typeof big === 'number' ? num(big) : String(big);
+        if (s.allowed !== undefined) {
+          let ratio = String(s.worst);
+          if (typeof s.worst === 'number' && typeof s.allowed === 'number') ratio = s.allowed > 0 ? num(s.worst / s.allowed) : (s.worst > 0 ? 'Inf' : '0');
+          text += ' · ' + ratio + '× allowed';
+        }
+        return (s.pass ? '' : '✗ ') + text;
       }
       if (s.mal !== undefined) {
         return (s.pass ? '' : '✗ ') + num(s.mal) + ' (' + num(s.mal_theory) + ')' + (s.p_value !== undefined ? ', p = ' + num(s.p_value) : '');

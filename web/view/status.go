@@ -28,9 +28,12 @@ type RowSummary struct {
 	Pass   bool `json:"pass"`
 	// Worst is |output - reference| at the row's worst token (probability
 	// outputs: the token furthest over what the tolerance allows), Allowed
-	// what the tolerance allows there.
+	// what the tolerance allows there; Max is the row's largest
+	// |output - reference| against the strict reference, which may sit at
+	// another token (the row table shows both).
 	Worst   *engine.Float `json:"worst,omitempty"`
 	Allowed *engine.Float `json:"allowed,omitempty"`
+	Max     *engine.Float `json:"max,omitempty"`
 	Matched string        `json:"matched,omitempty"`
 	// Token and RefToken are set for single-token outputs.
 	Token    *int64 `json:"token,omitempty"`
@@ -79,6 +82,10 @@ func SummarizeRow(u session.RowUpdate) RowSummary {
 	case rep.Strict != nil:
 		w := rep.Strict.Abs.Max
 		s.Worst = &w
+	}
+	if rep.Strict != nil {
+		m := rep.Strict.Abs.Max
+		s.Max = &m
 	}
 	return s
 }
