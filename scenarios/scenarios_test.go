@@ -340,3 +340,29 @@ func TestTreeChainDrawsSpecVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmesNameTheSampler checks that a README which says our sampler
+// draws with the rejection sampler belongs to a dump that asks for it: the
+// default method is inverse CDF.
+func TestReadmesNameTheSampler(t *testing.T) {
+	for _, sc := range scenarios.Catalogue() {
+		if sc.Op != engine.OpSample {
+			continue
+		}
+		b, err := sc.DumpBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := dump.Parse(sc.Dump, b)
+		if err != nil {
+			t.Fatalf("%s: %v", sc.Name, err)
+		}
+		method := d.Meta["method"]
+		text := strings.Join(strings.Fields(sc.README), " ")
+		for _, claim := range []string{"with the sort-free rejection sampler", "(the rejection sampler)"} {
+			if strings.Contains(text, claim) && method != string(engine.SampleRejection) {
+				t.Errorf("%s: README says %q, but the dump's method is %q (the default is %s)", sc.Name, claim, method, engine.SampleInverseCDF)
+			}
+		}
+	}
+}
