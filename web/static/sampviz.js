@@ -600,7 +600,7 @@
     // come with the final report, and the server renders them: a page that
     // watched the run finish fetches itself and swaps them in.
     function hasComparison(sum) {
-      return (sum.modes && sum.modes.length) || (sum.agreement && sum.agreement.length) ||
+      return (sum.drift && sum.drift.length) || (sum.modes && sum.modes.length) || (sum.agreement && sum.agreement.length) ||
         (sum.padding && sum.padding.length) || (sum.outputs || []).some(function (o) { return o.gate; });
     }
 

@@ -63,6 +63,9 @@ type Summary struct {
 	// of one kind.
 	Modes     []engine.ModeTable `json:"modes,omitempty"`
 	Agreement []Agreement        `json:"agreement,omitempty"`
+	// Drift is each float output's error over the run against each
+	// reference: mean, P99 and max (drift.go).
+	Drift []RunDrift `json:"drift,omitempty"`
 }
 
 // Summarize turns a report into its Summary.
@@ -99,6 +102,7 @@ func Summarize(rep *engine.Report) *Summary {
 		}
 	}
 	s.comparison(rep)
+	s.Drift = driftLines(rep)
 	s.Verdict = store.Verdict{Pass: s.Pass, FailedRows: s.FailedRows, Rows: s.Rows}
 	s.Sentence = verdictSentence(s)
 	var dev engine.Device
