@@ -210,4 +210,18 @@ type Cuts struct {
 	MinPRank int     `json:"min_p_rank"`
 	// Kept is the number of tokens that survive every filter.
 	Kept int `json:"kept"`
+	// Outputs are each probability output's own cut (RowDetail.Probs
+	// order), drawn beside the reference's: a filter applied on the wrong
+	// mass shows as an output that keeps more or fewer tokens.
+	Outputs []OutputCut `json:"outputs,omitempty"`
+}
+
+// OutputCut is where one probability output cuts the row: Kept tokens it
+// gives mass, the last of them at reference rank Rank (0 when it gives
+// none), with Mass the reference mass before filters up to that rank.
+type OutputCut struct {
+	Name string       `json:"name"`
+	Kept int          `json:"kept"`
+	Rank int          `json:"rank"`
+	Mass engine.Float `json:"mass"`
 }

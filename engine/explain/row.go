@@ -119,10 +119,28 @@ func Row(run *engine.Run, outs []*engine.Output, tr *RowTrace, tt *TreeTrace, to
 		}
 	}
 	d.CDF, d.Cuts = cdf(&dist, order, d)
+	for i, o := range probs {
+		d.Cuts.Outputs = append(d.Cuts.Outputs, outputCut(o.Name, values[i], &dist, order))
+	}
 	if run.Op == engine.OpSample {
 		d.Samples = sampleDetail(run, outs, r, top, eps)
 	}
 	return d
+}
+
+// outputCut finds where an output's support ends along the reference's
+// order (NaN counts as kept: it is not a zero).
+func outputCut(name string, values []float64, dist *ref.Dist, order []int) OutputCut {
+	c := OutputCut{Name: name}
+	mass := 0.0
+	for i, t := range order {
+		mass += dist.Base[t]
+		if values[t] != 0 {
+			c.Kept++
+			c.Rank, c.Mass = i+1, engine.Float(math.Min(mass, 1))
+		}
+	}
+	return c
 }
 
 // cdf samples the cumulative mass of the unfiltered softmax by rank and

@@ -34,7 +34,7 @@ func RowCharts(d *explain.RowDetail, spec *engine.SpecStats, logScale bool, show
 	}
 	if len(d.Tokens) > 0 {
 		m["probs"] = probsChart(d, logScale, shown)
-		m["cdf"] = cdfChart(d)
+		m["cdf"] = cdfChart(d, shown)
 		if len(d.Probs) > 0 {
 			m["error"] = errorChart(d, shown)
 		}
@@ -136,7 +136,11 @@ func probsChart(d *explain.RowDetail, logScale bool, shown []int) map[string]any
 	return c.JSON()
 }
 
-func cdfChart(d *explain.RowDetail) map[string]any {
+// cdfChart draws the reference's cumulative mass by rank with the filter
+// cuts, and beside them where each shown probability output's own support
+// ends (its cut): a top-p applied to the wrong mass is seen as two lines
+// apart.
+func cdfChart(d *explain.RowDetail, shown []int) map[string]any {
 	pts := make([]opts.LineData, 0, len(d.CDF))
 	for _, p := range d.CDF {
 		pts = append(pts, opts.LineData{Value: [2]any{p.Rank, finiteOr(float64(p.Mass), false)}})
@@ -178,6 +182,21 @@ func cdfChart(d *explain.RowDetail) map[string]any {
 			Label:     &opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: "insideEndTop"}}))
 	}
 	c.AddSeries("reference, before filters", pts, so...)
+	for _, j := range shown {
+		if j >= len(d.Cuts.Outputs) || j >= len(d.Probs) {
+			continue
+		}
+		oc := d.Cuts.Outputs[j]
+		if oc.Rank == 0 || oc.Kept == d.Vocab && d.Cuts.Kept == d.Vocab {
+			continue // no cut on either side
+		}
+		name := fmt.Sprintf("%s keeps %d (its cut)", d.Probs[j].Label(), oc.Kept)
+		line := []opts.LineData{{Value: [2]any{oc.Rank, 0}}, {Value: [2]any{oc.Rank, finiteOr(float64(oc.Mass), false)}}}
+		c.AddSeries(name, line,
+			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "triangle", SymbolSize: 8}),
+			charts.WithItemStyleOpts(opts.ItemStyle{Color: outputColors[j%len(outputColors)]}),
+			charts.WithLineStyleOpts(opts.LineStyle{Type: "dotted", Width: 2}))
+	}
 	c.Validate()
 	return c.JSON()
 }

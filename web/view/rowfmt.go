@@ -129,9 +129,25 @@ func CutsLine(d *explain.RowDetail) string {
 		parts = append(parts, fmt.Sprintf("min-p drops tokens below probability %s, keeping %d", ShortFloat(c.MinPProb), c.MinPRank))
 	}
 	if len(parts) == 0 {
-		return fmt.Sprintf("No filter is active: all %d tokens keep their softmax probability.", d.Vocab)
+		return fmt.Sprintf("No filter is active: all %d tokens keep their softmax probability.", d.Vocab) + outputCutsText(d)
 	}
-	return Sentence(strings.Join(parts, "; ")) + fmt.Sprintf(" %d of %d tokens survive every filter.", c.Kept, d.Vocab)
+	return Sentence(strings.Join(parts, "; ")) + fmt.Sprintf(" %d of %d tokens survive every filter.", c.Kept, d.Vocab) + outputCutsText(d)
+}
+
+// outputCutsText says where each probability output's own cut is when it
+// differs from the reference's.
+func outputCutsText(d *explain.RowDetail) string {
+	var parts []string
+	for i, oc := range d.Cuts.Outputs {
+		if oc.Kept == d.Cuts.Kept || i >= len(d.Probs) {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s keeps %d (its last at rank %d, reference mass %s before filters)", d.Probs[i].Label(), oc.Kept, oc.Rank, Sci(oc.Mass)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " " + Period(strings.Join(parts, "; "))
 }
 
 // ValueAt writes output i's value at token t ("" when it has none).

@@ -198,3 +198,30 @@ func OutputsURL(d *RowPage, all bool) string {
 	e.AllOutputs = all
 	return RowURL(&e, d.Row, d.Log)
 }
+
+// TopChoices are the token counts the row page offers beside its charts.
+var TopChoices = []int{20, 60, 200}
+
+// TopLink is one choice of how many tokens the row page shows.
+type TopLink struct {
+	N       int
+	Href    string
+	Current bool
+}
+
+// TopLinks links this row with each of TopChoices tokens shown (and the
+// current count when the URL named another).
+func TopLinks(d *RowPage) []TopLink {
+	ns := slices.Clone(TopChoices)
+	if !slices.Contains(ns, d.Top) {
+		ns = append(ns, d.Top)
+		slices.Sort(ns)
+	}
+	var links []TopLink
+	for _, n := range ns {
+		e := *d
+		e.Top = n
+		links = append(links, TopLink{N: n, Href: RowURL(&e, d.Row, d.Log), Current: n == d.Top})
+	}
+	return links
+}
