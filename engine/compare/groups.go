@@ -303,7 +303,7 @@ func measureGroups(m *measurement, g *rowGroups, out []float64, os *outputScan, 
 		}
 		absBits[k], relBits[k] = math.Float64bits(ad), math.Float64bits(rel)&^signBit
 	}
-	kl += klLogged(out, r, logged[:nLogged], g.count)
+	kl += klLogged(out, r, logged[:nLogged], g.count, underflow)
 	if extra {
 		sumRel = math.Inf(1)
 	}

@@ -29,17 +29,24 @@ func init() {
 // tabulated c, and log(x) = e·ln 2 + log(c) + log1p((m - c)/c), the last
 // by five terms of its series, written into the loop so that the loop makes
 // no call. Zero, negative, subnormal and non-finite x go to math.Log.
-// Element i stands for w[i] tokens (w nil: one each).
-func klLogged(out, ref []float64, idx []int32, w []int64) float64 {
+// Element i stands for w[i] tokens (w nil: one each). A token the output
+// holds at 0 whose reference is below underflow (the output's dtype cannot
+// hold it: a far tail that underflows) adds its reference mass, what it
+// loses, instead of the infinite term of a dropped token.
+func klLogged(out, ref []float64, idx []int32, w []int64, underflow float64) float64 {
 	kl := 0.0
 	for _, i := range idx {
 		r := ref[i]
 		if w != nil {
-			kl += float64(w[i]) * klLogged(out, ref, []int32{i}, nil)
+			kl += float64(w[i]) * klLogged(out, ref, []int32{i}, nil, underflow)
 			continue
 		}
 		if r == 0 { // an extra token: the term is the output's mass
 			kl += out[i]
+			continue
+		}
+		if out[i] == 0 && r < underflow { // underflowed, not dropped
+			kl += r
 			continue
 		}
 		s := (out[i] - r) / r

@@ -21,7 +21,7 @@ func TestKLLogged(t *testing.T) {
 			s = math.Ldexp(0.05+rng.Float64(), rng.IntN(12))
 		}
 		out[0] = ref[0] * (1 + s)
-		got := klLogged(out, ref, idx, nil)
+		got := klLogged(out, ref, idx, nil, 0)
 		x := out[0] / ref[0]
 		want := ref[0] * ((x - 1) - math.Log(x))
 		if math.Abs(got-want) > 1e-14*math.Max(math.Abs(want), ref[0]*math.Abs(x-1)) {
@@ -37,12 +37,12 @@ func TestKLLogged(t *testing.T) {
 		{"a zero output is infinite", 0, 0.5, math.Inf(1)},
 	} {
 		out[0], ref[0] = tt.out, tt.ref
-		if got := klLogged(out, ref, idx, nil); got != tt.want {
+		if got := klLogged(out, ref, idx, nil, 0); got != tt.want {
 			t.Errorf("%s: klLogged = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 	out[0], ref[0] = math.NaN(), 0.5
-	if got := klLogged(out, ref, idx, nil); !math.IsNaN(got) {
+	if got := klLogged(out, ref, idx, nil, 0); !math.IsNaN(got) {
 		t.Errorf("a NaN output: klLogged = %v, want NaN", got)
 	}
 }

@@ -449,7 +449,14 @@ func (w *worker) fullRowStats(m *lpMeasure, row *lpRow, lr *ref.LogRow) {
 		sum += q
 		p := math.Exp(l)
 		tv += math.Abs(q - p)
-		if !math.IsInf(l, -1) {
+		switch {
+		case math.IsInf(l, -1):
+		case math.IsInf(o, -1) && l < logUnderflow:
+			// log of float32 probabilities that underflowed (noted, not
+			// failed): the token counts by the mass it loses, not as +Inf.
+			kl += p
+			entropy -= p * l
+		default:
 			kl += p * (l - o) // +Inf where the output drops a kept token
 			entropy -= p * l
 		}

@@ -241,7 +241,7 @@ func measure(m *measurement, out []float64, os *outputScan, r, base []float64, c
 		}
 		absBits[i], relBits[i] = math.Float64bits(ad), math.Float64bits(rel)&^signBit
 	}
-	kl += klLogged(out, r, logged[:nLogged], nil)
+	kl += klLogged(out, r, logged[:nLogged], nil, underflow)
 	for _, k := range diffs[:nDiffs] {
 		i := pos(int(k))
 		m.supportDiff(i, 1, out[k], r[k], base[i], cls[i], underflow)
