@@ -59,7 +59,7 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int, tok *tokens.Tok
 	writeAgreement(w, r, name)
 
 	for _, o := range r.Outputs {
-		if len(o.Notes) == 0 && o.FailedRows == 0 && o.Spec == nil {
+		if len(o.Notes) == 0 && o.FailedRows == 0 && o.Spec == nil && rowNotes(o) == 0 {
 			continue
 		}
 		fmt.Fprintln(w)
@@ -93,10 +93,45 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int, tok *tokens.Tok
 		for _, n := range o.Notes {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}
+		writeRowNotes(w, o, maxRows)
 	}
 
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, verdictLine(r))
+}
+
+// rowNotes counts the notes of an output's rows: findings worth reading
+// that fail nothing (a fragile argmax, exact ties, a boundary
+// renormalisation, a row sum).
+func rowNotes(o engine.OutputReport) int {
+	n := 0
+	for _, row := range o.Rows {
+		for _, f := range row.Findings {
+			if f.Severity == engine.Note {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// writeRowNotes prints the notes of an output's rows, as the row pages and
+// the JSON report give them: at most maxRows (0: all).
+func writeRowNotes(w io.Writer, o engine.OutputReport, maxRows int) {
+	total, shown := rowNotes(o), 0
+	for _, row := range o.Rows {
+		for _, f := range row.Findings {
+			if f.Severity != engine.Note {
+				continue
+			}
+			if maxRows > 0 && shown == maxRows {
+				fmt.Fprintf(w, "  ... and %d more notes (--max-rows 0 shows all)\n", total-shown)
+				return
+			}
+			shown++
+			fmt.Fprintf(w, "  note: %s\n", f.Message)
+		}
+	}
 }
 
 // writeMatches prints the verdict of every semantics preset (`--semantics
