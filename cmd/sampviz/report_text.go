@@ -46,7 +46,7 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int, tok *tokens.Tok
 	fmt.Fprintln(tw, "  output\tjudged\tverdict\tfailed rows\tdrift")
 	for _, o := range r.Outputs {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d of %d\t%s\n",
-			outputLabel(o), o.Kind, verdictWord(o.Pass), o.FailedRows, len(o.Rows), driftSummary(o, r.Vocab, name))
+			outputLabel(o), o.Kind, verdictWord(o.Pass), o.FailedRows, len(o.Rows), driftSummary(o, name))
 	}
 	tw.Flush()
 
@@ -186,7 +186,7 @@ func verdictWord(pass bool) string {
 }
 
 // driftSummary gives the numbers that matter for an output's kind on one line.
-func driftSummary(o engine.OutputReport, vocab int, name func(int64) string) string {
+func driftSummary(o engine.OutputReport, name func(int64) string) string {
 	if o.Spec != nil && len(o.Spec.Positions) > 0 {
 		return fmt.Sprintf("mean acceptance length %.3g (theory %.3g)", float64(o.Spec.MeanAcceptanceLength), float64(o.Spec.TheoryMeanAcceptanceLength))
 	}
@@ -198,7 +198,7 @@ func driftSummary(o engine.OutputReport, vocab int, name func(int64) string) str
 		return ""
 	}
 	if lp := o.Logprobs; lp != nil {
-		s := fmt.Sprintf("%s, max |Δ| %s nats at %s, p99 %s", logprobsWhat(lp), fmtSci(float64(d.Abs.Max)), flatIndex(d.Abs.Index, vocab, name), fmtSci(float64(d.Abs.P99)))
+		s := fmt.Sprintf("%s, max |Δ| %s nats at %s, p99 %s", logprobsWhat(lp), fmtSci(float64(d.Abs.Max)), strictWorstAt(o, name), fmtSci(float64(d.Abs.P99)))
 		if lp.TopN == 0 {
 			s += fmt.Sprintf(", KL %s", fmtSci(float64(d.KL)))
 		}
@@ -208,7 +208,7 @@ func driftSummary(o engine.OutputReport, vocab int, name func(int64) string) str
 		return s
 	}
 	s := fmt.Sprintf("max |err| %s at %s, p99 %s, KL %s",
-		fmtSci(float64(d.Abs.Max)), flatIndex(d.Abs.Index, vocab, name), fmtSci(float64(d.Abs.P99)), fmtSci(float64(d.KL)))
+		fmtSci(float64(d.Abs.Max)), strictWorstAt(o, name), fmtSci(float64(d.Abs.P99)), fmtSci(float64(d.KL)))
 	if d.Mismatched > 0 {
 		s += fmt.Sprintf(", %d off", d.Mismatched)
 	}
@@ -314,13 +314,15 @@ func pct(x float64) string {
 	return fmt.Sprintf("%.1f%%", 100*x)
 }
 
-// flatIndex prints a run-level element index as "row R token T" for rows
-// of vocab tokens.
-func flatIndex(i, vocab int, name func(int64) string) string {
-	if vocab <= 0 {
-		return fmt.Sprint(i)
+// strictWorstAt prints where an output's greatest error against the strict
+// reference is, "row R token T", read from its rows (a run-level flat
+// index skips nothing and misplaced it past NaN and masked rows).
+func strictWorstAt(o engine.OutputReport, name func(int64) string) string {
+	row, tok := engine.WorstAt(o.Rows, func(r *engine.RowReport) *engine.Drift { return r.Strict })
+	if row < 0 {
+		return "no row"
 	}
-	return fmt.Sprintf("row %d token %s", i/vocab, name(int64(i%vocab)))
+	return fmt.Sprintf("row %d token %s", row, name(int64(tok)))
 }
 
 // fmtSci prints a drift number in two significant digits.

@@ -1,7 +1,6 @@
 package view
 
 import (
-	"math"
 	"strconv"
 
 	"github.com/sampviz/sampviz/engine"
@@ -52,7 +51,7 @@ func driftLines(rep *engine.Report) []RunDrift {
 			if d == nil {
 				continue
 			}
-			row, tok := WorstAt(o.Rows, pick)
+			row, tok := engine.WorstAt(o.Rows, pick)
 			lines = append(lines, RunDrift{
 				OutputInfo: engine.OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind},
 				Reference:  d.Reference, Unit: unit, Tolerance: d.Tolerance,
@@ -62,28 +61,6 @@ func driftLines(rep *engine.Report) []RunDrift {
 		}
 	}
 	return lines
-}
-
-// WorstAt returns the row and token of the greatest |error| among rows
-// against the reference pick selects: the first NaN, else the first
-// greatest value; -1, -1 when no row has that drift.
-func WorstAt(rows []engine.RowReport, pick func(*engine.RowReport) *engine.Drift) (row, token int) {
-	row, token = -1, -1
-	best := math.Inf(-1)
-	for i := range rows {
-		d := pick(&rows[i])
-		if d == nil {
-			continue
-		}
-		v := float64(d.Abs.Max)
-		if row >= 0 && math.IsNaN(best) {
-			break
-		}
-		if row < 0 || math.IsNaN(v) || v > best {
-			row, token, best = rows[i].Row, d.Abs.Index, v
-		}
-	}
-	return row, token
 }
 
 // HasDrift reports whether a summary has a drift table to show.
