@@ -31,6 +31,7 @@ func (s *Server) routes() *http.ServeMux {
 	m.Handle("POST /runs/{id}/delete", s.page(s.handleDeletePage))
 	m.Handle("POST /scenarios/{name}", s.page(s.handleScenario))
 	m.Handle("GET /static/", staticHandler())
+	m.Handle("GET /favicon.ico", faviconHandler())
 
 	m.Handle("POST /api/runs", s.api(s.handleUploadAPI))
 	m.Handle("PUT /api/runs", s.api(s.handleUploadAPI))

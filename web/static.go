@@ -32,3 +32,17 @@ func staticHandler() http.Handler {
 		files.ServeHTTP(w, r)
 	})
 }
+
+// faviconHandler serves /favicon.ico, which browsers ask for on every page,
+// from the embedded static/favicon.ico.
+func faviconHandler() http.Handler {
+	ico, err := staticFiles.ReadFile("static/favicon.ico")
+	if err != nil {
+		panic(err) // embedded with the binary
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/x-icon")
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Write(ico)
+	})
+}
