@@ -282,7 +282,7 @@ func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 		info.Input, info.Shape = "target_logits", run.TargetLogits.Shape
 	case "input_ids":
 		// The header of an ngram_match run shows what it drafts from.
-		info.Input, info.Shape = "pre_ids", run.PreIDs.Shape
+		info.Input, info.Shape, info.DType = "pre_ids", run.PreIDs.Shape, run.PreIDs.DType
 	}
 	for name := range run.External {
 		info.External = append(info.External, name)

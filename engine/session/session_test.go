@@ -371,6 +371,15 @@ func TestRowShowsTheNgramMatch(t *testing.T) {
 	}
 	p := New(cpu.New())
 	job := Job{DumpPath: path, FileName: "ngram.safetensors", OutputsPath: filepath.Join(t.TempDir(), "o.safetensors"), Backend: "cpu"}
+	// The run's header names what it drafts from, with its dtype (not
+	// INVALID: an ngram_match run has no logits).
+	info, err := p.Admit(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Input != "pre_ids" || info.DType != engine.I64 || !slices.Equal(info.Shape, []int{2, 4}) {
+		t.Errorf("info: input %s %v %v, want pre_ids I64 [2 4]", info.Input, info.DType, info.Shape)
+	}
 	if _, err := p.Execute(context.Background(), job, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
