@@ -1044,7 +1044,7 @@ func TestPagesRender(t *testing.T) {
 		path    string
 		testIDs map[string]string // test id -> text it contains
 	}{
-		{"home", "/", map[string]string{"dropzone": "Drop a dump here", "backend": "CPU backend on Fake CPU", "scenarios": "bf16 softmax drift"}},
+		{"home", "/", map[string]string{"dropzone": "Drop a dump here", "backend": "CPU backend on Fake CPU", "scenarios": "bf16 softmax drift", "scenario-summary": "what bf16 rounding does"}},
 		{"not found", "/nope", map[string]string{"error": "There is no page at /nope."}},
 		{"static script", "/static/sampviz.js", nil},
 		{"static echarts", "/static/echarts.min.js", nil},
