@@ -118,7 +118,7 @@ func (s *Server) handleJudgeAPI(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", view.WithQuery("/runs/"+v.run.ID, v.query()))
-	writeJSON(w, http.StatusAccepted, s.runJSON(v))
+	writeJSON(w, http.StatusAccepted, s.runJSON(r, v))
 	return nil
 }
 

@@ -88,14 +88,17 @@ func (s *Server) handleRunAPI(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.runJSON(v))
+	writeJSON(w, http.StatusOK, s.runJSON(r, v))
 	return nil
 }
 
 // runJSON is a run as GET /api/runs/{id} describes it.
 type runJSON struct {
-	ID         string             `json:"id"`
-	URL        string             `json:"url"`
+	ID  string `json:"id"`
+	URL string `json:"url"`
+	// Link is URL with the scheme and host the request came to, so a
+	// terminal that prints the answer shows a link to open.
+	Link       string             `json:"link"`
 	API        string             `json:"api"`
 	WS         string             `json:"ws"`
 	FileName   string             `json:"file_name"`
@@ -118,7 +121,7 @@ type runJSON struct {
 
 // runJSON describes v for the API, with the URLs of its page, API,
 // websocket and reports.
-func (s *Server) runJSON(v *judged) runJSON {
+func (s *Server) runJSON(r *http.Request, v *judged) runJSON {
 	q := v.query()
 	_, st := v.topic.Snapshot()
 	sum := v.topic.Final()
@@ -128,7 +131,7 @@ func (s *Server) runJSON(v *judged) runJSON {
 	}
 	state, msg := runState(v.j, st)
 	return runJSON{
-		ID: v.run.ID, URL: view.WithQuery("/runs/"+v.run.ID, q), API: view.WithQuery("/api/runs/"+v.run.ID, q),
+		ID: v.run.ID, URL: view.WithQuery("/runs/"+v.run.ID, q), Link: absoluteURL(r, view.WithQuery("/runs/"+v.run.ID, q)), API: view.WithQuery("/api/runs/"+v.run.ID, q),
 		WS: view.WithQuery("/runs/"+v.run.ID+"/ws", q), FileName: v.run.FileName, DumpSHA256: v.run.DumpSHA,
 		DumpSize: v.run.DumpSize, Created: v.run.Created, Info: v.info, Backend: v.run.Backend,
 		Params: v.params, Parent: v.run.Parent, State: state, Message: msg, Progress: st,
@@ -160,6 +163,15 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, id string, st
 		return err
 	}
 	w.Header().Set("Location", "/runs/"+id)
-	writeJSON(w, status, s.runJSON(v))
+	writeJSON(w, status, s.runJSON(r, v))
 	return nil
+}
+
+// absoluteURL is path on the scheme and host that r came to.
+func absoluteURL(r *http.Request, path string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + path
 }
