@@ -1,12 +1,14 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/session"
@@ -142,6 +144,34 @@ func parseRow(r *http.Request, rows int) (int, error) {
 }
 
 // report reads the stored report of a finished judgement.
+// awaitRejudgement waits, for a minute at most, while the re-judgement v
+// names is under way on a finished run, and then reads it again: a report
+// of it is a moment away, not a conflict.
+func (s *Server) awaitRejudgement(ctx context.Context, v *judged) error {
+	if v.tol == nil || v.own.State != store.Done || v.j.State.Finished() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil // answered as it stands
+		case <-tick.C:
+		}
+		j, err := s.store.Judgement(v.run.ID, v.j.Key)
+		if err != nil {
+			return internal(err)
+		}
+		if j.State.Finished() {
+			v.j = j
+			return nil
+		}
+	}
+}
+
 func (s *Server) report(v *judged) (*engine.Report, error) {
 	if v.j.State != store.Done {
 		if v.j.State == store.Failed {

@@ -18,6 +18,9 @@ func (s *Server) handleReportJSON(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	if err := s.awaitRejudgement(r.Context(), v); err != nil {
+		return err
+	}
 	rep, err := s.report(v)
 	if err != nil {
 		return err
@@ -31,6 +34,9 @@ func (s *Server) handleReportJSON(w http.ResponseWriter, r *http.Request) error 
 func (s *Server) handleReportCSV(w http.ResponseWriter, r *http.Request) error {
 	v, err := s.lookupJudged(r)
 	if err != nil {
+		return err
+	}
+	if err := s.awaitRejudgement(r.Context(), v); err != nil {
 		return err
 	}
 	rep, err := s.report(v)
