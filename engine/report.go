@@ -127,6 +127,10 @@ type RowReport struct {
 	// Padding marks a padded lane of the batch (Run.Padding): it is not
 	// judged against the reference; only the output's fill is checked.
 	Padding bool `json:"padding,omitempty"`
+	// InvalidInput marks a row whose inputs give no distribution (NaN or
+	// +Inf logits, every token masked, a parameter out of range): its
+	// violation is the input's, whatever the output holds.
+	InvalidInput bool `json:"invalid_input,omitempty"`
 	// Violations holds the messages of the violation findings, in order.
 	Violations []string  `json:"violations"`
 	Findings   []Finding `json:"findings,omitempty"`

@@ -64,7 +64,7 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int, tok *tokens.Tok
 		}
 		fmt.Fprintln(w)
 		if o.FailedRows > 0 {
-			fmt.Fprintf(w, "%s: %d of %d rows failed\n", outputLabel(o), o.FailedRows, len(o.Rows))
+			fmt.Fprintf(w, "%s: %d of %d rows failed%s\n", outputLabel(o), o.FailedRows, len(o.Rows), inputRowsNote(o))
 		} else {
 			fmt.Fprintf(w, "%s:\n", outputLabel(o))
 		}
@@ -98,6 +98,24 @@ func writeTextReport(w io.Writer, r *engine.Report, maxRows int, tok *tokens.Tok
 
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, verdictLine(r))
+}
+
+// inputRowsNote says how many failing rows fail on their input (NaN or
+// masked logits, a parameter out of range) rather than on the output.
+func inputRowsNote(o engine.OutputReport) string {
+	n := 0
+	for _, r := range o.Rows {
+		if !r.Pass && r.InvalidInput {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return ""
+	case n == o.FailedRows:
+		return ", all on the input, not the output (NaN, +Inf or masked logits, or a parameter out of range)"
+	}
+	return fmt.Sprintf(", %d of them on the input, not the output (NaN, +Inf or masked logits, or a parameter out of range)", n)
 }
 
 // rowNotes counts the notes of an output's rows: findings worth reading

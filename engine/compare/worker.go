@@ -256,6 +256,7 @@ func addOnce(rep *engine.RowReport, f engine.Finding) {
 
 // invalidRow reports an input row without a reference.
 func invalidRow(rep *engine.RowReport, r int, reason string, rule engine.Rule) {
+	rep.InvalidInput = true
 	addOnce(rep, violation(rule, -1, "row %d: %s", r, reason))
 }
 

@@ -135,6 +135,9 @@ func OutputLine(o OutputVerdict) string {
 		return fmt.Sprintf("%s passes all %d rows.", o.Label(), o.Rows)
 	}
 	s := fmt.Sprintf("%s fails %d of %d rows.", o.Label(), o.FailedRows, o.Rows)
+	if o.InputRows > 0 {
+		s = fmt.Sprintf("%s fails %d of %d rows, %s", o.Label(), o.FailedRows, o.Rows, InputRowsText(o.InputRows, o.FailedRows))
+	}
 	for _, v := range o.Violations {
 		s += " Over all rows together: " + v + "."
 	}
@@ -148,4 +151,18 @@ func DraftPositions(info *session.DumpInfo) int {
 		return 0
 	}
 	return max(info.Shape[1]-1, 0)
+}
+
+// InputRowsText says that n of failed rows fail on their input, not on the
+// output: "2 of them on their input (...)".
+func InputRowsText(n, failed int) string {
+	which := "of them"
+	if n == failed {
+		which = "all"
+		if n == 1 {
+			which = "it"
+		}
+		return fmt.Sprintf("%s on the input, not the output: NaN, +Inf or every token masked in the logits, or a parameter out of range.", which)
+	}
+	return fmt.Sprintf("%d %s on the input, not the output: NaN, +Inf or every token masked in the logits, or a parameter out of range.", n, which)
 }

@@ -33,6 +33,8 @@ func RowWord(rep *engine.RowReport) string {
 		return "waiting for its judgement"
 	case rep.Pass:
 		return "passes"
+	case rep.InvalidInput:
+		return "fails on the row's input, not on this output"
 	case len(rep.Violations) == 1:
 		return "fails 1 rule"
 	}

@@ -2,6 +2,7 @@ package view
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/sampviz/sampviz/engine"
@@ -25,5 +26,22 @@ func TestSummarizeRowCarriesLargestError(t *testing.T) {
 	}
 	if s.Worst == nil || *s.Worst != atWorst || s.Allowed == nil || *s.Allowed != allowed {
 		t.Errorf("worst, allowed = %v, %v; want %v, %v", s.Worst, s.Allowed, atWorst, allowed)
+	}
+}
+
+// A row that fails on its input (NaN logits, a masked row) says so on the
+// row page and in the run's verdict: the output is not what failed.
+func TestInputRowsAreTheInputs(t *testing.T) {
+	rep := &engine.Report{Rows: 3, Outputs: []engine.OutputReport{{Name: "cpu", Kind: "probs", FailedRows: 2, Rows: []engine.RowReport{
+		{Row: 0, Pass: true},
+		{Row: 1, InvalidInput: true, Violations: []string{"row 1: input logits contain NaN at 2 of 8 tokens, first at token 3"}},
+		{Row: 2, Violations: []string{"row 2: 1 of 8 probabilities off"}},
+	}}}}
+	s := Summarize(rep)
+	if got := OutputLine(s.Outputs[0]); !strings.Contains(got, "fails 2 of 3 rows, 1 of them on the input, not the output") {
+		t.Errorf("verdict line %q", got)
+	}
+	if got := RowWord(&rep.Outputs[0].Rows[1]); !strings.Contains(got, "input") {
+		t.Errorf("row word %q does not blame the input", got)
 	}
 }

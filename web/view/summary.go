@@ -32,6 +32,9 @@ type OutputVerdict struct {
 	StatsLine string `json:"stats_line,omitempty"`
 	// Gate is a logits_gate output's KL and top-1 flips.
 	Gate *engine.GateStats `json:"gate,omitempty"`
+	// InputRows counts the failing rows that fail on their input (NaN or
+	// masked logits), not on the output.
+	InputRows int `json:"input_rows,omitempty"`
 }
 
 // Summary is the final word on a judgement, in the terms the page uses.
@@ -87,6 +90,9 @@ func Summarize(rep *engine.Report) *Summary {
 		for _, r := range o.Rows {
 			if !r.Pass && r.Row >= 0 && r.Row < len(failed) {
 				failed[r.Row] = true
+			}
+			if !r.Pass && r.InvalidInput {
+				ov.InputRows++
 			}
 			for _, f := range r.Findings {
 				if f.Severity == engine.Violation {
