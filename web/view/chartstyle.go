@@ -1,6 +1,7 @@
 package view
 
 import (
+	"encoding/json"
 	"math"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
@@ -113,4 +114,33 @@ func finiteOr(v float64, logAxis bool) any {
 		return "-"
 	}
 	return v
+}
+
+// barsFromFloor makes the bars of a chart on a log value axis rise from
+// the axis's floor (its min) rather than hang from 1, where ECharts starts
+// them unless the axis names a startValue.
+func barsFromFloor(opt map[string]any) map[string]any {
+	axes, ok := opt["yAxis"].([]opts.YAxis)
+	if !ok {
+		return opt
+	}
+	out := make([]any, len(axes))
+	for i, ax := range axes {
+		out[i] = ax
+		if ax.Type != "log" || ax.Min == nil {
+			continue
+		}
+		b, err := json.Marshal(ax)
+		if err != nil {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal(b, &m) != nil {
+			continue
+		}
+		m["startValue"] = ax.Min
+		out[i] = m
+	}
+	opt["yAxis"] = out
+	return opt
 }

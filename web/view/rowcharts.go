@@ -133,7 +133,7 @@ func probsChart(d *explain.RowDetail, logScale bool, shown []int) map[string]any
 		charts.WithLineStyleOpts(opts.LineStyle{Opacity: opts.Float(0)}))
 	c.Overlap(l)
 	c.Validate()
-	return c.JSON()
+	return barsFromFloor(c.JSON())
 }
 
 // cdfChart draws the reference's cumulative mass by rank with the filter
@@ -303,5 +303,5 @@ func sampleChart(d *explain.SampleDetail, names Tokens, logScale bool) map[strin
 	}
 	plainData(c.MultiSeries)
 	c.Validate()
-	return c.JSON()
+	return barsFromFloor(c.JSON())
 }

@@ -54,3 +54,28 @@ func TestCDFChartDrawsTheOutputsCut(t *testing.T) {
 		t.Errorf("cuts line %q does not name the output's cut", line)
 	}
 }
+
+// Bars on a log axis rise from the axis's floor: ECharts starts them at 1
+// (hanging down to the value) unless the axis names a startValue.
+func TestLogBarsRiseFromTheFloor(t *testing.T) {
+	d := &explain.RowDetail{Vocab: 10, Probs: []engine.OutputInfo{{Name: "cpu", Kind: "probs"}},
+		Tokens: []explain.TokenDetail{{Token: 1, Rank: 1, Base: 0.5, Ref: 0.5, Values: []engine.Float{0.5}}, {Token: 2, Rank: 2, Base: 1e-5, Ref: 1e-5, Values: []engine.Float{1e-5}}},
+		CDF:    []explain.CDFPoint{{Rank: 1, Mass: 0.5}}}
+	b, err := json.Marshal(RowCharts(d, nil, true, nil)["probs"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opt struct {
+		YAxis []struct {
+			Type       string   `json:"type"`
+			Min        *float64 `json:"min"`
+			StartValue *float64 `json:"startValue"`
+		} `json:"yAxis"`
+	}
+	if err := json.Unmarshal(b, &opt); err != nil {
+		t.Fatal(err)
+	}
+	if len(opt.YAxis) != 1 || opt.YAxis[0].Type != "log" || opt.YAxis[0].StartValue == nil || opt.YAxis[0].Min == nil || *opt.YAxis[0].StartValue != *opt.YAxis[0].Min {
+		t.Errorf("log y axis %s: want startValue at its min", b)
+	}
+}

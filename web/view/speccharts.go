@@ -62,7 +62,7 @@ func positionChart(sd *explain.SpecDetail, pos explain.SpecPosition, names Token
 	}
 	plainData(c.MultiSeries)
 	c.Validate()
-	return c.JSON()
+	return barsFromFloor(c.JSON())
 }
 
 // teachHistChart draws a lesson's emitted tokens as shares of the steps so
