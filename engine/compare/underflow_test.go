@@ -3,6 +3,7 @@ package compare
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/sampviz/sampviz/engine"
@@ -91,5 +92,29 @@ func TestUnderflowedLogprobsKeepKLFinite(t *testing.T) {
 	}
 	if kl := float64(row.Strict.KL); math.IsInf(kl, 0) || math.IsNaN(kl) || kl > 1e-3 {
 		t.Errorf("KL = %v nats on a passing row whose tail underflows", kl)
+	}
+}
+
+// A fragile argmax note writes the two logits with the digits that tell
+// them apart: 12.375 against 12.25 once read "logit 12 … maximum 12".
+func TestFragileNoteShowsTheDifference(t *testing.T) {
+	const v = 16
+	x := make([]float64, v)
+	for i := range x {
+		x[i] = rand.Float64() * 4
+	}
+	x[3], x[9] = 12.375, 12.25
+	run := &engine.Run{Source: "test", Op: engine.OpArgmax, Logits: engine.FromFloat64s("logits", engine.BF16, []int{1, v}, x),
+		Params: engine.Params{Temperature: []float64{0}, TopK: []int{0}, TopP: []float64{1}, MinP: []float64{0}}}
+	out := &engine.Output{Name: "tokens", External: true, Tokens: engine.FromInts("tokens", engine.I64, []int{1}, []int64{3})}
+	rep := judgeRun(t, run, out)
+	var msg string
+	for _, f := range rep.Outputs[0].Rows[0].Findings {
+		if f.Rule == engine.RuleFragile {
+			msg = f.Message
+		}
+	}
+	if msg == "" || !strings.Contains(msg, "logit 12.2 at token 9") || !strings.Contains(msg, "maximum 12.4 at token 3") {
+		t.Errorf("fragile note %q, want the logits 12.2 and 12.4 told apart", msg)
 	}
 }

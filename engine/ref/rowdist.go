@@ -112,7 +112,7 @@ func invalidReason(x Logits, nan, inf, masked, first int) (string, engine.Rule) 
 
 // overflowReason describes scaled logits that overflowed the input dtype.
 func overflowReason(x Logits, t float64, n, first int) string {
-	return fmt.Sprintf("%s divided by T = %g overflow %v at %d of %d tokens, first at token %d", x.name(), t, x.Tensor.DType, n, x.Len, first)
+	return fmt.Sprintf("%s divided by T = %s overflow %v at %d of %d tokens, first at token %d", x.name(), engine.FormatParam(t), x.Tensor.DType, n, x.Len, first)
 }
 
 // greedy fills d for temperature 0: all mass on the lowest index of the

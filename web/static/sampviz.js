@@ -586,7 +586,13 @@
       const fields = document.getElementById('rejudge-fields');
       if (fields && fields.disabled && sum.tolerances) {
         const t = sum.tolerances;
-        const set = function (name, v) { const el = fields.querySelector('[name="' + name + '"]'); if (el && !el.value) el.value = String(v); };
+        // The server's text of each value ("1e-05"): String() would write
+        // 0.00001, and the field would change its spelling.
+        const text = sum.tolerance_fields || {};
+        const set = function (name, v) {
+          const el = fields.querySelector('[name="' + name + '"]');
+          if (el && !el.value) el.value = text[name] !== undefined ? text[name] : String(v);
+        };
         set('satol', t.strict.atol); set('srtol', t.strict.rtol);
         set('natol', t.native.atol); set('nrtol', t.native.rtol);
         set('pvalue', t.p_value);

@@ -45,3 +45,15 @@ func TestInputRowsAreTheInputs(t *testing.T) {
 		t.Errorf("row word %q does not blame the input", got)
 	}
 }
+
+// The summary carries the tolerances as the form fields write them, so the
+// page script fills the fields with the server's text.
+func TestSummaryToleranceFields(t *testing.T) {
+	s := Summarize(&engine.Report{Tolerances: engine.Tolerances{Strict: engine.Tolerance{Atol: 1e-5, Rtol: 1.3e-6}, Native: engine.Tolerance{Atol: 1e-5}, PValue: 1e-6}})
+	want := map[string]string{"satol": "1e-05", "srtol": "1.3e-06", "natol": "1e-05", "nrtol": "0", "pvalue": "1e-06"}
+	for k, v := range want {
+		if s.ToleranceFields[k] != v {
+			t.Errorf("%s = %q, want %q", k, s.ToleranceFields[k], v)
+		}
+	}
+}

@@ -55,6 +55,11 @@ type Summary struct {
 	// TimeLine and TolerancesLine are the run header's lines, in words.
 	TimeLine       string `json:"time_line"`
 	TolerancesLine string `json:"tolerances_line"`
+	// ToleranceFields are the tolerances as the pages' form fields and URLs
+	// write them (satol, srtol, natol, nrtol, pvalue), so a page script
+	// fills a field with the text the server would ("1e-05", never
+	// "0.00001").
+	ToleranceFields map[string]string `json:"tolerance_fields,omitempty"`
 	// StatsLine says the statistics of the outputs judged statistically
 	// ("" when none was).
 	StatsLine string `json:"stats_line,omitempty"`
@@ -117,6 +122,10 @@ func Summarize(rep *engine.Report) *Summary {
 	}
 	s.TimeLine = TimingLine(s, dev)
 	s.TolerancesLine = ToleranceText(s.Tolerances)
+	s.ToleranceFields = map[string]string{}
+	for k, v := range ToleranceValues(&s.Tolerances) {
+		s.ToleranceFields[k] = v[0]
+	}
 	var lines []string
 	for _, o := range s.Outputs {
 		if o.StatsLine != "" {
