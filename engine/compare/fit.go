@@ -146,8 +146,8 @@ func fitSentence(f *stats.Fit, what, against string, threshold float64) string {
 	if w.Token < 0 {
 		where = fmt.Sprintf("a pool of %d %ss", w.Tokens, f.Label)
 	}
-	return fmt.Sprintf("%s do not follow %s (%s p = %s < %s; TV %s, a correct sampler stays under %s); most deviant, %s: %d drawn where %s expected",
-		what, against, test, stats.FormatP(f.PValue, f.LogPValue), sci(threshold), num(f.TV), num(f.TVBound), where, w.Observed, num(w.Expected))
+	return fmt.Sprintf("%s do not follow %s (%s %s < %s; TV %s, a correct sampler stays under %s); most deviant, %s: %d drawn where %s expected",
+		what, against, test, stats.PText(f.PValue, f.LogPValue), sci(threshold), num(f.TV), num(f.TVBound), where, w.Observed, num(w.Expected))
 }
 
 // fitSamples judges the goodness of fit of row r's draws (w.counts, every

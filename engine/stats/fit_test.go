@@ -382,8 +382,11 @@ func TestFormatP(t *testing.T) {
 		want    string
 	}{
 		{0.0123, math.Log(0.0123), "0.012"},
-		{0, -412.3 * math.Ln10, "5.0e-413"},
-		{0, -1000 * math.Ln10, "1.0e-1000"},
+		// Past float64's range the digits say nothing (issue 27: "p =
+		// 9.8e-10653"): every such p is written the one way.
+		{0, -412.3 * math.Ln10, "< 1e-300"},
+		{0, -1000 * math.Ln10, "< 1e-300"},
+		{1e-310, math.Log(1e-310), "< 1e-300"},
 		{0, math.Inf(-1), "0"},
 	}
 	for _, tt := range tests {
@@ -392,6 +395,12 @@ func TestFormatP(t *testing.T) {
 				t.Errorf("FormatP = %q, want %q", got, tt.want)
 			}
 		})
+	}
+	if got := PText(0, -1000*math.Ln10); got != "p < 1e-300" {
+		t.Errorf("PText = %q, want p < 1e-300", got)
+	}
+	if got := PText(0.0123, math.Log(0.0123)); got != "p = 0.012" {
+		t.Errorf("PText = %q, want p = 0.012", got)
 	}
 }
 
@@ -411,7 +420,7 @@ func TestFitDetectsGrossBias(t *testing.T) {
 		t.Errorf("TV %v within the noise bound %v", f.TV, f.TVBound)
 	}
 	v := f.Violations(0)
-	if len(v) != 1 || !strings.Contains(v[0], "draws do not follow the reference (p = ") || !strings.Contains(v[0], "e-") {
+	if len(v) != 1 || !strings.Contains(v[0], "draws do not follow the reference (p < 1e-300 < ") {
 		t.Errorf("violations %q", v)
 	}
 }

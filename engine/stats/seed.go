@@ -131,19 +131,19 @@ func DifferentSeedsDiffer(a, b []int32, collision []float64, threshold float64) 
 	case c.FirstDiff >= 0:
 		if logTail := logChernoffTail(c.ExpectedAgree, c.Agree); logTail < math.Log(threshold) {
 			c.Pass = false
-			c.Message = fmt.Sprintf("different seeds agree at %d of %d positions; independent seeds (%.3g on average) agree that often with probability at most %s < %g",
-				c.Agree, c.Compared, c.ExpectedAgree, FormatP(math.Exp(logTail), logTail), threshold)
+			c.Message = fmt.Sprintf("different seeds agree at %d of %d positions; independent seeds (%.3g on average) agree that often with probability at most %s, under %g",
+				c.Agree, c.Compared, c.ExpectedAgree, probWords(math.Exp(logTail), logTail), threshold)
 			break
 		}
 		c.Message = fmt.Sprintf("different seeds agree at %d of %d positions (independent seeds: %.3g on average)",
 			c.Agree, c.Compared, c.ExpectedAgree)
 	case logChance < math.Log(threshold):
 		c.Pass = false
-		c.Message = fmt.Sprintf("different seeds gave the same %d draws; independent seeds agree everywhere with probability %s < %g",
-			c.Compared, FormatP(c.ChanceIdentical, logChance), threshold)
+		c.Message = fmt.Sprintf("different seeds gave the same %d draws; independent seeds agree everywhere with probability %s, under %g",
+			c.Compared, probWords(c.ChanceIdentical, logChance), threshold)
 	default:
 		c.Message = fmt.Sprintf("different seeds gave the same %d draws, which independent seeds do with probability %s, so this is no evidence either way",
-			c.Compared, FormatP(c.ChanceIdentical, logChance))
+			c.Compared, probWords(c.ChanceIdentical, logChance))
 	}
 	return c
 }

@@ -365,11 +365,11 @@
         return (s.pass ? '' : '✗ ') + text;
       }
       if (s.mal !== undefined) {
-        return (s.pass ? '' : '✗ ') + num(s.mal) + ' (' + num(s.mal_theory) + ')' + (s.p_value !== undefined ? ', p = ' + num(s.p_value) : '');
+        return (s.pass ? '' : '✗ ') + num(s.mal) + ' (' + num(s.mal_theory) + ')' + (s.p_value !== undefined ? (s.p_value === 0 ? ', p < 1e-300' : ', p = ' + num(s.p_value)) : '');
       }
       // Many draws are judged by their fit: the p-value says more than the
       // first draw's token.
-      if (s.p_value !== undefined) return (s.pass ? '' : '✗ ') + 'p = ' + num(s.p_value);
+      if (s.p_value !== undefined) return (s.pass ? '' : '✗ ') + (s.p_value === 0 ? 'p < 1e-300' : 'p = ' + num(s.p_value));
       if (s.token !== undefined) return (s.pass ? '' : '✗ ') + 'token ' + s.token + (s.ref_token !== undefined && s.ref_token !== s.token ? ' (ref ' + s.ref_token + ')' : '');
       return s.pass ? 'pass' : '✗ fail';
     }

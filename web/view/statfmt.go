@@ -2,11 +2,13 @@ package view
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/stats"
 )
 
 // This file puts the statistical findings of a row into words for the row
@@ -15,8 +17,8 @@ import (
 
 // FitLine says a row's goodness of fit in one line with its numbers.
 func FitLine(f *engine.Fit) string {
-	s := fmt.Sprintf("Goodness of fit of %d draws: %s test, statistic %s on %d degrees of freedom over %d bins, p = %s; total variation %s (a correct sampler stays under %s at this N); cosine similarity %s.",
-		f.Draws, f.Test, Sci(f.Statistic), f.DF, f.Bins, Sci(f.PValue), Sci(f.TV), Sci(f.TVBound), Sci(f.Cosine))
+	s := fmt.Sprintf("Goodness of fit of %d draws: %s test, statistic %s on %d degrees of freedom over %d bins, %s; total variation %s (a correct sampler stays under %s at this N); cosine similarity %s.",
+		f.Draws, f.Test, Sci(f.Statistic), f.DF, f.Bins, PWords(f.PValue), Sci(f.TV), Sci(f.TVBound), Sci(f.Cosine))
 	if f.ZeroMassDraws > 0 {
 		s += fmt.Sprintf(" %d draws landed on tokens the reference gives no mass.", f.ZeroMassDraws)
 	}
@@ -30,11 +32,11 @@ func SpecStatsLine(s *engine.SpecStats) string {
 		parts = append(parts, fmt.Sprintf("mean acceptance length %s against %s in theory", ShortFloat(float64(s.MeanAcceptanceLength)), ShortFloat(float64(s.TheoryMeanAcceptanceLength))))
 	}
 	if len(s.Emitted) > 0 {
-		parts = append(parts, "emitted lengths against their exact law: p = "+Sci(s.EmittedPValue))
+		parts = append(parts, "emitted lengths against their exact law: "+PWords(s.EmittedPValue))
 	}
 	var low []string
 	for _, p := range s.Positions {
-		low = append(low, fmt.Sprintf("%d: %d of %d (theory %s, p = %s)", p.Position, p.Accepted, p.Reached, Sci(p.Theory), Sci(p.PValue)))
+		low = append(low, fmt.Sprintf("%d: %d of %d (theory %s, %s)", p.Position, p.Accepted, p.Reached, Sci(p.Theory), PWords(p.PValue)))
 	}
 	if len(low) > 0 {
 		parts = append(parts, "accepted by position "+strings.Join(low, "; "))
@@ -46,7 +48,7 @@ func SpecStatsLine(s *engine.SpecStats) string {
 				worst = j
 			}
 		}
-		parts = append(parts, fmt.Sprintf("output tokens against exact speculative sampling at %d positions, smallest p = %s at position %d", n, Sci(s.Lossless[worst].PValue), worst))
+		parts = append(parts, fmt.Sprintf("output tokens against exact speculative sampling at %d positions, smallest %s at position %d", n, PWords(s.Lossless[worst].PValue), worst))
 	}
 	return "Speculative trials: " + strings.Join(parts, "; ") + "."
 }
@@ -127,4 +129,13 @@ func SamplesLine(d *explain.SampleDetail) string {
 		s += fmt.Sprintf(" %d tokens drawn have no reference mass: red, or amber where a filter boundary allows them.", zero)
 	}
 	return s
+}
+
+// PWords writes a p-value as the report's sentences do: "p = 0.012", or
+// "p < 1e-300" where it underflowed (stats.FormatP).
+func PWords(p engine.Float) string {
+	if p == 0 {
+		return "p < 1e-300"
+	}
+	return stats.PText(float64(p), math.Log(float64(p)))
 }

@@ -57,3 +57,13 @@ func TestSummaryToleranceFields(t *testing.T) {
 		}
 	}
 }
+
+// A p-value that underflowed reads "p < 1e-300" on the pages, as in the
+// report's sentences, never "p = 0" or a number of ten thousand digits.
+func TestPWords(t *testing.T) {
+	for p, want := range map[engine.Float]string{0: "p < 1e-300", 0.0123: "p = 0.012", 3.1e-12: "p = 3.1e-12"} {
+		if got := PWords(p); got != want {
+			t.Errorf("PWords(%v) = %q, want %q", p, got, want)
+		}
+	}
+}
