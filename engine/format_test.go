@@ -31,3 +31,14 @@ func TestFormatNumbers(t *testing.T) {
 		}
 	}
 }
+
+// The reference's sentences write a float32 parameter without float64's
+// digits: "T = 0.0001", not "T = 9.999999747378752e-05".
+func TestFormatParamOfFloat32(t *testing.T) {
+	for _, v := range []float32{1e-4, 0.7, -0.1, 3.4e38} {
+		got := FormatParam(float64(v))
+		if len(got) > 8 {
+			t.Errorf("FormatParam(float32 %v) = %q", v, got)
+		}
+	}
+}

@@ -426,6 +426,12 @@ func TestNativeOverflowIsInvalid(t *testing.T) {
 	if s := Softmax(run, 0, false); !s.Valid() || s.Probs[0] != 1 {
 		t.Errorf("the strict reference should be valid and one-hot: %+v", s)
 	}
+	// A temperature read from a float32 tensor reads as the dump wrote it,
+	// not "T = 9.999999747378752e-05".
+	run = rowRun(engine.F16, []float64{7, -8, negInf}, float64(float32(1e-4)), Filter{TopP: 1})
+	if d := Softmax(run, 0, true); d.Invalid != want {
+		t.Errorf("Invalid = %q, want %q", d.Invalid, want)
+	}
 }
 
 // randomFilter draws filters that are often active and often tied.

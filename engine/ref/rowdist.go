@@ -40,7 +40,7 @@ func (ws *Workspace) Compute(d *Dist, x Logits, t float64, f Filter, native bool
 	// Kernels receive the temperature as float32 (SEMANTICS.md): a row is
 	// greedy when it rounds to 0, and one that overflows is no temperature.
 	if math.IsNaN(t) || t < 0 || math.IsInf(float64(float32(t)), 0) {
-		d.invalidate(fmt.Sprintf("temperature %v is not a temperature (want 0 for greedy, or positive and finite in float32)", t), RuleParameter)
+		d.invalidate(fmt.Sprintf("temperature %s is not a temperature (want 0 for greedy, or positive and finite in float32)", engine.FormatParam(t)), RuleParameter)
 		return
 	}
 	if Greedy(t) {
