@@ -67,12 +67,19 @@ if [ "${NO_BUILD:-0}" != 1 ]; then
   if [ -n "$obj" ] && command -v cuobjdump >/dev/null; then
     # Registers, stack and shared memory of the tree kernels, per arch.
     cuobjdump -res-usage "$obj" 2>&1 | grep -E 'Function|REG' | sed 's/^/  /' >>"$out/build.log"
-    grep -A1 -E 'Function .*tree_(node|walk)' "$out/build.log" | grep -E 'REG' | head -12 | tee -a "$summary"
+    grep -A1 -E 'Function .*tree_(node|walk)' "$out/build.log" | grep -v '^--' |
+      sed -E 's/.*Function .*(tree_(node|walk)_kernel)I(13__nv_bfloat16|6__half|f)Li.*/\1 \3:/; s/ (TEXTURE|SURFACE|SAMPLER):0//g' |
+      paste - - | head -12 | tee -a "$summary"
   fi
 fi
 [ -f "$lib" ] || { echo "no $lib"; exit 1; }
-nm -D "$lib" | grep -q ' T sv_spec_tree_verify' && note "library exports sv_spec_tree_verify" ||
-  note "library has no sv_spec_tree_verify (SV_TREE=0)"
+if nm -D "$lib" 2>/dev/null | grep -q ' T sv_spec_tree_verify'; then
+  tree=1
+  note "the library exports sv_spec_tree_verify"
+else
+  tree=0
+  note "the library has no sv_spec_tree_verify (built with SV_TREE=0)"
+fi
 for f in gpu-bundle/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
 for f in cuda.test sampviz.test sampviz; do
   [ -x "gpu-bundle/$f" ] || { echo "no gpu-bundle/$f: run make gpu-bundle where Go is, and carry gpu-bundle"; exit 1; }
