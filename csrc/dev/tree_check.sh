@@ -158,10 +158,12 @@ fi
 if has bench && [ $tree = 1 ]; then
   note "== bench (spec_tree_verify, and spec_verify as the same machine's baseline)"
   s=$(left 150)
+  err=${TMPDIR:-/tmp}/tree-bench.err
   timeout "$s" ./gpu-bundle/sampviz bench --kernels "$lib" --ops spec_tree_verify,spec_verify \
-    --json "$out/bench.json" ${BENCH_FLAGS:-} >"$out/bench.txt" 2>&1
+    --json "$out/bench.json" ${BENCH_FLAGS:-} >"$out/bench.txt" 2>"$err"
   rc=$?
-  sed -n '/^NVIDIA\|^op /,$p' "$out/bench.txt" | tee -a "$summary"
+  tail -20 "$err" >>"$summary"
+  tee -a "$summary" <"$out/bench.txt"
   note "bench exit $rc"
   [ $rc -eq 0 ] || status=1
 fi
