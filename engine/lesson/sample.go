@@ -80,9 +80,9 @@ type SampleState struct {
 	Rest     int          `json:"rest"`
 	RestMass engine.Float `json:"rest_mass"`
 	// One of these holds the method's steps.
-	CDF       *CDFDraw         `json:"cdf,omitempty"`
-	Rounds    []RejectionRound `json:"rounds,omitempty"`
-	Gumbel    *GumbelDraw      `json:"gumbel,omitempty"`
+	CDF    *CDFDraw         `json:"cdf,omitempty"`
+	Rounds []RejectionRound `json:"rounds,omitempty"`
+	Gumbel *GumbelDraw      `json:"gumbel,omitempty"`
 	// Kernel is our kernels' stored draw for this (row, draw, method), when
 	// the run's outputs hold it (the session fills it).
 	Kernel *KernelDraw `json:"kernel,omitempty"`
