@@ -46,6 +46,10 @@ type SampleState struct {
 	Draw   int    `json:"draw"`
 	Seed   uint64 `json:"seed"`
 	Offset uint64 `json:"offset"`
+	// RowSeed is the row's own seed, the one our kernels drew with;
+	// RunDraws the run's many draws per row (0: one token per row).
+	RowSeed  uint64 `json:"row_seed"`
+	RunDraws int    `json:"run_draws"`
 	// Method is the method taught (never auto); RunMethod the run's own,
 	// auto resolved.
 	Method    engine.SampleMethod `json:"method"`
@@ -240,7 +244,7 @@ func teachSample(run *engine.Run, kp *engine.KernelParams, r int, l SampleLesson
 	st := &SampleState{
 		Row: r, Draw: l.Draw, Seed: kp.Seed[r], Offset: kp.Offset[r], Method: method, RunMethod: runMethod, Vocab: v,
 		Temperature: float64(kp.Temperature[r]), TopK: kp.TopK[r], TopP: float64(kp.TopP[r]), MinP: float64(kp.MinP[r]),
-		Order: kp.Order, Ties: kp.Ties, Token: -1,
+		Order: kp.Order, Ties: kp.Ties, Token: -1, RowSeed: kp.Seed[r], RunDraws: run.Params.Draws,
 	}
 	if l.Seed != nil {
 		st.Seed = *l.Seed

@@ -25,39 +25,47 @@ func (s *Session) TeachSample(ctx context.Context, job Job, r int, l lesson.Samp
 	if err != nil {
 		return nil, err
 	}
-	k, err := kernelDraw(job, run, st)
-	if err != nil {
+	if err := storedDraw(job, run, st); err != nil {
 		return nil, err
 	}
-	st.Kernel = k
 	if tok, _, _, terr := s.tokenizer(job, run); terr == nil && tok != nil {
 		st.NameTokens(show(tok))
 	}
 	return st, nil
 }
 
-// kernelDraw returns our kernels' stored draw of the lesson's (row, draw,
-// method), nil when the job's outputs do not hold it.
-func kernelDraw(job Job, run *engine.Run, st *lesson.SampleState) (*lesson.KernelDraw, error) {
-	if st.Invalid != "" || st.Row >= len(run.Params.Seed) || st.Seed != run.Params.Seed[st.Row] {
-		return nil, nil
-	}
+// storedDraw sets st.Kernel to our kernels' stored draw of the lesson's
+// (row, draw, method) when the job's outputs hold it, and st.RunDraws to
+// the draws per row they hold.
+func storedDraw(job Job, run *engine.Run, st *lesson.SampleState) error {
 	out, err := readOutputs(job.OutputsPath)
 	if errors.Is(err, ErrNoOutputs) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer out.Close()
 	o := out.ours
-	switch {
-	case st.Draw == 0 && st.Method == st.RunMethod && o.Tokens != nil && len(o.Tokens.Shape) == 1 && o.Tokens.Shape[0] == run.Rows():
-		return &lesson.KernelDraw{Token: int(o.Tokens.Int(st.Row)), Output: "tokens", Backend: o.Name}, nil
-	case st.Method == engine.SampleInverseCDF && o.Samples != nil && len(o.Samples.Shape) == 2 &&
-		o.Samples.Shape[0] == run.Rows() && st.Draw < o.Samples.Shape[1]:
-		n := o.Samples.Shape[1]
-		return &lesson.KernelDraw{Token: int(o.Samples.Int(st.Row*n + st.Draw)), Output: "samples", Backend: o.Name}, nil
+	if o.Samples != nil && len(o.Samples.Shape) == 2 {
+		st.RunDraws = o.Samples.Shape[1]
 	}
-	return nil, nil
+	if st.Invalid == "" && st.Seed == st.RowSeed {
+		st.Kernel = kernelDraw(o, run.Rows(), st)
+	}
+	return nil
+}
+
+// kernelDraw returns o's draw of the lesson's (row, draw, method), nil when
+// o does not hold it.
+func kernelDraw(o *engine.Output, rows int, st *lesson.SampleState) *lesson.KernelDraw {
+	switch {
+	case st.Draw == 0 && st.Method == st.RunMethod && o.Tokens != nil && len(o.Tokens.Shape) == 1 && o.Tokens.Shape[0] == rows:
+		return &lesson.KernelDraw{Token: int(o.Tokens.Int(st.Row)), Output: "tokens", Backend: o.Name}
+	case st.Method == engine.SampleInverseCDF && o.Samples != nil && len(o.Samples.Shape) == 2 &&
+		o.Samples.Shape[0] == rows && st.Draw < o.Samples.Shape[1]:
+		n := o.Samples.Shape[1]
+		return &lesson.KernelDraw{Token: int(o.Samples.Int(st.Row*n + st.Draw)), Output: "samples", Backend: o.Name}
+	}
+	return nil
 }
