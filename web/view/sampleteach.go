@@ -39,15 +39,15 @@ type SampleTeachView struct {
 	// URL is this state's page, API its JSON, RowURL the row page;
 	// PrevDraw and NextDraw the neighbouring draws' pages; Methods the
 	// same draw by every method.
-	URL      string        `json:"url"`
-	API      string        `json:"api"`
-	RowURL   string        `json:"row_url"`
-	PrevDraw string        `json:"prev_draw_url"`
-	NextDraw string        `json:"next_draw_url"`
-	Methods  []MethodLink  `json:"methods"`
-	Intro    string        `json:"intro"`
-	Params   string        `json:"params"`
-	Outcome  string        `json:"outcome"`
+	URL      string       `json:"url"`
+	API      string       `json:"api"`
+	RowURL   string       `json:"row_url"`
+	PrevDraw string       `json:"prev_draw_url"`
+	NextDraw string       `json:"next_draw_url"`
+	Methods  []MethodLink `json:"methods"`
+	Intro    string       `json:"intro"`
+	Params   string       `json:"params"`
+	Outcome  string       `json:"outcome"`
 	// Kernel says how the draw compares with our kernels' stored draw;
 	// Match is "same", "differs" or "none" (nothing stored to compare).
 	Kernel string `json:"kernel"`
@@ -318,7 +318,7 @@ func rejectionItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 	for i, rd := range st.Rounds {
 		pivot := "none: every token"
 		if rd.PivotToken >= 0 {
-			pivot = fmt.Sprintf("w < %s of %s", prob(rd.PivotW), names.Label(int64(rd.PivotToken)))
+			pivot = fmt.Sprintf("above %s (w %s)", names.Label(int64(rd.PivotToken)), prob(rd.PivotW))
 			if st.Ties == engine.TiesLowestIndex {
 				pivot = fmt.Sprintf("before %s (w %s)", names.Label(int64(rd.PivotToken)), prob(rd.PivotW))
 			}
@@ -362,8 +362,8 @@ func filterWords(st *lesson.SampleState, names Tokens) string {
 	if st.MinP > 0 {
 		on = append(on, fmt.Sprintf("min-p those at least %s times the most probable", ParamText(st.MinP)))
 	}
-	return fmt.Sprintf("The filters (%s) keep %s of %s, %s of the row's mass; the draw must follow the kept tokens' weights renormalised "+
-		"(the blue bars: q), and give the dropped ones (grey) nothing.", strings.Join(on, "; "), Plural(st.Kept, "token"), Plural(st.Positive, "token of positive weight"), pct(float64(st.KeptMass)))
+	return fmt.Sprintf("The filters (%s) keep %s of the row's %d of positive weight, %s of its mass; the draw must follow the kept tokens' weights renormalised "+
+		"(the blue bars: q), and give the dropped ones (grey) nothing.", strings.Join(on, "; "), Plural(st.Kept, "token"), st.Positive, pct(float64(st.KeptMass)))
 }
 
 // roundWords says what round i of a rejection lesson does.
@@ -371,7 +371,7 @@ func roundWords(st *lesson.SampleState, i int, names Tokens) string {
 	rd := st.Rounds[i]
 	b := &strings.Builder{}
 	if rd.PivotToken < 0 {
-		fmt.Fprintf(b, "Round 0 draws from the whole row: all %s of positive weight are candidates. ", strconv.Itoa(rd.Candidates))
+		fmt.Fprintf(b, "Round 0 draws from the whole row: all %s of positive weight are candidates. ", Plural(rd.Candidates, "token"))
 	} else {
 		fmt.Fprintf(b, "The last round's candidate %s is the pivot: the candidates are now the tokens more probable than it (weight above %s), %s holding %s of the row's mass. ",
 			names.Label(int64(rd.PivotToken)), prob(rd.PivotW), Plural(rd.Candidates, "token"), pct(float64(rd.Mass)))
@@ -400,16 +400,19 @@ func rejectionWhy(st *lesson.SampleState) []string {
 			"Given that it is dropped, the round starts over on a smaller set that still holds every kept token, so the next round is the same " +
 			"question again. The rounds' rejections never bias the kept tokens against each other.",
 		"Why it is fast: a round reads the row once and needs no sort, and each rejection removes the candidate and every token below it. " +
-			"A rejected candidate is usually in the long tail, so the candidates shrink fast toward the head, and the number of rounds grows " +
-			"with the logarithm of the row rather than with its length.",
+			"A candidate drawn by weight has a uniform share of the candidates' mass above it, so each rejection cuts the candidates' mass by a " +
+			"factor of e on average (in logarithm): the rounds a draw needs grow with the logarithm of how little mass the filters keep, not with " +
+			"the length of the row.",
 	}
 	if len(st.Rounds) > 0 {
 		p := 1.0
 		for _, rd := range st.Rounds[:len(st.Rounds)-1] {
 			p *= float64(rd.Outside)
 		}
-		why = append(why, fmt.Sprintf("On this draw: round 0 rejects with probability %s (the mass outside the filters). "+
-			"The chance of this draw's %s of rejections in a row was %s.", prob(st.Rounds[0].Outside), strconv.Itoa(len(st.Rounds)-1), prob(engine.Float(p))))
+		kept := math.Max(float64(st.KeptMass), 1e-300)
+		why = append(why, fmt.Sprintf("On this draw: round 0 rejects with probability %s (the mass outside the filters), and the filters keep K = %s of the mass, "+
+			"so a draw takes about 1 + ln(1/K) = %s rounds on average. This draw's %s in a row had probability %s.",
+			prob(st.Rounds[0].Outside), pct(kept), strconv.FormatFloat(1+math.Log(1/kept), 'f', 1, 64), Plural(len(st.Rounds)-1, "rejection"), prob(engine.Float(p))))
 	}
 	return why
 }
@@ -548,7 +551,7 @@ func gumbelArgmaxWords(st *lesson.SampleState, names Tokens, winner lesson.Sampl
 func raceWords(st *lesson.SampleState, names Tokens, winner lesson.SampleToken) string {
 	g := st.Gumbel
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "Exponentiate the scores the other way round: token i arrives at time −log(u_i)/e^{z_i}, an exponential clock that runs faster "+
+	fmt.Fprintf(b, "Turn the scores around: token i arrives at time −log(u_i)/e^{z_i}, an exponential clock that runs faster "+
 		"the heavier the token. The largest z + g is the earliest arrival, since z + g = −log(arrival). Token %s arrives first, at %s.",
 		names.Label(int64(g.Winner)), prob(winner.Time))
 	if g.RaceWinner != g.Winner {
@@ -661,15 +664,15 @@ func cdfItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 		Chart: distChart(st, names, "The row's distribution: the tokens the filters keep and drop"),
 	}, SampleTeachItem{
 		Title: "The uniform and the target",
-		What: fmt.Sprintf("Words 0 and 1 of Philox block 0 make one 64-bit uniform, u = %s. The target is t = ⌊u·S⌋ = %s, %s of the way along the kept "+
-			"tokens laid end to end in index order (the line on the chart).", u64(c.U), strconv.FormatUint(c.Target, 10), pct(target)),
+		What: fmt.Sprintf("Words 0 and 1 of Philox block 0 make one 64-bit uniform, u = %s. The target is t = ⌊u·S⌋ = %s, a fraction %s of the way along the kept "+
+			"tokens laid end to end in index order (the line on the chart).", u64(c.U), strconv.FormatUint(c.Target, 10), u64(engine.Float(target))),
 		Rows:  len(v.Table),
 		Chart: cdfDrawChart(st, names, false),
 	}, SampleTeachItem{
 		Title: "The walk along the prefix sums",
-		What: fmt.Sprintf("The first kept token whose prefix sum exceeds t is token %s: the sums before and with it are %s and %s of S, and t = %s lies between. "+
+		What: fmt.Sprintf("The first kept token whose prefix sum exceeds t is token %s: the sums before and with it are %s and %s of S, and t/S = %s lies between. "+
 			"The kernels find it with a parallel scan; the CPU twin with a guide table and a binary search; both land here because the sums are exact integers.",
-			names.Label(int64(st.Token)), pct(float64(c.Before)/float64(c.Total)), pct(float64(c.After)/float64(c.Total)), pct(target)),
+			names.Label(int64(st.Token)), u64(engine.Float(float64(c.Before)/float64(c.Total))), u64(engine.Float(float64(c.After)/float64(c.Total))), u64(engine.Float(target))),
 		Rows:  len(v.Table),
 		Chart: cdfDrawChart(st, names, true),
 		Marks: []TraceMark{{Name: "token", Coord: [2]any{st.Token, float64(c.After) / float64(c.Total)}, Color: colorPass}},
@@ -699,7 +702,7 @@ func cdfDrawChart(st *lesson.SampleState, names Tokens, drawn bool) map[string]a
 	ch := charts.NewLine()
 	title := "The prefix sums of the kept weights, in index order, and the target t/S"
 	if drawn {
-		title = fmt.Sprintf("t/S = %s lands in token %s", pct(target), names.Label(int64(st.Token)))
+		title = fmt.Sprintf("t/S = %s lands in token %s", u64(engine.Float(target)), names.Label(int64(st.Token)))
 	}
 	ch.SetGlobalOptions(append(frame(opts.Title{Title: title}, false, "axis", opts.Grid{Left: "70", Right: "30", Top: "50", Bottom: "60"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "token id", NameLocation: "middle", NameGap: 30, Min: 0, Max: st.Vocab - 1}),

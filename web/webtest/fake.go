@@ -42,7 +42,7 @@ type Runner struct {
 	TeachTreeFunc func(ctx context.Context, job session.Job, r int, l lesson.TreeLesson) (*lesson.TreeState, error)
 	// TeachSampleFunc is TeachSample; the fake pipeline leaves it nil.
 	TeachSampleFunc func(ctx context.Context, job session.Job, r int, l lesson.SampleLesson) (*lesson.SampleState, error)
-	DiffFunc      func(ctx context.Context, a, b session.Job) (*diff.Diff, error)
+	DiffFunc        func(ctx context.Context, a, b session.Job) (*diff.Diff, error)
 }
 
 var errNotSet = errors.New("webtest: function not set")
