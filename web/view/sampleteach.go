@@ -595,7 +595,7 @@ func gumbelChart(st *lesson.SampleState, names Tokens, stage int) map[string]any
 	c.SetXAxis(xs)
 	c.SetGlobalOptions(append(frame(opts.Title{Title: titles[stage]}, true, "axis", opts.Grid{Left: "70", Right: "20", Top: "50", Bottom: "90"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "token, most probable first, then the best scores", NameLocation: "middle", NameGap: 35}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "log scale of weight", NameLocation: "middle", NameGap: 50}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "z, g and z + g", NameLocation: "middle", NameGap: 50}),
 	)...)
 	if stage == 2 {
 		c.AddSeries("score z + g", s, charts.WithSeriesId(seriesP), charts.WithItemStyleOpts(opts.ItemStyle{Color: colorNote}))
