@@ -68,8 +68,9 @@
       setText('sample-teach-title', it.title);
       setText('sample-teach-what', it.what);
       if (body) {
-        body.replaceChildren.apply(body, view.table.slice(0, it.rows).map(function (row) {
+        body.replaceChildren.apply(body, view.table.slice(0, it.rows).map(function (row, j) {
           const tr = document.createElement('tr');
+          tr.className = 'row-' + ((view.classes || [])[j] || '');
           row.forEach(function (c) {
             const td = document.createElement('td');
             td.textContent = c;

@@ -60,6 +60,9 @@ type SampleTeachView struct {
 	// with their noise); each step shows its first Rows rows.
 	Header []string   `json:"header"`
 	Table  [][]string `json:"table"`
+	// Classes mark the table's rows: "emitted", "rejected", "winner" or
+	// "" (one per row of Table).
+	Classes []string `json:"classes"`
 	// Why are the page's explanations, a paragraph each.
 	Why []string `json:"why"`
 	// Invalid says why nothing can be taught here.
@@ -112,7 +115,7 @@ func MethodName(m engine.SampleMethod) string {
 func NewSampleTeachView(st *lesson.SampleState, index int, url func(step int) string) *SampleTeachView {
 	v := &SampleTeachView{
 		Row: st.Row, Method: string(st.Method), Name: MethodName(st.Method), Draw: st.Draw, Seed: strconv.FormatUint(st.Seed, 10),
-		Draws: lesson.MaxDraw - 1, Invalid: st.Invalid, Items: []SampleTeachItem{}, Header: []string{}, Table: [][]string{},
+		Draws: lesson.MaxDraw - 1, Invalid: st.Invalid, Items: []SampleTeachItem{}, Header: []string{}, Table: [][]string{}, Classes: []string{},
 	}
 	names := Tokens(st.Text)
 	v.Params = sampleParams(st)
@@ -333,6 +336,7 @@ func rejectionItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 		}
 		v.Table = append(v.Table, []string{strconv.Itoa(rd.Round), pivot, strconv.Itoa(rd.Candidates), pct(float64(rd.Mass)),
 			pct(float64(rd.Outside)), u64(rd.U), cand, rank, kept, verdict})
+		v.Classes = append(v.Classes, verdict)
 		title := fmt.Sprintf("Round %d", rd.Round)
 		if rd.Accepted {
 			title += ": the candidate is kept"
@@ -373,8 +377,12 @@ func roundWords(st *lesson.SampleState, i int, names Tokens) string {
 	if rd.PivotToken < 0 {
 		fmt.Fprintf(b, "Round 0 draws from the whole row: all %s of positive weight are candidates. ", Plural(rd.Candidates, "token"))
 	} else {
-		fmt.Fprintf(b, "The last round's candidate %s is the pivot: the candidates are now the tokens more probable than it (weight above %s), %s holding %s of the row's mass. ",
-			names.Label(int64(rd.PivotToken)), prob(rd.PivotW), Plural(rd.Candidates, "token"), pct(float64(rd.Mass)))
+		above := "weight above " + prob(rd.PivotW)
+		if st.Ties == engine.TiesLowestIndex {
+			above += ", or equal to it at a lower index, as the lowest_index tie rule orders them"
+		}
+		fmt.Fprintf(b, "The last round's candidate %s is the pivot: the candidates are now the tokens more probable than it (%s), %s holding %s of the row's mass. ",
+			names.Label(int64(rd.PivotToken)), above, Plural(rd.Candidates, "token"), pct(float64(rd.Mass)))
 	}
 	fmt.Fprintf(b, "Of their mass the filters drop %s, so this round rejects with probability %s. ", pct(float64(rd.Outside)), prob(rd.Outside))
 	if rd.Candidate < 0 {
@@ -484,6 +492,7 @@ func gumbelItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 			row[5], row[6], row[7], row[8] = num(tk.G), num(tk.Score), prob(tk.Time), "yes"
 		}
 		v.Table = append(v.Table, row)
+		v.Classes = append(v.Classes, map[bool]string{true: "winner", false: ""}[tk.Token == g.Winner])
 	}
 	winner, wi, _ := findToken(st, g.Winner)
 	v.Items = append(v.Items, SampleTeachItem{
@@ -655,6 +664,7 @@ func cdfItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 			kept = "yes"
 		}
 		v.Table = append(v.Table, []string{names.Label(int64(tk.Token)), strconv.Itoa(tk.Rank + 1), num(tk.Logit), prob(tk.W), prob(tk.P), kept, prob(tk.Q)})
+		v.Classes = append(v.Classes, map[bool]string{true: "emitted", false: ""}[tk.Token == st.Token])
 	}
 	target := float64(c.Target) / float64(c.Total)
 	v.Items = append(v.Items, SampleTeachItem{

@@ -43,6 +43,9 @@ func TestSampleTeachViewSteps(t *testing.T) {
 					t.Errorf("step %d: %+v", i+1, it)
 				}
 			}
+			if len(v.Classes) != len(v.Table) {
+				t.Errorf("%d row classes for %d rows", len(v.Classes), len(v.Table))
+			}
 			for _, row := range v.Table {
 				if len(row) != len(v.Header) {
 					t.Errorf("a row of %d cells under %d columns", len(row), len(v.Header))
