@@ -108,7 +108,7 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 	}
 	d.Shown = view.ShownProbs(d.Detail, d.Outputs, d.Reports, d.AllOutputs)
 	d.Charts = view.RowCharts(d.Detail, d.Spec, d.Log, d.Shown)
-	if view.DraftPositions(&v.info) > 0 {
+	if view.DraftPositions(&v.info) > 0 || v.info.Op == engine.OpSample {
 		d.Teach = fmt.Sprintf("/runs/%s/rows/%d/teach", v.run.ID, row)
 	}
 	if d.Detail != nil && d.Detail.Spec != nil && d.Detail.Spec.Trace != nil {

@@ -37,7 +37,8 @@ type RowPage struct {
 	Charts  map[string]any
 	Failing []int // failing rows, for the previous and next links
 	// Trace is the speculative trace step by step (spec_verify rows with a
-	// stored trace), Teach the row's teaching page (spec_verify rows).
+	// stored trace), Teach the row's teaching page (spec_verify,
+	// spec_tree_verify and sample rows).
 	Trace *Trace
 	Teach string
 	// Tree is the draft tree of a spec_tree_verify row with laws.
