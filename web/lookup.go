@@ -158,17 +158,22 @@ func (s *Server) report(v *judged) (*engine.Report, error) {
 
 // rowReports returns row r of every output: from the report when the
 // judgement is done, else from what has streamed in so far (nil entries for
-// outputs that have not reached the row).
-func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.RowReport, error) {
+// outputs that have not reached the row), and each output's notes over
+// every row by name once the judgement is done.
+func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.RowReport, map[string][]string, error) {
 	if v.j.State == store.Done {
 		rep, err := s.report(v)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		outs := make([]engine.OutputInfo, len(rep.Outputs))
 		rows := make([]*engine.RowReport, len(rep.Outputs))
+		notes := map[string][]string{}
 		for i, o := range rep.Outputs {
 			outs[i] = engine.OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind}
+			if len(o.Notes) > 0 {
+				notes[o.Name] = o.Notes
+			}
 			for k := range o.Rows {
 				if o.Rows[k].Row == r {
 					rows[i] = &o.Rows[k]
@@ -176,12 +181,12 @@ func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.Ro
 				}
 			}
 		}
-		return outs, rows, nil
+		return outs, rows, notes, nil
 	}
 	outs, _ := v.topic.Snapshot()
 	rows := make([]*engine.RowReport, len(outs))
 	for i := range outs {
 		rows[i] = v.topic.RowReport(i, r)
 	}
-	return outs, rows, nil
+	return outs, rows, nil, nil
 }

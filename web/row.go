@@ -70,7 +70,7 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 	top = min(top, 200)
 	d := &view.RowPage{Run: v.run, Info: v.info, J: v.j, Tol: v.tol, Query: v.query(), Row: row, Log: q.Get("log") == "1", Top: top,
 		AllOutputs: q.Get("outputs") == "all"}
-	d.Outputs, d.Reports, err = s.rowReports(v, row)
+	d.Outputs, d.Reports, d.Notes, err = s.rowReports(v, row)
 	if err != nil {
 		return nil, err
 	}

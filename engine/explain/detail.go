@@ -136,6 +136,9 @@ type RowDetail struct {
 	Tree *TreeDetail `json:"tree,omitempty"`
 	// Ngram shows how an ngram_match row was drafted.
 	Ngram *NgramDetail `json:"ngram,omitempty"`
+	// Logprobs holds every logprobs output's values on the row beside the
+	// reference log-softmax of its kind.
+	Logprobs []LogprobsDetail `json:"logprobs,omitempty"`
 	// Text is the visible text of the token ids above, when the run has a
 	// tokenizer (NameTokens); ids it lacks are shown bare.
 	Text map[int64]string `json:"text,omitempty"`

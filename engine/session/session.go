@@ -245,6 +245,9 @@ func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if err := checkAny(run); err != nil {
+		return nil, err
+	}
 	b = kernels(b, run)
 	if b != nil {
 		run.SetWorkDefaults(job.Overrides)

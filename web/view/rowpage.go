@@ -26,7 +26,10 @@ type RowPage struct {
 	Row     int
 	Outputs []engine.OutputInfo
 	Reports []*engine.RowReport
-	Detail  *explain.RowDetail
+	// Notes are each output's notes over every row, by name, once the
+	// judgement is final.
+	Notes  map[string][]string
+	Detail *explain.RowDetail
 	// Why says why there is no detail ("" when there is).
 	Why string
 	// Wait is the run's websocket while its kernels have not finished: the
