@@ -505,6 +505,8 @@
           'Bars are the measured acceptance by position among the trials that reached it, boxes their 95% intervals, diamonds the theory. Click a point to open its row.';
       } else if (c.pvalue) {
         note = 'Each point is a row’s p-value: below the dashed line its draws do not follow the reference distribution. Click a point to open its row.';
+      } else if (drew && o && o.kind === 'logprobs') {
+        note = 'Each point is a row’s greatest |Δlogprob| in nats against the reference log-softmax of the output’s kind (raw or processed), red where the row fails. Click a point to open its row.';
       } else if (drew && o && o.kind === 'logits') {
         note = 'Each point is a row’s greatest |Δlogit| against the golden logits, red where the row fails (a real top-1 flip, or logits past the tolerance). Click a point to open its row.';
       } else if (drew) {
