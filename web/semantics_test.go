@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"mime/multipart"
 	"net/http"
 	"regexp"
 	"slices"
@@ -231,6 +232,40 @@ func TestSemanticsPanel(t *testing.T) {
 				t.Errorf("%s offers %v, want %v", f.path, values, want)
 			}
 		}
+		// The home page's form sent without its script carries semantics
+		// as a field beside the file; a value that names no preset is
+		// refused in the words of the query's.
+		for _, tt := range []struct {
+			value string
+			want  int
+		}{{"any", http.StatusSeeOther}, {"ollama", http.StatusBadRequest}} {
+			var buf bytes.Buffer
+			mw := multipart.NewWriter(&buf)
+			fw, err := mw.CreateFormFile("dump", "form.safetensors")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fw.Write(semanticsDump(t, nil))
+			mw.WriteField("semantics", tt.value)
+			mw.Close()
+			res := e.do("POST", "/runs", &buf, "Content-Type", mw.FormDataContentType())
+			body := readAll(t, res)
+			if res.StatusCode != tt.want {
+				t.Fatalf("semantics=%s in the form: %s, want %d: %s", tt.value, res.Status, tt.want, body)
+			}
+			if tt.want != http.StatusSeeOther {
+				if !strings.Contains(string(body), `Semantics must be hf, vllm, sglang, flashinfer, llamacpp, tokenspeed or any, not &#34;ollama&#34;`) {
+					t.Errorf("semantics=%s in the form answers %s", tt.value, body)
+				}
+				continue
+			}
+			id := runIDs.FindStringSubmatch(res.Header.Get("Location"))
+			e.wait(id[1], "")
+			if p := elements(t, e.page("/runs/"+id[1], http.StatusOK), "matches"); len(p) != 1 {
+				t.Error("the form's semantics any gives no panel")
+			}
+		}
+
 		// The rerun form's any gives a run with the panel.
 		res := e.do("POST", "/runs/"+r.ID+"/rerun", strings.NewReader("semantics=any"), "Content-Type", "application/x-www-form-urlencoded")
 		res.Body.Close()
