@@ -157,10 +157,10 @@ func (s *Server) report(v *judged) (*engine.Report, error) {
 }
 
 // rowReports returns row r of every output: from the report when the
-// judgement is done, else from what has streamed in so far (nil entries for
-// outputs that have not reached the row), and each output's notes over
-// every row by name once the judgement is done.
-func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.RowReport, map[string][]string, error) {
+// judgement is done (the report too), else from what has streamed in so
+// far (nil entries for outputs that have not reached the row; a nil
+// report).
+func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.RowReport, *engine.Report, error) {
 	if v.j.State == store.Done {
 		rep, err := s.report(v)
 		if err != nil {
@@ -168,12 +168,8 @@ func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.Ro
 		}
 		outs := make([]engine.OutputInfo, len(rep.Outputs))
 		rows := make([]*engine.RowReport, len(rep.Outputs))
-		notes := map[string][]string{}
 		for i, o := range rep.Outputs {
 			outs[i] = engine.OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind}
-			if len(o.Notes) > 0 {
-				notes[o.Name] = o.Notes
-			}
 			for k := range o.Rows {
 				if o.Rows[k].Row == r {
 					rows[i] = &o.Rows[k]
@@ -181,7 +177,7 @@ func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.Ro
 				}
 			}
 		}
-		return outs, rows, notes, nil
+		return outs, rows, rep, nil
 	}
 	outs, _ := v.topic.Snapshot()
 	rows := make([]*engine.RowReport, len(outs))

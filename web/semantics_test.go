@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"mime/multipart"
 	"net/http"
@@ -207,6 +208,43 @@ func TestSemanticsPanel(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("the row page under the preset shown", func(t *testing.T) {
+		// The probs of top-k-then-top-p follow SGLang's joint chain, not
+		// the dump's own (top-k first): its row page draws the reference
+		// of the judgement it shows, under sglang.
+		r := e.uploadQuery(scenarioDump(t, "top-k-then-top-p"), "?semantics=any")
+		e.wait(r.ID, "")
+		var row struct {
+			Outputs []struct {
+				Report struct {
+					Pass bool `json:"pass"`
+				} `json:"report"`
+			} `json:"outputs"`
+			Detail struct {
+				Tokens []struct {
+					Token   int            `json:"token"`
+					Ref     engine.Float   `json:"ref"`
+					Values  []engine.Float `json:"values"`
+					Allowed engine.Float   `json:"allowed"`
+				} `json:"tokens"`
+			} `json:"detail"`
+		}
+		if err := json.Unmarshal(readAll(t, e.do("GET", "/api/runs/"+r.ID+"/rows/0?top=30", nil)), &row); err != nil {
+			t.Fatal(err)
+		}
+		if len(row.Outputs) != 1 || !row.Outputs[0].Report.Pass || len(row.Detail.Tokens) != 30 {
+			t.Fatalf("row 0: %d outputs, %d tokens; want the dump's probs passing, 30 tokens", len(row.Outputs), len(row.Detail.Tokens))
+		}
+		if got, _ := byTestID(t, e.page("/runs/"+r.ID+"/rows/0", http.StatusOK), "row-preset"); !strings.Contains(got, "this row is shown under sglang") {
+			t.Errorf("the row page says %q", got)
+		}
+		for _, tok := range row.Detail.Tokens {
+			if d := math.Abs(float64(tok.Values[0] - tok.Ref)); d > float64(tok.Allowed) {
+				t.Errorf("token %d: the output's %v, the reference's %v: the row page's reference is not the passing preset's", tok.Token, tok.Values[0], tok.Ref)
+			}
+		}
+	})
 
 	t.Run("a dump without outputs of its own", func(t *testing.T) {
 		res := e.do("PUT", "/api/runs?semantics=any&name=plain.safetensors", bytes.NewReader(scenarioDump(t, "softmax-fp32-32000")))
