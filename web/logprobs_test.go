@@ -79,6 +79,9 @@ func TestLogprobsPages(t *testing.T) {
 				t.Errorf("mode line %q has no max |Δlogprob|", textOf(l))
 			}
 		}
+		if got, _ := byTestID(t, page, "logprobs-tolerances"); !strings.Contains(got, "on the log scale, in nats") || !strings.Contains(got, "BF16 rtol 2^-7") {
+			t.Errorf("the header says of the logprobs' tolerances %q", got)
+		}
 		if sel := elements(t, page, "rerun-logprobs-kind"); len(sel) != 1 {
 			t.Error("the rerun form does not offer the logprobs kind")
 		}

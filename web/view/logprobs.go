@@ -9,6 +9,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/compare"
 	"github.com/sampviz/sampviz/engine/explain"
 )
 
@@ -230,4 +231,24 @@ func LogprobsNoteWords(notes []string) []string {
 		}
 	}
 	return append(first, rest...)
+}
+
+// LogprobsToleranceLine says how a run's logprobs outputs are judged: on
+// the log scale, with the logprob table (compare.LogprobTable) unless the
+// judgement names its own tolerances (tol).
+func LogprobsToleranceLine(tol *engine.Tolerances) string {
+	if tol != nil {
+		return "on the log scale, in nats, with the tolerances above; each row's atol adds 2^-22·max|logit/T| (docs/SEMANTICS.md, \"Logprobs\")."
+	}
+	var parts []string
+	for _, r := range compare.LogprobTable() {
+		rtol := engine.FormatFloat(r.Tolerance.Rtol)
+		if e := math.Log2(r.Tolerance.Rtol); e == math.Round(e) {
+			rtol = fmt.Sprintf("2^%d", int(e))
+		}
+		parts = append(parts, fmt.Sprintf("%s rtol %s", r.DType, rtol))
+	}
+	atol := compare.LogprobTable()[0].Tolerance.Atol
+	return fmt.Sprintf("on the log scale, in nats, with a table of their own by the output's dtype: atol %s plus 2^-22·max|logit/T| of the row; %s (docs/SEMANTICS.md, \"Logprobs\").",
+		engine.FormatFloat(atol), strings.Join(parts, ", "))
 }
