@@ -253,8 +253,13 @@ func ruleList(rules map[string]int) string {
 // TimingLine says how long the kernels took and, on a GPU, the bandwidth
 // they achieved against the copy bandwidth measured at start.
 func TimingLine(sum *Summary, d engine.Device) string {
-	if sum == nil || sum.Timing == nil {
+	switch {
+	case sum == nil:
 		return "Measured when the run finishes."
+	case sum.Timing == nil && len(sum.Matches) > 0:
+		return "No kernel ran: semantics any judges the dump's outputs under every preset."
+	case sum.Timing == nil:
+		return "No kernel ran: only the dump's outputs were judged."
 	}
 	t := sum.Timing
 	if d.Backend == "cpu" {
