@@ -3,8 +3,10 @@
 // output's values beside it, the CDF with the filter cuts, the sample
 // histograms of a sampler drawn many times, the exact laws of chain
 // speculative sampling with the stored trace, a draft tree with the laws at
-// each node and the stored trace, and how an n-gram row was drafted. It computes from engine/ref and never judges (engine/compare
-// does) or formats for a page (web/view does).
+// each node and the stored trace, how an n-gram row was drafted, and every
+// logprobs output beside the reference log-softmax of its kind. It computes
+// from engine/ref and never judges (engine/compare does) or formats for a
+// page (web/view does).
 package explain
 
 import "github.com/sampviz/sampviz/engine"
