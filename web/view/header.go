@@ -131,10 +131,14 @@ func PassClass(pass bool) string {
 
 // OutputLine says one output's verdict.
 func OutputLine(o OutputVerdict) string {
-	if o.Pass {
-		return fmt.Sprintf("%s passes all %d rows.", o.Label(), o.Rows)
+	label := o.Label()
+	if w := LogprobsWords(o.Logprobs); w != "" {
+		label += ", " + w + ","
 	}
-	s := fmt.Sprintf("%s fails %d of %d rows.", o.Label(), o.FailedRows, o.Rows)
+	if o.Pass {
+		return fmt.Sprintf("%s passes all %d rows.", label, o.Rows)
+	}
+	s := fmt.Sprintf("%s fails %d of %d rows.", label, o.FailedRows, o.Rows)
 	for _, v := range o.Violations {
 		s += " Over all rows together: " + v + "."
 	}
@@ -148,4 +152,16 @@ func DraftPositions(info *session.DumpInfo) int {
 		return 0
 	}
 	return max(info.Shape[1]-1, 0)
+}
+
+// LogprobsWords says what a logprobs output was judged as: "raw logprobs,
+// every token's" or "processed logprobs, top 20" ("" for other outputs).
+func LogprobsWords(lp *engine.LogprobsInfo) string {
+	if lp == nil {
+		return ""
+	}
+	if lp.TopN > 0 {
+		return fmt.Sprintf("%s logprobs, top %d", lp.Kind, lp.TopN)
+	}
+	return fmt.Sprintf("%s logprobs, every token's", lp.Kind)
 }

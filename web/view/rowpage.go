@@ -26,7 +26,13 @@ type RowPage struct {
 	Row     int
 	Outputs []engine.OutputInfo
 	Reports []*engine.RowReport
-	Detail  *explain.RowDetail
+	// Notes are each output's notes over every row, by name, once the
+	// judgement is final.
+	Notes map[string][]string
+	// Preset is the preset a run judged with semantics any shows ("" for
+	// other runs).
+	Preset engine.Semantics
+	Detail *explain.RowDetail
 	// Why says why there is no detail ("" when there is).
 	Why string
 	// Wait is the run's websocket while its kernels have not finished: the
@@ -197,4 +203,13 @@ func OutputsURL(d *RowPage, all bool) string {
 	e := *d
 	e.AllOutputs = all
 	return RowURL(&e, d.Row, d.Log)
+}
+
+// PresetLine says under which preset a row of a run judged with semantics
+// any is shown ("" for other runs).
+func PresetLine(d *RowPage) string {
+	if d.Preset == "" {
+		return ""
+	}
+	return fmt.Sprintf("This run was judged under every engine's filter chain (semantics any); this row is shown under %s, the preset of the run page's verdict.", d.Preset)
 }

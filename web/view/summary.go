@@ -32,6 +32,11 @@ type OutputVerdict struct {
 	StatsLine string `json:"stats_line,omitempty"`
 	// Gate is a logits_gate output's KL and top-1 flips.
 	Gate *engine.GateStats `json:"gate,omitempty"`
+	// Logprobs says what a logprobs output was judged as: raw or
+	// processed, every token's or a top-N.
+	Logprobs *engine.LogprobsInfo `json:"logprobs,omitempty"`
+	// Line says the output's verdict in one sentence (OutputLine).
+	Line string `json:"line"`
 }
 
 // Summary is the final word on a judgement, in the terms the page uses.
@@ -63,6 +68,11 @@ type Summary struct {
 	// of one kind.
 	Modes     []engine.ModeTable `json:"modes,omitempty"`
 	Agreement []Agreement        `json:"agreement,omitempty"`
+	// Matches are the verdicts of every semantics preset of a run judged
+	// with semantics any, Semantics the preset whose judgement the rest of
+	// the summary is (semantics.go).
+	Semantics engine.Semantics        `json:"semantics,omitempty"`
+	Matches   []engine.SemanticsMatch `json:"matches,omitempty"`
 }
 
 // Summarize turns a report into its Summary.
@@ -74,9 +84,10 @@ func Summarize(rep *engine.Report) *Summary {
 		ov := OutputVerdict{
 			OutputInfo: engine.OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind},
 			Pass:       o.Pass, FailedRows: o.FailedRows, Rows: realRows(o), Notes: o.Notes, Violations: o.Violations, Timing: o.Timing,
-			Spec: o.Spec, Gate: o.Gate,
+			Spec: o.Spec, Gate: o.Gate, Logprobs: o.Logprobs,
 		}
 		ov.Draws, ov.Trials = statCounts(o)
+		ov.Line = OutputLine(ov)
 		ov.StatsLine = statsLine(ov, rep.Tolerances.PValue)
 		if !o.External && o.Timing != nil {
 			s.Timing = o.Timing
@@ -167,6 +178,9 @@ func statsLine(o OutputVerdict, threshold float64) string {
 
 // verdictSentence says a summary in one line: what failed, where, and why.
 func verdictSentence(s *Summary) string {
+	if len(s.Matches) > 0 {
+		return matchVerdict(s)
+	}
 	if s.Pass {
 		if n := len(s.Padding); n > 0 {
 			return fmt.Sprintf("PASS: every output matches the float64 reference within tolerance on all %d real rows, and holds its fill in the %s.", s.Rows-n, Plural(n, "padded lane"))
@@ -239,8 +253,13 @@ func ruleList(rules map[string]int) string {
 // TimingLine says how long the kernels took and, on a GPU, the bandwidth
 // they achieved against the copy bandwidth measured at start.
 func TimingLine(sum *Summary, d engine.Device) string {
-	if sum == nil || sum.Timing == nil {
+	switch {
+	case sum == nil:
 		return "Measured when the run finishes."
+	case sum.Timing == nil && len(sum.Matches) > 0:
+		return "No kernel ran: semantics any judges the dump's outputs under every preset."
+	case sum.Timing == nil:
+		return "No kernel ran: only the dump's outputs were judged."
 	}
 	t := sum.Timing
 	if d.Backend == "cpu" {
