@@ -5,6 +5,7 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/ref"
+	"github.com/sampviz/sampviz/engine/stats"
 )
 
 // drawProblem says what is wrong with a token drawn from row r's
@@ -61,15 +62,32 @@ func (w *worker) judgeSamples(p *plan, r int, rep *engine.RowReport) {
 		}
 		b.n++
 	}
-	for _, b := range []bad{rng, off} {
-		if b.n > 0 {
-			rep.AddFinding(violation(b.rule, int(b.tok), "row %d: %d of %d draws are wrong; first, draw %d: %s", r, b.n, n, b.first, b.msg))
+	var fit *stats.Fit
+	probs, fitFails := d.Probs, ""
+	if !ref.Greedy(ref.Temperature(w.j.run, r)) { // greedy rows: nothing random to fit
+		fit, probs, fitFails = w.fitSamples(p, d, r, rep)
+	}
+	var diag *diagnosis
+	if (off.n > 0 || fitFails != "") && !ref.Greedy(ref.Temperature(w.j.run, r)) {
+		if diag = w.diagnoseSamples(p, d, r, probs, fit, off.n); diag != nil && rep.Fit != nil {
+			rep.Fit.Diagnosis = diag.class
 		}
 	}
-	if ref.Greedy(ref.Temperature(w.j.run, r)) {
-		return // greedy rows: nothing random to fit
+	for _, b := range []bad{rng, off} {
+		if b.n > 0 {
+			msg := fmt.Sprintf("row %d: %d of %d draws are wrong; first, draw %d: %s", r, b.n, n, b.first, b.msg)
+			if diag != nil && b.rule != engine.RuleTokenRange && fitFails == "" {
+				msg += "; " + diag.sentence
+			}
+			rep.AddFinding(violation(b.rule, int(b.tok), "%s", msg))
+		}
 	}
-	w.fitSamples(p, d, r, rep)
+	if fitFails != "" {
+		if diag != nil {
+			fitFails = diag.sentence + "; against the reference, " + fitFails
+		}
+		rep.AddFinding(violation(engine.RuleFit, fit.Worst.Token, "row %d: %s", r, fitFails))
+	}
 }
 
 // judgeSampledToken judges row r's one sampled token: it must be on the

@@ -3,6 +3,7 @@ package samplertest
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/sampviz/sampviz/engine"
 )
@@ -223,7 +224,7 @@ func SpecDump(rng *rand.Rand, c SpecCase) ([]*engine.Tensor, map[string]string) 
 			}
 		}
 	}
-	tensors := append(paramTensors(c.Rows, c.Params),
+	tensors := append(paramTensors(slices.Repeat([]Params{c.Params}, c.Rows)),
 		target,
 		engine.FromInts("draft_tokens", engine.I64, []int{c.Rows, c.K}, drafts),
 		engine.FromInts("spec_tokens", engine.I32, []int{c.Rows, steps}, specTokens),

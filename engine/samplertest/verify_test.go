@@ -293,3 +293,82 @@ func checkPooled(t *testing.T, o *engine.OutputReport, c samplertest.SpecCase) {
 		t.Errorf("mean acceptance length %v, theory %v", s.MeanAcceptanceLength, s.TheoryMeanAcceptanceLength)
 	}
 }
+
+// TestDiagnoses checks that a failing sampler row whose draws fit a class of
+// bug (docs/SEMANTICS.md "Diagnoses") says so in words and numbers, and
+// that correct samplers and bugs of no class are given none.
+func TestDiagnoses(t *testing.T) {
+	plain := samplertest.NoFilter()
+	warm := samplertest.Params{Temperature: 0.7, TopP: 1}
+	tests := []struct {
+		name string
+		c    samplertest.SampleCase
+		// class is the diagnosis every row must get ("" for none); words
+		// are phrases its first violation must hold.
+		class string
+		words []string
+	}{
+		{"tie collapse", samplertest.SampleCase{V: 1000, Ties: 3, Params: plain, Sampler: samplertest.Sampler{Mistake: samplertest.TieCollapse}},
+			compare.DiagnosisTieCollapse, []string{"3 tokens tie at p = ", "the draws go to the lowest id, token 0", "about 3x its share", "never to the other 2", "ties collapsed onto the lowest id"}},
+		{"argmax fallback", samplertest.SampleCase{V: 1000, Params: warm, Sampler: samplertest.Sampler{Mistake: samplertest.ArgmaxFallback, Bias: 0.05}},
+			compare.DiagnosisArgmaxFallback, []string{"the argmax, token ", "times as often as expected", "the rest follow the distribution", "a retry cap that falls back to argmax"}},
+		{"top-p on the full softmax", samplertest.SampleCase{V: 1000, Params: samplertest.Params{Temperature: 1.5, TopK: 30, TopP: 0.8}, Sampler: samplertest.Sampler{Mistake: samplertest.JointOrder}},
+			compare.DiagnosisTopPMass, []string{"the output's cut matches top-p on the full softmax, not on the top-k-renormalised mass", "the draws fit a cut that keeps"}},
+		{"temperature twice", samplertest.SampleCase{V: 1000, Params: warm, Sampler: samplertest.Sampler{Mistake: samplertest.TemperatureTwice}},
+			compare.DiagnosisTemperatureTwice, []string{"the draws fit T² = 0.49 (p = ", "and not T = 0.7 (p = ", "the temperature applied twice?"}},
+		{"temperature after top-p", samplertest.SampleCase{V: 1000, Params: samplertest.Params{Temperature: 0.7, TopP: 0.9}, Sampler: samplertest.Sampler{Mistake: samplertest.TemperatureAfterTopP}},
+			compare.DiagnosisTemperaturePlace, []string{"the draws fit the filters decided at T = 1 and the temperature applied to what they keep", "and not the temperature applied first", "the temperature applied at the wrong place?"}},
+		{"min-p pool on a row without min-p", samplertest.SampleCase{V: 1000, RowParams: []samplertest.Params{{Temperature: 1, TopP: 1}, {Temperature: 1, TopP: 1, MinP: 0.05}}, Sampler: samplertest.Sampler{Mistake: samplertest.MinPPool, Bias: 0.05}},
+			compare.DiagnosisMinPPool, []string{"min_p is off on this row, but the draws fit min_p = 0.05, the value row 1 asks for", "the batch's min-p pool applied to a row without min-p?"}},
+		{"min-p 0 clamped", samplertest.SampleCase{V: 1000, Params: plain, Sampler: samplertest.Sampler{Mistake: samplertest.MinPClamped, Bias: 0.01}},
+			compare.DiagnosisMinPClamp, []string{"min_p is 0 (off) on this row, but no token below ", "none came", "min_p = 0 clamped to a cutoff?"}},
+		// No class: correct samplers, and bugs of none of the classes.
+		{"correct", samplertest.SampleCase{V: 1000, Params: warm}, "", nil},
+		{"correct, ties", samplertest.SampleCase{V: 1000, Ties: 3, Params: plain}, "", nil},
+		{"mass moved from the top token to the second", samplertest.SampleCase{V: 1000, Params: warm, Sampler: samplertest.Sampler{Mistake: samplertest.TopTwoBias, Bias: 0.02}}, "", nil},
+		{"draws shifted to the next token id", samplertest.SampleCase{V: 1000, Params: plain, Sampler: samplertest.Sampler{Mistake: samplertest.ShiftByOne, Bias: 0.02}}, "", nil},
+		{"temperature 5% off", samplertest.SampleCase{V: 1000, Params: warm, Sampler: samplertest.Sampler{Mistake: samplertest.TemperatureOff, Bias: 0.05}}, "", nil},
+		{"top-k ignored", samplertest.SampleCase{V: 1000, Params: samplertest.Params{Temperature: 0.9, TopK: 50, TopP: 1}, Sampler: samplertest.Sampler{Mistake: samplertest.IgnoresTopK}}, "", nil},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(2600+i), 26))
+			c := tt.c
+			c.Rows, c.N, c.Sigma, c.DType = 4, 50000, 2.5, engine.F32
+			tensors, meta := samplertest.SampleDump(rng, c)
+			_, rep := judgeDump(t, "samples.safetensors", tensors, meta)
+			o := output(t, rep, "samples")
+			if testing.Verbose() && len(o.Rows[0].Violations) > 0 {
+				t.Log(o.Rows[0].Violations[0])
+			}
+			for _, r := range o.Rows {
+				got := ""
+				if r.Fit != nil {
+					got = r.Fit.Diagnosis
+				}
+				if tt.class == "" {
+					if got != "" {
+						t.Errorf("row %d: diagnosed %s, want none: %q", r.Row, got, r.Violations)
+					}
+					continue
+				}
+				// The pool applies only to rows without min-p.
+				if c.RowParams != nil && c.RowParams[r.Row%len(c.RowParams)].MinP > 0 {
+					if !r.Pass {
+						t.Errorf("row %d has min-p and fails: %q", r.Row, r.Violations)
+					}
+					continue
+				}
+				if r.Pass || got != tt.class {
+					t.Errorf("row %d: pass %v, diagnosis %q, want %s: %q", r.Row, r.Pass, got, tt.class, r.Violations)
+					continue
+				}
+				for _, w := range tt.words {
+					if !strings.Contains(r.Violations[0], w) {
+						t.Errorf("row %d: %q lacks %q", r.Row, r.Violations[0], w)
+					}
+				}
+			}
+		})
+	}
+}
