@@ -76,6 +76,7 @@ var builders = []func() (*scenario, error){
 	paddedBatch,
 	kernelFixDiff,
 	logprobsKinds,
+	samplerDiagnoses,
 }
 
 // All builds every scenario, in catalogue order.
