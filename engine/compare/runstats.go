@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/stats"
@@ -52,6 +53,31 @@ func (j *judge) runStats(p *plan, or *engine.OutputReport) {
 	if p.tree || p.treeTrials {
 		treeSummary(or)
 	}
+	if p.samples {
+		or.Power = outputPower(or)
+	}
+}
+
+// outputPower sums up the rows' DetectableTV: the weakest row's (every row
+// catches a bias of at least that total variation 9 times in 10) and the
+// strongest's. It returns nil when no row has one.
+func outputPower(or *engine.OutputReport) *engine.Power {
+	var pw *engine.Power
+	for _, r := range or.Rows {
+		if r.Fit == nil || math.IsNaN(float64(r.Fit.DetectableTV)) || r.Padding {
+			continue
+		}
+		tv := r.Fit.DetectableTV
+		if pw == nil {
+			pw = &engine.Power{TV: tv, Row: r.Row, Best: tv, Probability: stats.DefaultPower}
+			continue
+		}
+		if tv > pw.TV {
+			pw.TV, pw.Row = tv, r.Row
+		}
+		pw.Best = min(pw.Best, tv)
+	}
+	return pw
 }
 
 // pooledSpec fills or.Spec from the rows' speculative statistics:

@@ -32,6 +32,8 @@ type OutputVerdict struct {
 	StatsLine string `json:"stats_line,omitempty"`
 	// Gate is a logits_gate output's KL and top-1 flips.
 	Gate *engine.GateStats `json:"gate,omitempty"`
+	// Power is the smallest bias a samples output's draws catch.
+	Power *engine.Power `json:"power,omitempty"`
 }
 
 // Summary is the final word on a judgement, in the terms the page uses.
@@ -74,7 +76,7 @@ func Summarize(rep *engine.Report) *Summary {
 		ov := OutputVerdict{
 			OutputInfo: engine.OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind},
 			Pass:       o.Pass, FailedRows: o.FailedRows, Rows: realRows(o), Notes: o.Notes, Violations: o.Violations, Timing: o.Timing,
-			Spec: o.Spec, Gate: o.Gate,
+			Spec: o.Spec, Gate: o.Gate, Power: o.Power,
 		}
 		ov.Draws, ov.Trials = statCounts(o)
 		ov.StatsLine = statsLine(ov, rep.Tolerances.PValue)
@@ -161,6 +163,10 @@ func statsLine(o OutputVerdict, threshold float64) string {
 	}
 	if threshold > 0 {
 		parts = append(parts, fmt.Sprintf("rows fail a statistical test below p = %s", engine.FormatFloat(threshold)))
+	}
+	if pw := o.Power; pw != nil {
+		parts = append(parts, fmt.Sprintf("any bias of total variation %.2g or more is caught %.0f times in 100 in every row (row %d is the least sensitive)",
+			float64(pw.TV), 100*float64(pw.Probability), pw.Row))
 	}
 	return o.Label() + ": " + strings.Join(parts, "; ") + "."
 }
