@@ -55,6 +55,7 @@ const (
 	RuleFragile    Rule = "fragile"     // a near-tie at the top
 	RuleBoundary   Rule = "boundary"    // a tie or near-tie at a filter boundary
 	RuleStructure  Rule = "structure"   // speculative output layout rules
+	RuleCounter    Rule = "counter"     // spec_emitted reports the accepted counter
 	RuleFit        Rule = "fit"         // goodness of fit of many draws
 	RuleAcceptance Rule = "acceptance"  // speculative acceptance against theory
 	RuleExact      Rule = "exact"       // exact equality (ngram_match)

@@ -428,7 +428,7 @@ func TestCheckSpeculative(t *testing.T) {
 		{"rejection resampled from the target", with(func(c *samplertest.SpecCase) { c.Mistake = samplertest.ResampleFromTarget }), exitViolated,
 			"spec_trials", []engine.Rule{engine.RuleSupport, engine.RuleFit}},
 		{"spec_emitted reports the accepted count", with(func(c *samplertest.SpecCase) { c.Rows = 16; c.EmittedIsAccepted = true }), exitViolated,
-			"spec_tokens", []engine.Rule{engine.RuleStructure}},
+			"spec_tokens", []engine.Rule{engine.RuleCounter}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

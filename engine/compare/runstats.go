@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/stats"
@@ -55,6 +56,17 @@ func (j *judge) runStats(p *plan, or *engine.OutputReport) {
 	}
 	if p.samples {
 		or.Power = outputPower(or)
+	}
+	if p.emittedIsAccepted {
+		n := 0
+		for _, r := range or.Rows {
+			if slices.ContainsFunc(r.Findings, func(f engine.Finding) bool { return f.Rule == engine.RuleCounter }) {
+				n++
+			}
+		}
+		if n > 0 {
+			or.Notes = append(or.Notes, fmt.Sprintf("spec_emitted reports the accepted counter: it equals spec_accepted on every row, and differs from the accepted prefix the tokens show on %s", plural(n, "row")))
+		}
 	}
 }
 

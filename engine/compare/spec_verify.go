@@ -61,6 +61,16 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 			accepted = &x
 			p.recordAccepted(r, laws, x)
 		}
+		if p.emittedIsAccepted && emitted != nil {
+			// The tokens must show a chain that stopped at a rejection: a
+			// resampled token at position e is never the draft there (where
+			// the draft can be rejected, the residual gives it no mass), so
+			// a chain that only lost its bonus token is not taken for it.
+			if e, ok := tokensEmitted(toks); ok && int64(e) < *emitted && e < len(s.Drafts) && toks[e] != s.Drafts[e] {
+				rep.AddFinding(violation(engine.RuleCounter, -1, "row %d: spec_emitted reports the accepted counter: it is %d, as spec_accepted is on every row, where the tokens show %d accepted (spec_emitted must count the accepted prefix, the tokens committed before the resampled one)", r, *emitted, e))
+				emitted = nil // the rule above says it; the layout rules judge the tokens alone
+			}
+		}
 		if rule, msg, tok := specProblem(s, &laws, toks, emitted, accepted, w.j.vocab); msg != "" {
 			rep.AddFinding(violation(rule, tok, "row %d: %s", r, msg))
 		}
@@ -109,6 +119,22 @@ func judgeTrialStructure(t *engine.Tensor, s *ref.SpecRef, laws *specLaws, r, v 
 	if failed > 0 {
 		rep.AddFinding(violation(firstRule, firstTok, "row %d: %d of %d trials break the rules; first, %s", r, failed, n, first))
 	}
+}
+
+// tokensEmitted returns the accepted prefix a chain's tokens show: the
+// tokens before the -1 fill, less the resampled or bonus one. ok is false
+// when the tokens have no such shape (the layout rules say why).
+func tokensEmitted(toks []int64) (int, bool) {
+	c := 0
+	for c < len(toks) && toks[c] != -1 {
+		c++
+	}
+	for _, t := range toks[c:] {
+		if t != -1 {
+			return 0, false
+		}
+	}
+	return c - 1, c > 0
 }
 
 // int32Token narrows a token id for engine/stats; ids beyond int32 (never a

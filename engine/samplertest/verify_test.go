@@ -188,7 +188,7 @@ func TestSpeculativeSamplers(t *testing.T) {
 		{name: "acceptance q/p instead of p/q", c: samplertest.SpecCase{Params: plain, Mistake: samplertest.AcceptInverted}, bad: "spec_trials", want: []engine.Rule{engine.RuleAcceptance}},
 		{name: "target verified without temperature", c: samplertest.SpecCase{Params: samplertest.Params{Temperature: 0.6, TopP: 1}, Mistake: samplertest.TargetWithoutTemperature}, bad: "spec_trials", want: []engine.Rule{engine.RuleAcceptance, engine.RuleFit}},
 		{name: "drafts written after the first rejection", c: samplertest.SpecCase{Params: plain, Mistake: samplertest.ContinueAfterRejection}, bad: "spec_trials", want: []engine.Rule{engine.RuleStructure}},
-		{name: "spec_emitted reports the accepted count", c: samplertest.SpecCase{Params: plain, EmittedIsAccepted: true}, bad: "spec_tokens", want: []engine.Rule{engine.RuleStructure}, rows: 1},
+		{name: "spec_emitted reports the accepted count", c: samplertest.SpecCase{Params: plain, EmittedIsAccepted: true}, bad: "spec_tokens", want: []engine.Rule{engine.RuleCounter}, rows: 1},
 		{name: "spec_accepted counts only the accepted prefix", c: samplertest.SpecCase{Rows: 48, Params: plain, AcceptedIsEmitted: true}, bad: "spec_tokens", run: "spec_accepted sums to"},
 	}
 	for i, tt := range tests {

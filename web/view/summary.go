@@ -209,6 +209,7 @@ var ruleWords = map[string]string{
 	string(engine.RuleFragile):    "near-ties",
 	string(engine.RuleBoundary):   "filter-boundary ties",
 	string(engine.RuleStructure):  "speculative output layout",
+	string(engine.RuleCounter):    "spec_emitted reporting the accepted counter",
 	string(engine.RuleFit):        "draws that do not fit the distribution",
 	string(engine.RuleAcceptance): "acceptance rates off theory",
 	string(engine.RuleExact):      "drafts that differ",
