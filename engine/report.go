@@ -269,6 +269,9 @@ type SpecStats struct {
 	// Lossless[j] is the fit of the tokens at output position j (among the
 	// trials that reached it) to what exact speculative sampling gives.
 	Lossless []Fit `json:"lossless,omitempty"`
+	// Drafts[i] is the fit of the drafts at position i, drawn anew for
+	// every trial, to draft_probs (set only for per-trial drafts).
+	Drafts []Fit `json:"drafts,omitempty"`
 }
 
 // TreeStats are the statistics of a draft tree's trials beyond SpecStats,

@@ -29,8 +29,13 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 			toks[j] = p.out.SpecTokens.Int(r*steps + j)
 		}
 	}
+	redrawn := p.trials && w.j.run.DraftTrials != nil
+	if redrawn && !p.spec {
+		w.judgeRedrawn(p, s, r, rep)
+		return
+	}
 	var trials [][]int32
-	if p.trials {
+	if p.trials && !redrawn {
 		trials = readTrials(p.out.SpecTrials, r, steps)
 	} else {
 		trial := make([]int32, steps)
@@ -42,12 +47,17 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 	ts, err := countTrials(s, trials, w.j.vocab)
 	if err != nil {
 		rep.AddFinding(note(engine.RuleAcceptance, -1, "row %d: no trial statistics: %v", r, err))
+		if redrawn {
+			w.judgeRedrawn(p, s, r, rep)
+		}
 		return
 	}
 	laws, changes := revealedLaws(s, ts)
-	p.slack[r] = laws.slack
-	for _, c := range changes {
-		rep.AddFinding(note(engine.RuleBoundary, -1, "row %d: %s", r, c))
+	if !redrawn { // judgeRedrawn says what the trials reveal
+		p.slack[r] = laws.slack
+		for _, c := range changes {
+			rep.AddFinding(note(engine.RuleBoundary, -1, "row %d: %s", r, c))
+		}
 	}
 
 	if p.spec {
@@ -74,6 +84,10 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 		if rule, msg, tok := specProblem(s, &laws, toks, emitted, accepted, w.j.vocab); msg != "" {
 			rep.AddFinding(violation(rule, tok, "row %d: %s", r, msg))
 		}
+	}
+	if redrawn {
+		w.judgeRedrawn(p, s, r, rep)
+		return
 	}
 	if p.trials {
 		judgeTrialStructure(p.out.SpecTrials, s, &laws, r, w.j.vocab, rep)

@@ -372,3 +372,105 @@ func TestDiagnoses(t *testing.T) {
 		})
 	}
 }
+
+// TestRedrawnDrafts judges spec_trials whose drafts are drawn anew for
+// every trial (draft_tokens [T, B, K]): an exact chain passes; a drafter
+// that draws from its top-k while reporting the raw q (transformers #47932)
+// fails on its drafts' fit to draft_probs and on the lossless rule.
+func TestRedrawnDrafts(t *testing.T) {
+	base := samplertest.SpecCase{Rows: 4, K: 3, V: 200, Trials: 20000, Sigma: 2, DraftNoise: 1, Params: samplertest.Params{Temperature: 0.8, TopP: 1}, Redraw: true}
+	tests := []struct {
+		name string
+		topK int
+		pass bool
+	}{
+		{"exact chain, drafts drawn per trial", 0, true},
+		{"drafts drawn from the top-5 of the q reported", 5, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(4700+i), 26))
+			c := base
+			c.DraftTopK = tt.topK
+			tensors, meta := samplertest.SpecDump(rng, c)
+			run, rep := judgeDump(t, "redrawn.safetensors", tensors, meta)
+			if run.DraftTrials == nil || run.DraftTokens.Dim(0) != c.Rows || run.DraftTokens.Dim(1) != c.K {
+				t.Fatalf("draft_tokens [T, B, K] read as trials %v, drafts %s", run.DraftTrials != nil, run.DraftTokens.ShapeString())
+			}
+			o := output(t, rep, "spec_trials")
+			if tt.pass {
+				if !o.Pass {
+					t.Fatalf("an exact chain with redrawn drafts fails:%s", describeFailures(o))
+				}
+				for _, r := range o.Rows {
+					if r.Spec == nil || len(r.Spec.Drafts) != c.K || len(r.Spec.Lossless) != c.K+1 {
+						t.Errorf("row %d: statistics %+v, want %d draft fits and %d lossless", r.Row, r.Spec, c.K, c.K+1)
+					}
+				}
+				return
+			}
+			if testing.Verbose() {
+				t.Log(strings.Join(o.Rows[0].Violations, "\n"))
+			}
+			for _, r := range o.Rows {
+				all := strings.Join(r.Violations, "\n")
+				if r.Pass || !strings.Contains(all, "drafts do not follow draft_probs") || !strings.Contains(all, "the drafter draws from another q than it reports") {
+					t.Errorf("row %d: pass %v, violations %q; want the drafts' fit to fail", r.Row, r.Pass, r.Violations)
+				}
+			}
+		})
+	}
+}
+
+// TestRedrawnDraftsRefused checks that per-trial drafts that cannot be
+// judged are refused when the dump is read, in one sentence naming the
+// file, the tensor and the rule.
+func TestRedrawnDraftsRefused(t *testing.T) {
+	c := samplertest.SpecCase{Rows: 2, K: 2, V: 50, Trials: 10, Sigma: 2, DraftNoise: 1, Params: samplertest.Params{Temperature: 1, TopP: 1}, Redraw: true}
+	tests := []struct {
+		name  string
+		edit  func(ts []*engine.Tensor) []*engine.Tensor
+		words []string
+	}{
+		{"no draft_probs", func(ts []*engine.Tensor) []*engine.Tensor {
+			return slices.DeleteFunc(ts, func(x *engine.Tensor) bool { return x.Name == "draft_probs" })
+		}, []string{"bad.safetensors", "draft_tokens", "needs draft_probs"}},
+		{"a draft outside the vocabulary", func(ts []*engine.Tensor) []*engine.Tensor {
+			for _, x := range ts {
+				if x.Name == "draft_tokens" {
+					d := x.Ints()
+					d[len(d)-1] = 50
+					*x = *engine.FromInts("draft_tokens", engine.I64, x.Shape, d)
+				}
+			}
+			return ts
+		}, []string{"bad.safetensors", "draft_tokens", "trial 9, row 1, position 1 holds token 50, outside the vocabulary [0, 50)"}},
+		{"fewer trials than drafts", func(ts []*engine.Tensor) []*engine.Tensor {
+			for _, x := range ts {
+				if x.Name == "spec_trials" {
+					d := x.Ints()
+					*x = *engine.FromInts("spec_trials", engine.I32, []int{9, 2, 3}, d[:9*2*3])
+				}
+			}
+			return ts
+		}, []string{"bad.safetensors", "spec_trials", "holds 9 trials, but draft_tokens [10, 2, 2] holds drafts for 10"}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tensors, meta := samplertest.SpecDump(rand.New(rand.NewPCG(uint64(4800+i), 26)), c)
+			data, err := samplertest.Encode(tt.edit(tensors), meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = samplertest.Load("bad.safetensors", data)
+			if err == nil {
+				t.Fatal("the dump was read, want it refused")
+			}
+			for _, w := range tt.words {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
