@@ -29,7 +29,9 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 			toks[j] = p.out.SpecTokens.Int(r*steps + j)
 		}
 	}
-	redrawn := p.trials && w.j.run.DraftTrials != nil
+	// Our kernels verify the first trial's drafts as fixed drafts; only an
+	// external output's trials come with drafts of their own.
+	redrawn := p.trials && w.j.run.DraftTrials != nil && p.rep.External
 	if redrawn && !p.spec {
 		w.judgeRedrawn(p, s, r, rep)
 		return

@@ -77,6 +77,7 @@ var builders = []func() (*scenario, error){
 	kernelFixDiff,
 	logprobsKinds,
 	samplerDiagnoses,
+	specRedrawnDrafts,
 }
 
 // All builds every scenario, in catalogue order.
