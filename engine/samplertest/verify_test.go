@@ -329,6 +329,8 @@ func TestDiagnoses(t *testing.T) {
 		{"draws shifted to the next token id", samplertest.SampleCase{V: 1000, Params: plain, Sampler: samplertest.Sampler{Mistake: samplertest.ShiftByOne, Bias: 0.02}}, "", nil},
 		{"temperature 5% off", samplertest.SampleCase{V: 1000, Params: warm, Sampler: samplertest.Sampler{Mistake: samplertest.TemperatureOff, Bias: 0.05}}, "", nil},
 		{"top-k ignored", samplertest.SampleCase{V: 1000, Params: samplertest.Params{Temperature: 0.9, TopK: 50, TopP: 1}, Sampler: samplertest.Sampler{Mistake: samplertest.IgnoresTopK}}, "", nil},
+		{"min-p ignored", samplertest.SampleCase{V: 1000, Params: samplertest.Params{Temperature: 0.9, TopP: 1, MinP: 0.1}, Sampler: samplertest.Sampler{Mistake: samplertest.IgnoresMinP}}, "", nil},
+		{"top-p drops the crossing token", samplertest.SampleCase{V: 1000, Params: samplertest.Params{Temperature: 0.7, TopP: 0.9}, Sampler: samplertest.Sampler{Mistake: samplertest.TopPDropsCrossing}}, "", nil},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
