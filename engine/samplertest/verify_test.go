@@ -340,6 +340,9 @@ func TestDiagnoses(t *testing.T) {
 			tensors, meta := samplertest.SampleDump(rng, c)
 			_, rep := judgeDump(t, "samples.safetensors", tensors, meta)
 			o := output(t, rep, "samples")
+			if pw := o.Power; pw == nil || !(pw.TV >= pw.Best && pw.Best > 0) || pw.Probability != 0.9 {
+				t.Errorf("output power %+v, want the weakest and strongest rows' detectable_tv at 9 times in 10", pw)
+			}
 			if testing.Verbose() && len(o.Rows[0].Violations) > 0 {
 				t.Log(o.Rows[0].Violations[0])
 			}
@@ -347,6 +350,9 @@ func TestDiagnoses(t *testing.T) {
 				got := ""
 				if r.Fit != nil {
 					got = r.Fit.Diagnosis
+					if d := float64(r.Fit.DetectableTV); !(d > 0 && d < 0.1) {
+						t.Errorf("row %d: detectable_tv %v, want a small positive total variation at 50000 draws", r.Row, d)
+					}
 				}
 				if tt.class == "" {
 					if got != "" {
