@@ -44,7 +44,7 @@ type diagnosis struct {
 // were judged against (the reference, over the support they reveal),
 // refFit its fit (nil when none), outside the number of draws of tokens the
 // reference drops. It returns nil when no class fits.
-func (w *worker) diagnoseSamples(p *plan, d *ref.Dist, r int, probs []float64, refFit *stats.Fit, outside int) *diagnosis {
+func (w *worker) diagnoseSamples(p *plan, r int, probs []float64, refFit *stats.Fit, outside int) *diagnosis {
 	var n int64
 	for _, c := range w.counts {
 		n += c
@@ -101,12 +101,7 @@ func (w *worker) fitsAlt(r int, t float64, f ref.Filter, thr float64) (stats.Fit
 	if !d.Valid() {
 		return stats.Fit{}, 0, false
 	}
-	kept := 0
-	for _, x := range d.Probs {
-		if x > 0 {
-			kept++
-		}
-	}
+	kept := refKept(d)
 	var n int64
 	for _, c := range w.counts {
 		n += c
@@ -121,7 +116,7 @@ func (w *worker) fitsAlt(r int, t float64, f ref.Filter, thr float64) (stats.Fit
 	return fit, kept, ok
 }
 
-// refKept counts the tokens row r's reference keeps.
+// refKept counts the tokens d keeps.
 func refKept(d *ref.Dist) int {
 	k := 0
 	for _, x := range d.Probs {
