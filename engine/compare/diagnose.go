@@ -1,7 +1,6 @@
 package compare
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -132,65 +131,71 @@ func refKept(d *ref.Dist) int {
 // only where the other members of some group, never drawn, expect at least
 // unseenEvidence draws together.
 func (w *worker) tieCollapse(probs []float64, n int64, thr float64) *diagnosis {
-	order := make([]int, 0, len(probs))
-	for t, x := range probs {
-		if x > 0 {
-			order = append(order, t)
-		}
+	// Group the tokens by probability in one pass: a 16-bit row holds a
+	// few thousand distinct values, so the map stays small.
+	type group struct {
+		lo, size int
+		others   int64 // draws of the members other than the lowest id
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Or(cmp.Compare(probs[b], probs[a]), cmp.Compare(a, b)) })
-	type group struct{ from, to, lo int } // order[from:to], lowest id lo
 	var groups []group
-	for i := 0; i < len(order); {
-		j := i + 1
-		for j < len(order) && probs[order[j]] == probs[order[i]] {
-			j++
+	at := make(map[float64]int32, 1024)
+	for t, x := range probs {
+		if !(x > 0) {
+			continue
 		}
-		if j-i > 1 {
-			groups = append(groups, group{i, j, order[i]}) // ids ascend within a group
+		g, ok := at[x]
+		if !ok {
+			at[x] = int32(len(groups))
+			groups = append(groups, group{lo: t, size: 1})
+			continue
 		}
-		i = j
-	}
-	if len(groups) == 0 {
-		return nil
+		groups[g].size++
+		groups[g].others += w.counts[t] // tokens come in ascending id: t is not the lowest
 	}
 	nf := float64(n)
-	w.diagLaw = resizeFloats(w.diagLaw, len(probs))
-	law := w.diagLaw
-	copy(law, probs)
-	evidence := false
-	var best group
-	bestMass := -1.0
-	for _, g := range groups {
-		p, size := probs[g.lo], g.to-g.from
-		var others int64
-		for _, t := range order[g.from+1 : g.to] {
-			others += w.counts[t]
-			law[t] = 0
+	evidence, tied := false, 0
+	best := -1
+	for i, g := range groups {
+		if g.size < 2 {
+			continue
 		}
-		law[g.lo] = p * float64(size)
-		if others == 0 && nf*p*float64(size-1) >= unseenEvidence {
+		tied++
+		p := probs[g.lo]
+		if g.others == 0 && nf*p*float64(g.size-1) >= unseenEvidence {
 			evidence = true
-			if m := p * float64(size); m > bestMass {
-				best, bestMass = g, m
+			if best < 0 || p*float64(g.size) > probs[groups[best].lo]*float64(groups[best].size) {
+				best = i
 			}
 		}
 	}
 	if !evidence {
 		return nil
 	}
+	w.diagLaw = resizeFloats(w.diagLaw, len(probs))
+	law := w.diagLaw
+	copy(law, probs)
+	for t, x := range probs {
+		if !(x > 0) {
+			continue
+		}
+		if g := groups[at[x]]; g.size > 1 && g.lo != t {
+			law[g.lo] += x
+			law[t] = 0
+		}
+	}
 	f, ok := w.fitsLaw(law, thr)
 	if !ok {
 		return nil
 	}
-	p, size := probs[best.lo], best.to-best.from
+	g := groups[best]
+	p, size := probs[g.lo], g.size
 	more := ""
-	if len(groups) > 1 {
-		more = fmt.Sprintf("; %s likewise", plural(len(groups)-1, "more tied group"))
+	if tied > 1 {
+		more = fmt.Sprintf("; %s likewise", plural(tied-1, "more tied group"))
 	}
 	return &diagnosis{DiagnosisTieCollapse, fmt.Sprintf(
 		"%d tokens tie at p = %s; the draws go to the lowest id, token %d (%d drawn where %s expected, about %sx its share), and never to the other %d (%s expected)%s: ties collapsed onto the lowest id (the draws fit that law, p = %s)",
-		size, num(p), best.lo, w.counts[best.lo], num(nf*p), num(float64(w.counts[best.lo])/(nf*p)),
+		size, num(p), g.lo, w.counts[g.lo], num(nf*p), num(float64(w.counts[g.lo])/(nf*p)),
 		size-1, num(nf*p*float64(size-1)), more, stats.FormatP(f.PValue, f.LogPValue))}
 }
 
