@@ -388,18 +388,24 @@ func TestDiagnoses(t *testing.T) {
 func TestRedrawnDrafts(t *testing.T) {
 	base := samplertest.SpecCase{Rows: 4, K: 3, V: 200, Trials: 20000, Sigma: 2, DraftNoise: 1, Params: samplertest.Params{Temperature: 0.8, TopP: 1}, Redraw: true}
 	tests := []struct {
-		name string
-		topK int
-		pass bool
+		name    string
+		topK    int
+		mistake samplertest.SpecMistake
+		pass    bool
+		// words are phrases the failing rows' violations must hold.
+		words []string
 	}{
-		{"exact chain, drafts drawn per trial", 0, true},
-		{"drafts drawn from the top-5 of the q reported", 5, false},
+		{"exact chain, drafts drawn per trial", 0, samplertest.SpecCorrect, true, nil},
+		{"drafts drawn from the top-5 of the q reported", 5, samplertest.SpecCorrect, false,
+			[]string{"drafts do not follow draft_probs", "the drafter draws from another q than it reports", "do not follow the target"}},
+		{"drafts accepted after the first rejection", 0, samplertest.ContinueAfterRejection, false,
+			[]string{"trials break the rules"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(4700+i), 26))
 			c := base
-			c.DraftTopK = tt.topK
+			c.DraftTopK, c.Mistake = tt.topK, tt.mistake
 			tensors, meta := samplertest.SpecDump(rng, c)
 			run, rep := judgeDump(t, "redrawn.safetensors", tensors, meta)
 			if run.DraftTrials == nil || run.DraftTokens.Dim(0) != c.Rows || run.DraftTokens.Dim(1) != c.K {
@@ -422,8 +428,10 @@ func TestRedrawnDrafts(t *testing.T) {
 			}
 			for _, r := range o.Rows {
 				all := strings.Join(r.Violations, "\n")
-				if r.Pass || !strings.Contains(all, "drafts do not follow draft_probs") || !strings.Contains(all, "the drafter draws from another q than it reports") {
-					t.Errorf("row %d: pass %v, violations %q; want the drafts' fit to fail", r.Row, r.Pass, r.Violations)
+				for _, w := range tt.words {
+					if r.Pass || !strings.Contains(all, w) {
+						t.Errorf("row %d: pass %v, violations %q; want %q", r.Row, r.Pass, r.Violations, w)
+					}
 				}
 			}
 		})
