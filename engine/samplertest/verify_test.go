@@ -490,3 +490,23 @@ func TestRedrawnDraftsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestDiagnosesTopPOtherWay checks top-p on the wrong mass the other way
+// round: a dump whose engine applies top-p to the full softmax (joint),
+// drawn by a sampler that applies it to the top-k-renormalised mass.
+func TestDiagnosesTopPOtherWay(t *testing.T) {
+	c := samplertest.SampleCase{Rows: 4, V: 1000, N: 50000, Sigma: 2.5, DType: engine.F32, Params: samplertest.Params{Temperature: 1.5, TopK: 30, TopP: 0.8}}
+	tensors, meta := samplertest.SampleDump(rand.New(rand.NewPCG(2690, 26)), c)
+	meta["filter_order"] = "joint"
+	_, rep := judgeDump(t, "samples.safetensors", tensors, meta)
+	o := output(t, rep, "samples")
+	for _, r := range o.Rows {
+		if r.Pass || r.Fit == nil || r.Fit.Diagnosis != compare.DiagnosisTopPMass {
+			t.Errorf("row %d: pass %v, violations %q; want the diagnosis %s", r.Row, r.Pass, r.Violations, compare.DiagnosisTopPMass)
+			continue
+		}
+		if w := "the output's cut matches top-p on the top-k-renormalised mass, not on the full softmax"; !strings.Contains(r.Violations[0], w) {
+			t.Errorf("row %d: %q lacks %q", r.Row, r.Violations[0], w)
+		}
+	}
+}
