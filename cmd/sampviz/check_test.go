@@ -175,6 +175,7 @@ func TestCheckGolden(t *testing.T) {
 		{"wrong acceptance rule", []string{"--backend", "cpu", "--trials", "3000", dumps["spec"]}, exitViolated, "spec_wrong_acceptance.txt"},
 		{"logprobs raw, processed and confused", []string{"--backend", "cpu", logprobsScenario}, exitViolated, "logprobs_kinds.txt"},
 		{"logprobs all judged as processed", []string{"--backend", "none", "--logprobs-kind", "processed", logprobsScenario}, exitViolated, "logprobs_processed.txt"},
+		{"sampler bugs named", []string{"--backend", "cpu", "--draws", "10000", diagnosesScenario}, exitViolated, "sampler_diagnoses.txt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,6 +194,10 @@ func TestCheckGolden(t *testing.T) {
 // logprobsScenario is the scenario whose logprobs outputs the golden
 // reports of logprobs judge.
 var logprobsScenario = filepath.Join("..", "..", "scenarios", "logprobs-kinds", "logprobs-kinds.safetensors")
+
+// diagnosesScenario is the scenario whose samplers' bugs the golden report
+// sampler_diagnoses names.
+var diagnosesScenario = filepath.Join("..", "..", "scenarios", "sampler-diagnoses", "sampler-diagnoses.safetensors")
 
 // checkGolden compares got with the golden file testdata/name, or writes it
 // there with -update.
@@ -428,7 +433,7 @@ func TestCheckSpeculative(t *testing.T) {
 		{"rejection resampled from the target", with(func(c *samplertest.SpecCase) { c.Mistake = samplertest.ResampleFromTarget }), exitViolated,
 			"spec_trials", []engine.Rule{engine.RuleSupport, engine.RuleFit}},
 		{"spec_emitted reports the accepted count", with(func(c *samplertest.SpecCase) { c.Rows = 16; c.EmittedIsAccepted = true }), exitViolated,
-			"spec_tokens", []engine.Rule{engine.RuleStructure}},
+			"spec_tokens", []engine.Rule{engine.RuleCounter}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -95,6 +95,8 @@
     } else if (kind === 'pvalue') {
       opt.tooltip.formatter = function (p) {
         const v = p.value || [];
+        // A row failing another rule carries its own p-value third: it is drawn below the line.
+        if (v.length > 2) return 'row ' + v[0] + ' fails another rule; its fit passes (p = ' + num(v[2]) + ')<br>click to open the row';
         return 'row ' + v[0] + ' (' + p.seriesName.replace('row ', '') + '): p = ' + num(v[1]) + '<br>click to open the row';
       };
     } else if (kind === 'accept') {

@@ -37,6 +37,8 @@ type OutputVerdict struct {
 	Logprobs *engine.LogprobsInfo `json:"logprobs,omitempty"`
 	// Line says the output's verdict in one sentence (OutputLine).
 	Line string `json:"line"`
+	// Power is the smallest bias a samples output's draws catch.
+	Power *engine.Power `json:"power,omitempty"`
 }
 
 // Summary is the final word on a judgement, in the terms the page uses.
@@ -84,7 +86,7 @@ func Summarize(rep *engine.Report) *Summary {
 		ov := OutputVerdict{
 			OutputInfo: engine.OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind},
 			Pass:       o.Pass, FailedRows: o.FailedRows, Rows: realRows(o), Notes: o.Notes, Violations: o.Violations, Timing: o.Timing,
-			Spec: o.Spec, Gate: o.Gate, Logprobs: o.Logprobs,
+			Spec: o.Spec, Gate: o.Gate, Logprobs: o.Logprobs, Power: o.Power,
 		}
 		ov.Draws, ov.Trials = statCounts(o)
 		ov.Line = OutputLine(ov)
@@ -173,6 +175,10 @@ func statsLine(o OutputVerdict, threshold float64) string {
 	if threshold > 0 {
 		parts = append(parts, fmt.Sprintf("rows fail a statistical test below p = %s", engine.FormatFloat(threshold)))
 	}
+	if pw := o.Power; pw != nil {
+		parts = append(parts, fmt.Sprintf("any bias of total variation %.2g or more is caught %.0f times in 100 in every row (row %d is the least sensitive)",
+			float64(pw.TV), 100*float64(pw.Probability), pw.Row))
+	}
 	return o.Label() + ": " + strings.Join(parts, "; ") + "."
 }
 
@@ -217,6 +223,7 @@ var ruleWords = map[string]string{
 	string(engine.RuleFragile):    "near-ties",
 	string(engine.RuleBoundary):   "filter-boundary ties",
 	string(engine.RuleStructure):  "speculative output layout",
+	string(engine.RuleCounter):    "spec_emitted reporting the accepted counter",
 	string(engine.RuleFit):        "draws that do not fit the distribution",
 	string(engine.RuleAcceptance): "acceptance rates off theory",
 	string(engine.RuleExact):      "drafts that differ",
