@@ -77,9 +77,16 @@ empty         :=
 space         := $(empty) $(empty)
 KERNEL_LIB    := build/libsampviz_kernels.so
 # The longest compiles first (make -j starts them in this order): softmax,
-# then the instances.
-KERNEL_SRC    := csrc/softmax.cu $(wildcard csrc/instances/*.cu) \
-                 $(filter-out csrc/softmax.cu,$(wildcard csrc/*.cu))
+# the tree verifier, then the instances.
+KERNEL_SRC    := csrc/softmax.cu csrc/spec_tree_verify.cu $(wildcard csrc/instances/*.cu) \
+                 $(filter-out csrc/softmax.cu csrc/spec_tree_verify.cu,$(wildcard csrc/*.cu))
+# `make kernels SV_TREE=0` leaves spec_tree_verify's kernel out of the
+# library (a fallback should it not build): engine/cuda then refuses the
+# op and points to --backend cpu.
+SV_TREE       ?= 1
+ifeq ($(SV_TREE),0)
+KERNEL_SRC    := $(filter-out csrc/spec_tree_verify.cu,$(KERNEL_SRC))
+endif
 KERNEL_DIR    := build/obj/$(subst $(space),-,$(strip $(SAMPVIZ_ARCHS)))
 KERNEL_OBJ    := $(patsubst csrc/%.cu,$(KERNEL_DIR)/%.o,$(KERNEL_SRC))
 KERNEL_ARCHS  := build/obj/archs
@@ -89,7 +96,7 @@ NVCC_FLAGS    ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 $(NVCC_AR
 GPU_OUT       ?= gpu-out
 GPU_TIMEOUT   ?= 15m
 
-.PHONY: kernels gpu-bundle gpu-test gpu-probe FORCE
+.PHONY: kernels gpu-bundle gpu-test gpu-tree gpu-probe FORCE
 
 kernels: $(KERNEL_LIB)
 
@@ -99,11 +106,12 @@ $(KERNEL_DIR)/%.o: csrc/%.cu
 
 -include $(KERNEL_OBJ:.o=.d)
 
-# The library is relinked when the arch set changes, so that it never
-# keeps another set's objects.
+# The library is relinked when the arch set or SV_TREE changes, so that it
+# never keeps another set's objects.
+KERNEL_STAMP  := $(strip $(SAMPVIZ_ARCHS)) tree=$(SV_TREE)
 $(KERNEL_ARCHS): FORCE
 	@mkdir -p $(@D)
-	@echo '$(strip $(SAMPVIZ_ARCHS))' | cmp -s - $@ || echo '$(strip $(SAMPVIZ_ARCHS))' >$@
+	@echo '$(KERNEL_STAMP)' | cmp -s - $@ || echo '$(KERNEL_STAMP)' >$@
 
 $(KERNEL_LIB): $(KERNEL_OBJ) $(KERNEL_ARCHS)
 	$(NVCC) $(NVCC_FLAGS) -shared -o $@ $(KERNEL_OBJ)
@@ -123,6 +131,14 @@ gpu-bundle:
 
 gpu-test:
 	GPU_OUT=$(GPU_OUT) GPU_TIMEOUT=$(GPU_TIMEOUT) bash csrc/dev/gpu_test.sh
+
+# `make gpu-tree` (on the GPU machine, after make gpu-bundle here) checks
+# spec_tree_verify's kernel alone in one call: the build (falling back to
+# SV_TREE=0 when the tree unit does not build), its GPU tests, memcheck,
+# the tree scenarios on the cuda backend and its bench rows
+# (csrc/dev/tree_check.sh).
+gpu-tree:
+	GPU_OUT=$(GPU_OUT) bash csrc/dev/tree_check.sh
 
 # `make gpu-probe` (on the GPU machine) times simple reference kernels on the
 # bench's shapes: what a kernel of each op's traffic can reach (docs/PERF.md).

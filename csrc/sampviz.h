@@ -51,7 +51,7 @@ typedef enum sv_dtype { SV_F32 = 0, SV_F16 = 1, SV_BF16 = 2 } sv_dtype;
 #define SV_METHOD_GUMBEL 2
 #define SV_METHOD_REJECTION 3
 #define SV_ARGMAX_INF_INVALID 0x100 /* argmax: +Inf makes a row invalid (-1) */
-#define SV_HAS_FILTERS 0x200        /* renorm, sample, spec_verify: some row has a filter on
+#define SV_HAS_FILTERS 0x200        /* renorm, sample, spec_verify, spec_tree_verify: some row has a filter on
                                        (without it, filters are ignored: a leaner kernel runs) */
 #define SV_ALL_FAST 0x400           /* renorm, sample, spec_verify: a hint that every row takes
                                        the top-k fast path by its parameters (T > 0,
@@ -147,6 +147,31 @@ int sv_spec_verify(uint64_t target, int rows, int k, int vocab, uint64_t params,
                    int trials, uint64_t tokens, uint64_t emitted,
                    uint64_t accepted, int trace_trials, uint64_t trace);
 
+/* spec_tree_verify: target [rows, nodes, vocab] of dtype (flags bits
+   16..19), draft_probs [rows, nodes, vocab] of the dtype in flags bits
+   20..23 (0 handle: one-hot drafts; node u's row is the distribution its
+   children were drawn from), and tree, int32, laid out by the caller from
+   the checked links (nodes the root does not reach have no children and
+   token 0), five arrays one after another:
+     tokens    [rows, nodes]     candidate token per node
+     kid_start [rows, nodes]     where node u's children start in kids
+     kid_count [rows, nodes]     how many children node u has
+     kids      [rows, nodes]     the children, grouped by parent, in sibling order
+     first     [rows, nodes - 1] token of node u's first child (0 without one)
+   Writes path and tokens int32 [trials, rows, width] (the accepted path's
+   nodes from the root, the accepted tokens then the drawn one, -1 after),
+   accepted int32 [trials, rows], and for the first trace_trials trials a
+   trace of SoA arrays, each [trace_trials, rows, nodes]: float u, float
+   threshold, float q, int32 flags (1 accepted, 2 tested), int32 drawn
+   (20 bytes per node). The library may be built without it (SV_TREE=0);
+   then it has no sv_spec_tree_verify. */
+#define SV_MAX_TREE_NODES 1024
+int sv_spec_tree_verify(uint64_t target, int rows, int nodes, int vocab,
+                        int width, uint64_t params, int flags, uint64_t tree,
+                        uint64_t draft_probs, int trials, uint64_t path,
+                        uint64_t tokens, uint64_t accepted, int trace_trials,
+                        uint64_t trace);
+
 /* ngram_match: int32 input_ids [rows, L], input_len [rows], pre_ids
    [rows, M], step_idx [rows]; writes draft_out int32 [rows, max_draft]. */
 int sv_ngram_match(uint64_t input_ids, int L, uint64_t input_len,
@@ -201,7 +226,11 @@ enum sv_variant {
   SV_VARIANT_SPEC_PREPARE_LEAN = 29,      /* one block a position, no filter in the launch */
   SV_VARIANT_SPEC_CHAIN_LEAN = 30,
   SV_VARIANT_SPEC_CHAIN_LEAN_TABLE = 31,  /* bf16, one-hot drafts: a table of fixed-point weights */
-  SV_VARIANT_NGRAM = 32
+  SV_VARIANT_NGRAM = 32,
+  SV_VARIANT_TREE_PREPARE_FILTERED = 33,  /* spec_verify's prepare, a block a node, with filters */
+  SV_VARIANT_TREE_PREPARE_LEAN = 34,      /* the same, no filter in the launch */
+  SV_VARIANT_TREE_NODES = 35,             /* a block a node: later siblings' thresholds and cuts */
+  SV_VARIANT_TREE_WALK = 36               /* a block per (trial, row): the walk and the draw */
 };
 
 #ifdef __cplusplus

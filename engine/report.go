@@ -55,6 +55,7 @@ const (
 	RuleFragile    Rule = "fragile"     // a near-tie at the top
 	RuleBoundary   Rule = "boundary"    // a tie or near-tie at a filter boundary
 	RuleStructure  Rule = "structure"   // speculative output layout rules
+	RuleCounter    Rule = "counter"     // spec_emitted reports the accepted counter
 	RuleFit        Rule = "fit"         // goodness of fit of many draws
 	RuleAcceptance Rule = "acceptance"  // speculative acceptance against theory
 	RuleExact      Rule = "exact"       // exact equality (ngram_match)
@@ -217,6 +218,28 @@ type Fit struct {
 	Cosine Float `json:"cosine"`
 	// ZeroMassDraws counts draws of tokens the reference gives no mass.
 	ZeroMassDraws int `json:"zero_mass_draws"`
+	// DetectableTV is the smallest total-variation bias these draws catch
+	// 9 times in 10 at the run's p-value threshold, whatever its shape
+	// (stats.Fit.DetectableTV; NaN with fewer than two bins).
+	DetectableTV Float `json:"detectable_tv"`
+	// Diagnosis names the class of sampler bug a failing row's draws fit
+	// (docs/SEMANTICS.md "Diagnoses": tie_collapse, argmax_fallback,
+	// top_p_mass, temperature_twice, temperature_place, min_p_pool,
+	// min_p_clamp), "" when none does.
+	Diagnosis string `json:"diagnosis,omitempty"`
+}
+
+// Power says how small a bias an output's draws catch over its rows: the
+// weakest row's DetectableTV (every row catches a bias of TV at least this
+// large 9 times in 10) and the strongest's.
+type Power struct {
+	// TV is the largest DetectableTV over the rows, at Row; Best the
+	// smallest.
+	TV   Float `json:"tv"`
+	Row  int   `json:"row"`
+	Best Float `json:"best"`
+	// Probability is the chance of catching such a bias (0.9).
+	Probability Float `json:"probability"`
 }
 
 // PositionRate is the measured acceptance at one draft position beside its
@@ -250,6 +273,9 @@ type SpecStats struct {
 	// Lossless[j] is the fit of the tokens at output position j (among the
 	// trials that reached it) to what exact speculative sampling gives.
 	Lossless []Fit `json:"lossless,omitempty"`
+	// Drafts[i] is the fit of the drafts at position i, drawn anew for
+	// every trial, to draft_probs (set only for per-trial drafts).
+	Drafts []Fit `json:"drafts,omitempty"`
 }
 
 // TreeStats are the statistics of a draft tree's trials beyond SpecStats,
@@ -318,6 +344,8 @@ type OutputReport struct {
 	Tree *TreeStats `json:"tree,omitempty"`
 	// Logprobs says what a logprobs output was judged as.
 	Logprobs *LogprobsInfo `json:"logprobs,omitempty"`
+	// Power is set for samples outputs: the smallest bias their draws catch.
+	Power *Power `json:"power,omitempty"`
 	// Notes are run-level remarks (for example, how many failures chance alone
 	// would give at the p-value threshold).
 	Notes  []string `json:"notes,omitempty"`

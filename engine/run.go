@@ -115,14 +115,18 @@ type Run struct {
 	Logits       *Tensor // [B, V]
 	TargetLogits *Tensor // [B, K+1, V]; [B, N, V] for a draft tree
 	DraftTokens  *Tensor // [B, K]
-	DraftProbs   *Tensor // [B, K, V] ([B, N, V] for a tree); nil means one-hot drafts
-	Candidates   *Tensor // [B, N]: a draft tree's token per node
-	NextToken    *Tensor // [B, N]: a draft tree's first child per node, -1 for none
-	NextSibling  *Tensor // [B, N]: a draft tree's next sibling per node, -1 for none
-	InputIDs     *Tensor // [B, L]
-	InputIDsLen  *Tensor // [B]
-	PreIDs       *Tensor // [B, M]
-	StepIdx      *Tensor // [B]
+	// DraftTrials holds drafts drawn anew for every trial, [T, B, K]
+	// (DUMPS.md: draft_tokens of three dimensions), nil for fixed drafts;
+	// DraftTokens is then its first trial.
+	DraftTrials *Tensor
+	DraftProbs  *Tensor // [B, K, V] ([B, N, V] for a tree); nil means one-hot drafts
+	Candidates  *Tensor // [B, N]: a draft tree's token per node
+	NextToken   *Tensor // [B, N]: a draft tree's first child per node, -1 for none
+	NextSibling *Tensor // [B, N]: a draft tree's next sibling per node, -1 for none
+	InputIDs    *Tensor // [B, L]
+	InputIDsLen *Tensor // [B]
+	PreIDs      *Tensor // [B, M]
+	StepIdx     *Tensor // [B]
 	// Valid marks the real rows of a padded batch ([B], 0 for padding); nil
 	// when the dump has no mask.
 	Valid *Tensor

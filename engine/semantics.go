@@ -219,6 +219,8 @@ type SemanticsMatch struct {
 	// SameAs names the earlier preset whose parameters are the same on
 	// this dump: it was judged once, for both.
 	SameAs Semantics `json:"same_as,omitempty"`
-	// First is the first violation, for a preset that fails.
-	First string `json:"first,omitempty"`
+	// First is the first violation, for a preset that fails, and FirstRow
+	// its row (-1 for none, or a failure of a whole output).
+	First    string `json:"first,omitempty"`
+	FirstRow int    `json:"first_row"`
 }

@@ -126,6 +126,18 @@ type OutputExpect struct {
 	// Matched lists, for each reference named, exactly the rows that passed
 	// against it (probability outputs).
 	Matched *Matched `json:"matched,omitempty"`
+	// Diagnosed lists, for each class of sampler bug, exactly the rows
+	// diagnosed with it (docs/SEMANTICS.md "Diagnoses"); a row of a class
+	// not listed is a mismatch, so an output without the field must have
+	// no diagnosed row at all.
+	Diagnosed []ClassRows `json:"diagnosed,omitempty"`
+}
+
+// ClassRows is one class of sampler bug and the rows diagnosed with it,
+// ascending.
+type ClassRows struct {
+	Class string `json:"class"`
+	Rows  []int  `json:"rows"`
 }
 
 // RowRules is one failing row and the rules it breaks, sorted.

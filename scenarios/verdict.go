@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -70,6 +71,16 @@ func (w OutputExpect) mismatches(o *engine.OutputReport) []string {
 			add("rows noted %s are %v, want %v", n.Rule, g, n.Rows)
 		}
 	}
+	got := DiagnosedRows(o)
+	want := map[string][]int{}
+	for _, c := range w.Diagnosed {
+		want[c.Class] = c.Rows
+	}
+	for _, c := range sortedKeys(got, want) {
+		if !slices.Equal(got[c], want[c]) {
+			add("rows diagnosed %s are %v, want %v", c, got[c], want[c])
+		}
+	}
 	if m := w.Matched; m != nil {
 		if g := MatchedRows(o, "strict"); !slices.Equal(g, m.Strict) {
 			add("rows matched to the strict reference are %v, want %v", g, m.Strict)
@@ -79,6 +90,18 @@ func (w OutputExpect) mismatches(o *engine.OutputReport) []string {
 		}
 	}
 	return diffs
+}
+
+// DiagnosedRows returns, for each class of sampler bug diagnosed in an
+// output report, the rows diagnosed with it, ascending.
+func DiagnosedRows(o *engine.OutputReport) map[string][]int {
+	out := map[string][]int{}
+	for _, r := range o.Rows {
+		if r.Fit != nil && r.Fit.Diagnosis != "" {
+			out[r.Fit.Diagnosis] = append(out[r.Fit.Diagnosis], r.Row)
+		}
+	}
+	return out
 }
 
 // FailingRows returns the failing rows of an output report, each with the
@@ -146,8 +169,8 @@ func sortedRules(rs []engine.Rule) []engine.Rule {
 }
 
 // sortedKeys returns the union of the keys of a and b, ascending.
-func sortedKeys(a, b map[int][]engine.Rule) []int {
-	var keys []int
+func sortedKeys[K cmp.Ordered, V any](a, b map[K]V) []K {
+	var keys []K
 	for k := range a {
 		keys = append(keys, k)
 	}

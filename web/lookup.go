@@ -187,13 +187,14 @@ func (s *Server) report(v *judged) (*engine.Report, error) {
 }
 
 // rowReports returns row r of every output: from the report when the
-// judgement is done, else from what has streamed in so far (nil entries for
-// outputs that have not reached the row).
-func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.RowReport, error) {
+// judgement is done (the report too), else from what has streamed in so
+// far (nil entries for outputs that have not reached the row; a nil
+// report).
+func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.RowReport, *engine.Report, error) {
 	if v.j.State == store.Done {
 		rep, err := s.report(v)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		outs := make([]engine.OutputInfo, len(rep.Outputs))
 		rows := make([]*engine.RowReport, len(rep.Outputs))
@@ -206,12 +207,12 @@ func (s *Server) rowReports(v *judged, r int) ([]engine.OutputInfo, []*engine.Ro
 				}
 			}
 		}
-		return outs, rows, nil
+		return outs, rows, rep, nil
 	}
 	outs, _ := v.topic.Snapshot()
 	rows := make([]*engine.RowReport, len(outs))
 	for i := range outs {
 		rows[i] = v.topic.RowReport(i, r)
 	}
-	return outs, rows, nil
+	return outs, rows, nil, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,13 @@ type upload struct {
 	path string // the temporary file
 	sha  string
 	size int64
+	// fields are the form's run parameters sent as fields beside a dump
+	// (formParams), as the home page's form sends them without its script.
+	fields url.Values
 }
+
+// formParams are the run parameters an upload form may send as fields.
+var formParams = map[string]bool{"semantics": true}
 
 // maxTokenizer bounds a tokenizer.json sent beside a dump.
 const maxTokenizer = 64 << 20
@@ -38,7 +45,8 @@ const maxTokenizer = 64 << 20
 // receive streams the upload into a temporary file, hashing it on the way,
 // at no less than the server's minimum rate (minRate). A form may carry a
 // tokenizer.json beside the dump, in a file field named "tokenizer": it is
-// returned as the second upload (nil without one).
+// returned as the second upload (nil without one). The form's fields that
+// name run parameters (formParams) come with the dump (upload.fields).
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) (dump, tokenizer *upload, err error) {
 	r.Body = newMinRate(r.Body, http.NewResponseController(w), s.cfg.MinUploadRate, s.cfg.UploadWindow)
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -54,9 +62,11 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) (dump, tokenize
 				}
 			}
 		}
+		fields := url.Values{}
 		for {
 			part, err := mr.NextPart()
 			if errors.Is(err, io.EOF) && dump != nil {
+				dump.fields = fields
 				return dump, tokenizer, nil
 			}
 			if err != nil {
@@ -73,6 +83,10 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) (dump, tokenize
 				return nil, nil, &httpError{Status: http.StatusBadRequest, Msg: "The upload was cut off before its end; send it again.", Err: err}
 			}
 			if part.FileName() == "" {
+				if name := part.FormName(); formParams[name] {
+					v, _ := io.ReadAll(io.LimitReader(part, 256))
+					fields.Set(name, string(v))
+				}
 				part.Close()
 				continue
 			}

@@ -70,9 +70,20 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 	top = min(top, 200)
 	d := &view.RowPage{Run: v.run, Info: v.info, J: v.j, Tol: v.tol, Query: v.query(), Row: row, Log: q.Get("log") == "1", Top: top,
 		AllOutputs: q.Get("outputs") == "all"}
-	d.Outputs, d.Reports, err = s.rowReports(v, row)
+	var rep *engine.Report
+	d.Outputs, d.Reports, rep, err = s.rowReports(v, row)
 	if err != nil {
 		return nil, err
+	}
+	job := s.job(v.run, v.params, v.tol)
+	if rep != nil {
+		d.Notes = map[string][]string{}
+		for _, o := range rep.Outputs {
+			d.Notes[o.Name] = o.Notes
+		}
+		// Under semantics any the row is shown under the chain of the
+		// judgement the page shows.
+		job.Preset, d.Preset = rep.Semantics, rep.Semantics
 	}
 	d.Failing = v.topic.FailingRows()
 	switch {
@@ -88,7 +99,7 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 		case <-r.Context().Done():
 			return nil, r.Context().Err()
 		}
-		d.Detail, err = s.runner.Row(r.Context(), s.job(v.run, v.params, v.tol), row, top)
+		d.Detail, err = s.runner.Row(r.Context(), job, row, top)
 		<-s.rowSlots
 		if err != nil {
 			he := asHTTPError(err)
@@ -112,7 +123,7 @@ func (s *Server) rowData(r *http.Request) (*view.RowPage, error) {
 	}
 	d.Shown = view.ShownProbs(d.Detail, d.Outputs, d.Reports, d.AllOutputs)
 	d.Charts = view.RowCharts(d.Detail, d.Spec, d.Log, d.Shown)
-	if view.DraftPositions(&v.info) > 0 {
+	if view.DraftPositions(&v.info) > 0 || v.info.Op == engine.OpSample {
 		d.Teach = fmt.Sprintf("/runs/%s/rows/%d/teach", v.run.ID, row)
 	}
 	if d.Detail != nil && d.Detail.Spec != nil && d.Detail.Spec.Trace != nil {

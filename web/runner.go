@@ -37,6 +37,10 @@ type Runner interface {
 	// (session.Session.TeachTree); a lesson it cannot give is a
 	// *lesson.Error.
 	TeachTree(ctx context.Context, job session.Job, r int, l lesson.TreeLesson) (*lesson.TreeState, error)
+	// TeachSample steps through one draw of row r of a sample job
+	// (session.Session.TeachSample); a lesson it cannot give is a
+	// *lesson.Error.
+	TeachSample(ctx context.Context, job session.Job, r int, l lesson.SampleLesson) (*lesson.SampleState, error)
 
 	// Diff judges jobs a (before) and b (after) again from their stored
 	// outputs and compares them (session.Session.Diff). Runs of two ops, a

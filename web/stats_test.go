@@ -198,6 +198,9 @@ func TestStatisticalViewsWithFakes(t *testing.T) {
 
 	t.Run("teach", func(t *testing.T) {
 		base := fmt.Sprintf("/runs/%s/rows/1/teach", pr.ID)
+		// A sample run has the sampler's lesson (teachsample_test.go); a
+		// softmax run has none.
+		xr := e.uploadRaw(webtest.Dump{Rows: 2, Vocab: 20}.Bytes())
 		tests := []struct {
 			name    string
 			path    string
@@ -209,7 +212,7 @@ func TestStatisticalViewsWithFakes(t *testing.T) {
 			{"bad position", base + fmt.Sprintf("?pos=%d", k), 400, map[string]string{"error": "not a draft position"}},
 			{"bad distance", base + "?distance=2", 400, map[string]string{"error": "Distance must be in [0, 1]"}},
 			{"too many steps", base + fmt.Sprintf("?step=%d", lesson.MaxSteps+1), 400, map[string]string{"error": "Step must be in"}},
-			{"not a spec run", fmt.Sprintf("/runs/%s/rows/0/teach", sr.ID), 404, map[string]string{"error": "not spec_verify"}},
+			{"not a spec or sample run", fmt.Sprintf("/runs/%s/rows/0/teach", xr.ID), 404, map[string]string{"error": "not spec_verify, spec_tree_verify or sample"}},
 			{"no such row", fmt.Sprintf("/runs/%s/rows/%d/teach", pr.ID, rows), 404, nil},
 		}
 		for _, tt := range tests {

@@ -23,8 +23,14 @@ import (
 // numbers mean; this file reads the lesson from the URL and answers.
 
 // handleTeachPage is "/runs/{id}/rows/{r}/teach": the lesson its URL names
-// (on a spec_tree_verify row, the tree's: teachtree.go).
+// (on a spec_tree_verify row, the tree's: teachtree.go; on a sample row,
+// the sampler's: teachsample.go).
 func (s *Server) handleTeachPage(w http.ResponseWriter, r *http.Request) error {
+	if sample, err := s.sampleTeaching(r); err != nil {
+		return err
+	} else if sample {
+		return s.handleSampleTeachPage(w, r)
+	}
 	if tree, err := s.treeTeaching(r); err != nil {
 		return err
 	} else if tree {
@@ -39,8 +45,14 @@ func (s *Server) handleTeachPage(w http.ResponseWriter, r *http.Request) error {
 }
 
 // handleTeachAPI returns the lesson its URL names as JSON, for the page
-// script to swap in (on a spec_tree_verify row, the tree's).
+// script to swap in (on a spec_tree_verify row, the tree's; on a sample
+// row, the sampler's).
 func (s *Server) handleTeachAPI(w http.ResponseWriter, r *http.Request) error {
+	if sample, err := s.sampleTeaching(r); err != nil {
+		return err
+	} else if sample {
+		return s.handleSampleTeachAPI(w, r)
+	}
 	if tree, err := s.treeTeaching(r); err != nil {
 		return err
 	} else if tree {
@@ -67,7 +79,7 @@ func (s *Server) lessonFor(r *http.Request) (*view.TeachView, error) {
 	}
 	k := view.DraftPositions(info)
 	if k == 0 {
-		return nil, notFound(fmt.Sprintf("The teaching mode steps through speculative sampling; run %s is a %s run, not spec_verify or spec_tree_verify.", run.ID, info.Op))
+		return nil, notFound(fmt.Sprintf("The teaching mode steps through speculative sampling and the samplers; run %s is a %s run, not spec_verify, spec_tree_verify or sample.", run.ID, info.Op))
 	}
 	l, err := parseLesson(r.URL.Query(), k)
 	if err != nil {

@@ -64,11 +64,25 @@ func (s *Server) acceptUpload(w http.ResponseWriter, r *http.Request) (store.Run
 		return store.Run{}, nil, err
 	}
 	defer os.Remove(up.path) // a no-op once adopted
+	if tok != nil {
+		defer os.Remove(tok.path)
+	}
+	if len(up.fields) > 0 {
+		// The form's fields, where the query leaves them unset.
+		q := r.URL.Query()
+		for name, v := range up.fields {
+			if q.Get(name) == "" {
+				q[name] = v
+			}
+		}
+		if p, _, err = s.parseRerun(q); err != nil {
+			return store.Run{}, nil, badRequest(view.Sentence(err.Error()))
+		}
+	}
 	job := s.job(store.Run{FileName: up.name, Backend: backend}, p, nil)
 	job.DumpPath = up.path
 	var tokPath string
 	if tok != nil {
-		defer os.Remove(tok.path)
 		tokPath, job.TokenizerPath, job.TokenizerName = tok.path, tok.path, tok.name
 	}
 	info, err := s.runner.Admit(r.Context(), job)

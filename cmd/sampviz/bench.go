@@ -66,6 +66,13 @@ func benchCases(quick bool) []benchEntry {
 		c.Method = m
 		return c
 	}
+	// Issue 28's tree: N = 64 nodes (breadth first, topk children a node),
+	// one-hot drafts unless q.
+	tree := func(rows, topk int, q bool) cuda.BenchCase {
+		return cuda.BenchCase{Op: engine.OpSpecTreeVerify, DType: bf, Rows: rows, Vocab: llama, Nodes: 64, TreeTopK: topk,
+			Temperature: 1, DraftProbs: q}
+	}
+	b1tree := benchTarget{MaxTime: 20 * time.Microsecond}
 	cases := []benchEntry{
 		{"argmax", cuda.BenchCase{Op: engine.OpArgmax, DType: bf, Rows: 1, Vocab: llama}, b1},
 		{"argmax", cuda.BenchCase{Op: engine.OpArgmax, DType: bf, Rows: 128, Vocab: llama}, floor13},
@@ -93,6 +100,12 @@ func benchCases(quick bool) []benchEntry {
 		{"spec_verify k50 p0.9", filt(cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 1, Vocab: llama, K: 8}), b1},
 		{"spec_verify k50 p0.9", filt(cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 128, Vocab: llama, K: 8}), floor2},
 		{"spec_verify k50 p0.9 q", filt(cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 128, Vocab: llama, K: 8, DraftProbs: true}), benchTarget{}},
+		{"spec_tree_verify topk2", tree(1, 2, false), b1tree},
+		{"spec_tree_verify topk4", tree(1, 4, false), b1tree},
+		{"spec_tree_verify topk2", tree(64, 2, false), floor2},
+		{"spec_tree_verify topk4", tree(64, 4, false), floor2},
+		{"spec_tree_verify topk4 q", tree(64, 4, true), benchTarget{}},
+		{"spec_tree_verify topk4 k50 p0.9", filt(tree(64, 4, false)), benchTarget{}},
 		{"ngram_match", cuda.BenchCase{Op: engine.OpNgramMatch, DType: engine.F32, Rows: 1, PromptLen: 4096, GenLen: 512}, b1},
 		{"ngram_match", cuda.BenchCase{Op: engine.OpNgramMatch, DType: engine.F32, Rows: 128, PromptLen: 4096, GenLen: 512}, benchTarget{}},
 	}
@@ -224,6 +237,9 @@ func shape(c cuda.BenchCase) string {
 	s := fmt.Sprintf("%s B=%d V=%d", strings.ToLower(c.DType.String()), c.Rows, c.Vocab)
 	if c.K > 0 {
 		s += fmt.Sprintf(" K=%d", c.K)
+	}
+	if c.Nodes > 0 {
+		s += fmt.Sprintf(" N=%d", c.Nodes)
 	}
 	return s
 }

@@ -176,6 +176,7 @@ func TestCheckGolden(t *testing.T) {
 		{"logprobs raw, processed and confused", []string{"--backend", "cpu", logprobsScenario}, exitViolated, "logprobs_kinds.txt"},
 		{"logprobs all judged as processed", []string{"--backend", "none", "--logprobs-kind", "processed", logprobsScenario}, exitViolated, "logprobs_processed.txt"},
 		{"NaN and masked input rows", []string{"--backend", "cpu", nanMaskedScenario}, exitViolated, "nan_masked.txt"},
+		{"sampler bugs named", []string{"--backend", "cpu", "--draws", "10000", diagnosesScenario}, exitViolated, "sampler_diagnoses.txt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,6 +199,9 @@ var logprobsScenario = filepath.Join("..", "..", "scenarios", "logprobs-kinds", 
 // nanMaskedScenario has a row of NaN logits and a masked row: the rows fail
 // on their input, and the report says so.
 var nanMaskedScenario = filepath.Join("..", "..", "scenarios", "nan-and-masked-rows", "nan-and-masked-rows.safetensors")
+// diagnosesScenario is the scenario whose samplers' bugs the golden report
+// sampler_diagnoses names.
+var diagnosesScenario = filepath.Join("..", "..", "scenarios", "sampler-diagnoses", "sampler-diagnoses.safetensors")
 
 // checkGolden compares got with the golden file testdata/name, or writes it
 // there with -update.
@@ -433,7 +437,7 @@ func TestCheckSpeculative(t *testing.T) {
 		{"rejection resampled from the target", with(func(c *samplertest.SpecCase) { c.Mistake = samplertest.ResampleFromTarget }), exitViolated,
 			"spec_trials", []engine.Rule{engine.RuleSupport, engine.RuleFit}},
 		{"spec_emitted reports the accepted count", with(func(c *samplertest.SpecCase) { c.Rows = 16; c.EmittedIsAccepted = true }), exitViolated,
-			"spec_tokens", []engine.Rule{engine.RuleStructure}},
+			"spec_tokens", []engine.Rule{engine.RuleCounter}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

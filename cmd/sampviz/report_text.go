@@ -285,6 +285,10 @@ func writeFitSummary(w io.Writer, o engine.OutputReport) {
 	f := worstTV.Fit
 	fmt.Fprintf(w, "  goodness of fit (%s-test) of %d draws per row: smallest p %s at row %d; largest TV %.2g at row %d (a correct sampler stays under %.2g)\n",
 		f.Test, least.Fit.Draws, fmtP(*least.PValue), least.Row, float64(f.TV), worstTV.Row, float64(f.TVBound))
+	if pw := o.Power; pw != nil {
+		fmt.Fprintf(w, "  power: a bias of total variation %.2g or more, of any shape, is caught %.0f times in 100 in every row at the p-value threshold (row %d is the least sensitive; the most sensitive catches %.2g)\n",
+			float64(pw.TV), 100*float64(pw.Probability), pw.Row, float64(pw.Best))
+	}
 }
 
 // writeSpecStats prints the speculative statistics pooled over the rows:

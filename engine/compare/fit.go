@@ -111,8 +111,9 @@ func revealedSupport(d *ref.Dist, counts []int64, expected func(t int) float64, 
 	return dst, c
 }
 
-// engineFit converts a goodness of fit of engine/stats into the report's.
-func engineFit(f *stats.Fit) engine.Fit {
+// engineFit converts a goodness of fit of engine/stats into the report's,
+// with the bias it catches at the p-value threshold.
+func engineFit(f *stats.Fit, threshold float64) engine.Fit {
 	test := "G"
 	if f.Test == stats.Pearson {
 		test = "chi-square"
@@ -128,6 +129,7 @@ func engineFit(f *stats.Fit) engine.Fit {
 		TVBound:       engine.Float(f.TVBound),
 		Cosine:        engine.Float(f.Cosine),
 		ZeroMassDraws: int(f.ZeroMassTotal),
+		DetectableTV:  engine.Float(f.DetectableTV(threshold, 0)),
 	}
 }
 
@@ -150,17 +152,20 @@ func fitSentence(f *stats.Fit, what, against string, threshold float64) string {
 		what, against, test, stats.PText(f.PValue, f.LogPValue), sci(threshold), num(f.TV), num(f.TVBound), where, w.Observed, num(w.Expected))
 }
 
-// fitSamples judges the goodness of fit of row r's draws (w.counts, every
-// draw on the vocabulary) against the reference d and records it in rep.
-// Draws of dropped tokens are violations of their own (judgeSamples), so the
-// fit's zero-mass rule is not repeated here.
-func (w *worker) fitSamples(p *plan, d *ref.Dist, r int, rep *engine.RowReport) {
+// fitSamples fits row r's draws (w.counts, every draw on the vocabulary)
+// to the reference d, records the fit in rep, and returns it with the law
+// it was fitted to (d.Probs, or d renormalised over the support the draws
+// reveal) and the sentence of its failure ("" when it passes), without the
+// "row N:" prefix. Draws of dropped tokens are violations of their own
+// (judgeSamples), so the fit's zero-mass rule is not repeated here. It
+// returns a nil fit when there is none.
+func (w *worker) fitSamples(p *plan, d *ref.Dist, r int, rep *engine.RowReport) (*stats.Fit, []float64, string) {
 	var n int64
 	for _, c := range w.counts {
 		n += c
 	}
 	if n == 0 {
-		return
+		return nil, d.Probs, ""
 	}
 	probs := d.Probs
 	w.fitRef = resizeFloats(w.fitRef, len(d.Probs))
@@ -172,15 +177,16 @@ func (w *worker) fitSamples(p *plan, d *ref.Dist, r int, rep *engine.RowReport) 
 	f, err := stats.GoodnessOfFit(w.counts, probs, stats.FitOptions{})
 	if err != nil {
 		rep.AddFinding(note(engine.RuleFit, -1, "row %d: no goodness of fit: %v", r, err))
-		return
+		return nil, probs, ""
 	}
-	ef := engineFit(&f)
+	ef := engineFit(&f, p.tol.PValue)
 	rep.Fit = &ef
 	pv := f.PValue
 	rep.PValue = &pv
 	if f.PValue < p.tol.PValue {
-		rep.AddFinding(violation(engine.RuleFit, f.Worst.Token, "row %d: %s", r, fitSentence(&f, fmt.Sprintf("the %d draws", f.Draws), "the reference", p.tol.PValue)))
+		return &f, probs, fitSentence(&f, fmt.Sprintf("the %d draws", f.Draws), "the reference", p.tol.PValue)
 	}
+	return &f, probs, ""
 }
 
 // bonferroni returns min(1, m·p): the p-value of the smallest of m tests.

@@ -55,6 +55,10 @@ type plan struct {
 	slack [][]float64
 	// seeds is the seed rules' state when this output is the one they judge.
 	seeds *seedState
+	// emittedIsAccepted is set when spec_emitted equals spec_accepted on
+	// every real row: a row whose tokens show another accepted prefix is
+	// then told that spec_emitted reports the accepted counter.
+	emittedIsAccepted bool
 }
 
 // newPlan checks out against the run and decides what to judge.
@@ -239,6 +243,7 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 	}
 	if p.spec && out.SpecAccepted != nil {
 		p.accepted = make([]acceptedRow, b)
+		p.emittedIsAccepted = out.SpecEmitted != nil && sameCounters(run, out.SpecEmitted, out.SpecAccepted)
 	}
 	if p.tree && !p.treeTrials {
 		p.rep.Notes = append(p.rep.Notes, "one trial per row (tree_tokens) is weak evidence: each row is judged on its structure, and acceptance by depth is tested pooled over the rows; many trials per row (tree_trials with tree_path_trials) test each row's acceptance, accepted tokens and the lossless rule")
@@ -247,6 +252,17 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 		p.slack = make([][]float64, b)
 	}
 	return p
+}
+
+// sameCounters reports whether spec_emitted and spec_accepted hold the same
+// value on every real row of run.
+func sameCounters(run *engine.Run, emitted, accepted *engine.Tensor) bool {
+	for r := range emitted.NumElements() {
+		if !run.Padding(r) && emitted.Int(r) != accepted.Int(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // planTree decides how a draft tree's output is judged: tree_tokens with

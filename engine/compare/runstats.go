@@ -2,6 +2,8 @@ package compare
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/stats"
@@ -52,6 +54,42 @@ func (j *judge) runStats(p *plan, or *engine.OutputReport) {
 	if p.tree || p.treeTrials {
 		treeSummary(or)
 	}
+	if p.samples {
+		or.Power = outputPower(or)
+	}
+	if p.emittedIsAccepted {
+		n := 0
+		for _, r := range or.Rows {
+			if slices.ContainsFunc(r.Findings, func(f engine.Finding) bool { return f.Rule == engine.RuleCounter }) {
+				n++
+			}
+		}
+		if n > 0 {
+			or.Notes = append(or.Notes, fmt.Sprintf("spec_emitted reports the accepted counter: it equals spec_accepted on every row, and differs from the accepted prefix the tokens show on %s", plural(n, "row")))
+		}
+	}
+}
+
+// outputPower sums up the rows' DetectableTV: the weakest row's (every row
+// catches a bias of at least that total variation 9 times in 10) and the
+// strongest's. It returns nil when no row has one.
+func outputPower(or *engine.OutputReport) *engine.Power {
+	var pw *engine.Power
+	for _, r := range or.Rows {
+		if r.Fit == nil || math.IsNaN(float64(r.Fit.DetectableTV)) || r.Padding {
+			continue
+		}
+		tv := r.Fit.DetectableTV
+		if pw == nil {
+			pw = &engine.Power{TV: tv, Row: r.Row, Best: tv, Probability: stats.DefaultPower}
+			continue
+		}
+		if tv > pw.TV {
+			pw.TV, pw.Row = tv, r.Row
+		}
+		pw.Best = min(pw.Best, tv)
+	}
+	return pw
 }
 
 // pooledSpec fills or.Spec from the rows' speculative statistics:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/ref"
+	"github.com/sampviz/sampviz/engine/stats"
 )
 
 // drawProblem says what is wrong with a token drawn from row r's
@@ -24,7 +25,8 @@ func (w *worker) drawProblem(d *ref.Dist, r int, tok int64) (string, engine.Rule
 
 // judgeSamples judges the N draws of row r: every one must be in range and
 // on the support, and together they must follow the reference distribution
-// (fitSamples).
+// (fitSamples). A row that fails either way is diagnosed (diagnoseSamples):
+// the class of bug its draws fit leads its first violation's sentence.
 func (w *worker) judgeSamples(p *plan, r int, rep *engine.RowReport) {
 	d := w.dist(r, p.renorm, false, p.eps)
 	if !d.Valid() {
@@ -61,15 +63,32 @@ func (w *worker) judgeSamples(p *plan, r int, rep *engine.RowReport) {
 		}
 		b.n++
 	}
-	for _, b := range []bad{rng, off} {
-		if b.n > 0 {
-			rep.AddFinding(violation(b.rule, int(b.tok), "row %d: %d of %d draws are wrong; first, draw %d: %s", r, b.n, n, b.first, b.msg))
+	var fit *stats.Fit
+	probs, fitFails := d.Probs, ""
+	if !ref.Greedy(ref.Temperature(w.j.run, r)) { // greedy rows: nothing random to fit
+		fit, probs, fitFails = w.fitSamples(p, d, r, rep)
+	}
+	var diag *diagnosis
+	if (off.n > 0 || fitFails != "") && !ref.Greedy(ref.Temperature(w.j.run, r)) {
+		if diag = w.diagnoseSamples(p, r, probs, fit, off.n); diag != nil && rep.Fit != nil {
+			rep.Fit.Diagnosis = diag.class
 		}
 	}
-	if ref.Greedy(ref.Temperature(w.j.run, r)) {
-		return // greedy rows: nothing random to fit
+	for _, b := range []bad{rng, off} {
+		if b.n > 0 {
+			msg := fmt.Sprintf("row %d: %d of %d draws are wrong; first, draw %d: %s", r, b.n, n, b.first, b.msg)
+			if diag != nil && b.rule != engine.RuleTokenRange {
+				msg += "; " + diag.sentence
+			}
+			rep.AddFinding(violation(b.rule, int(b.tok), "%s", msg))
+		}
 	}
-	w.fitSamples(p, d, r, rep)
+	if fitFails != "" {
+		if diag != nil && off.n == 0 { // else the support violation, read first, says it
+			fitFails = diag.sentence + "; against the reference, " + fitFails
+		}
+		rep.AddFinding(violation(engine.RuleFit, fit.Worst.Token, "row %d: %s", r, fitFails))
+	}
 }
 
 // judgeSampledToken judges row r's one sampled token: it must be on the

@@ -302,7 +302,7 @@ func (w *worker) treeTrialStats(p *plan, s *ref.TreeRef, slack []float64, trials
 			rep.AddFinding(note(engine.RuleFit, -1, "row %d: position %d: no goodness of fit: %v", r, j, err))
 			continue
 		}
-		st.Lossless[j] = engineFit(&f)
+		st.Lossless[j] = engineFit(&f, thr)
 		if j == 0 {
 			tr.FirstTV, tr.FirstTVBound = engine.Float(f.TV), engine.Float(f.TVBound)
 		}

@@ -29,8 +29,15 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 			toks[j] = p.out.SpecTokens.Int(r*steps + j)
 		}
 	}
+	// Our kernels verify the first trial's drafts as fixed drafts; only an
+	// external output's trials come with drafts of their own.
+	redrawn := p.trials && w.j.run.DraftTrials != nil && p.rep.External
+	if redrawn && !p.spec {
+		w.judgeRedrawn(p, s, r, rep)
+		return
+	}
 	var trials [][]int32
-	if p.trials {
+	if p.trials && !redrawn {
 		trials = readTrials(p.out.SpecTrials, r, steps)
 	} else {
 		trial := make([]int32, steps)
@@ -42,12 +49,17 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 	ts, err := countTrials(s, trials, w.j.vocab)
 	if err != nil {
 		rep.AddFinding(note(engine.RuleAcceptance, -1, "row %d: no trial statistics: %v", r, err))
+		if redrawn {
+			w.judgeRedrawn(p, s, r, rep)
+		}
 		return
 	}
 	laws, changes := revealedLaws(s, ts)
-	p.slack[r] = laws.slack
-	for _, c := range changes {
-		rep.AddFinding(note(engine.RuleBoundary, -1, "row %d: %s", r, c))
+	if !redrawn { // judgeRedrawn says what the trials reveal
+		p.slack[r] = laws.slack
+		for _, c := range changes {
+			rep.AddFinding(note(engine.RuleBoundary, -1, "row %d: %s", r, c))
+		}
 	}
 
 	if p.spec {
@@ -61,9 +73,23 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 			accepted = &x
 			p.recordAccepted(r, laws, x)
 		}
+		if p.emittedIsAccepted && emitted != nil {
+			// The tokens must show a chain that stopped at a rejection: a
+			// resampled token at position e is never the draft there (where
+			// the draft can be rejected, the residual gives it no mass), so
+			// a chain that only lost its bonus token is not taken for it.
+			if e, ok := tokensEmitted(toks); ok && int64(e) < *emitted && e < len(s.Drafts) && toks[e] != s.Drafts[e] {
+				rep.AddFinding(violation(engine.RuleCounter, -1, "row %d: spec_emitted reports the accepted counter: it is %d, as spec_accepted is on every row, where the tokens show %d accepted (spec_emitted must count the accepted prefix, the tokens committed before the resampled one)", r, *emitted, e))
+				emitted = nil // the rule above says it; the layout rules judge the tokens alone
+			}
+		}
 		if rule, msg, tok := specProblem(s, &laws, toks, emitted, accepted, w.j.vocab); msg != "" {
 			rep.AddFinding(violation(rule, tok, "row %d: %s", r, msg))
 		}
+	}
+	if redrawn {
+		w.judgeRedrawn(p, s, r, rep)
+		return
 	}
 	if p.trials {
 		judgeTrialStructure(p.out.SpecTrials, s, &laws, r, w.j.vocab, rep)
@@ -109,6 +135,22 @@ func judgeTrialStructure(t *engine.Tensor, s *ref.SpecRef, laws *specLaws, r, v 
 	if failed > 0 {
 		rep.AddFinding(violation(firstRule, firstTok, "row %d: %d of %d trials break the rules; first, %s", r, failed, n, first))
 	}
+}
+
+// tokensEmitted returns the accepted prefix a chain's tokens show: the
+// tokens before the -1 fill, less the resampled or bonus one. ok is false
+// when the tokens have no such shape (the layout rules say why).
+func tokensEmitted(toks []int64) (int, bool) {
+	c := 0
+	for c < len(toks) && toks[c] != -1 {
+		c++
+	}
+	for _, t := range toks[c:] {
+		if t != -1 {
+			return 0, false
+		}
+	}
+	return c - 1, c > 0
 }
 
 // int32Token narrows a token id for engine/stats; ids beyond int32 (never a

@@ -198,7 +198,7 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 			rep.AddFinding(note(engine.RuleFit, -1, "row %d: position %d: no goodness of fit: %v", r, j, err))
 			continue
 		}
-		st.Lossless[j] = engineFit(&f)
+		st.Lossless[j] = engineFit(&f, thr)
 		what := fmt.Sprintf("position %d: the %d tokens of the trials that reached it", j, f.Draws)
 		t := rowTest{rule: engine.RuleFit, p: f.PValue, tok: f.Worst.Token, msg: func(threshold float64) string {
 			return fitSentence(&f, what, "exact speculative sampling", threshold)

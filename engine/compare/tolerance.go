@@ -115,6 +115,10 @@ var logprobTable = []ToleranceRow{
 // 2^-22, two float32 ulps of 1.
 const logprobScale = 0x1p-22
 
+// LogprobRowAtol returns the atol of a logprobs row under tolerance t,
+// scale the row's greatest |logit|/T (ref.LogRow.Scale).
+func LogprobRowAtol(t engine.Tolerance, scale float64) float64 { return t.Atol + logprobScale*scale }
+
 // LogprobTolerance returns the logprob table's tolerance for an output of
 // dtype d (integer and invalid dtypes get the F64 entry).
 func LogprobTolerance(d engine.DType) engine.Tolerance {

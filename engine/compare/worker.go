@@ -58,8 +58,13 @@ type worker struct {
 	// fitRef holds a reference renormalised over the support a sampler
 	// revealed (revealedSupport).
 	fitRef []float64
-	strict measurement
-	native measurement
+	// diagWS, diagDist and diagLaw hold the law of a class of sampler bug
+	// that a failing row's draws are fitted to (diagnoseSamples).
+	diagWS   ref.Workspace
+	diagDist ref.Dist
+	diagLaw  []float64
+	strict   measurement
+	native   measurement
 }
 
 // distEntry is a reference distribution kept for the row being judged,

@@ -73,8 +73,11 @@ type Backend struct {
 	device engine.Device
 	l2     int64
 	cc     string
-	closed bool
-	nextID uint64
+	// treeKernel says that the worker's library has spec_tree_verify's
+	// kernel (see errNoTreeKernel).
+	treeKernel bool
+	closed     bool
+	nextID     uint64
 }
 
 // Open starts a worker, loads the kernel library in it, binds the GPU and
@@ -140,8 +143,9 @@ func (b *Backend) L2Bytes() int64 {
 // whose Timing holds the device time between events around the launches,
 // the bytes the op moves, and the wall time with transfers. Invalid inputs
 // give the same errors as engine/cpu (wrapping engine.ErrUnsupported for
-// malformed tensors); failures of the worker give a *WorkerError. It never
-// writes to run's tensors.
+// malformed tensors); failures of the worker give a *WorkerError. A library
+// built without the tree kernel (SV_TREE=0) refuses spec_tree_verify with
+// engine.ErrUnsupported. It never writes to run's tensors.
 func (b *Backend) Run(ctx context.Context, run *engine.Run) (*engine.Output, error) {
 	return b.run(ctx, run, false)
 }
@@ -160,6 +164,9 @@ func (b *Backend) run(ctx context.Context, run *engine.Run, inPlace bool) (*engi
 	pr, err := b.ensure(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if run.Op == engine.OpSpecTreeVerify && !b.treeKernel {
+		return nil, errNoTreeKernel
 	}
 	if p.size > pr.shm.size() {
 		if err := pr.shm.resize((p.size + initialShared - 1) / initialShared * initialShared); err != nil {
@@ -298,7 +305,7 @@ func (b *Backend) ensure(ctx context.Context) (*proc, error) {
 		CopyBandwidth: h.CopyBandwidth,
 		Reason:        b.opts.Reason,
 	}
-	b.l2, b.cc = h.L2Bytes, h.Capability
+	b.l2, b.cc, b.treeKernel = h.L2Bytes, h.Capability, h.TreeKernel
 	b.proc = pr
 	return pr, nil
 }

@@ -29,6 +29,12 @@ type BenchCase struct {
 	TopP        float64             `json:"top_p,omitempty"` // 0 means 1 (off)
 	MinP        float64             `json:"min_p,omitempty"`
 	Method      engine.SampleMethod `json:"method,omitempty"`
+	// Nodes and TreeTopK shape spec_tree_verify's tree: the first Nodes
+	// nodes, breadth first, of the tree in which every node has TreeTopK
+	// children (benchTree); DraftProbs gives every node a draft
+	// distribution in DType (else one-hot drafts).
+	Nodes    int `json:"nodes,omitempty"`
+	TreeTopK int `json:"tree_topk,omitempty"`
 	// PromptLen and GenLen shape ngram_match (input_ids [Rows, PromptLen],
 	// pre_ids [Rows, GenLen], 8 draft tokens, n up to 3).
 	PromptLen int `json:"prompt_len,omitempty"`
@@ -97,6 +103,10 @@ func (c *BenchCase) validate() error {
 		if c.K < 1 {
 			return fmt.Errorf("bench: spec_verify needs K >= 1")
 		}
+	case engine.OpSpecTreeVerify:
+		if c.Nodes < 1 || c.Nodes > engine.MaxTreeNodes || c.TreeTopK < 1 {
+			return fmt.Errorf("bench: spec_tree_verify needs 1 to %d nodes and a top-k of at least 1", engine.MaxTreeNodes)
+		}
 	case engine.OpNgramMatch:
 		if c.PromptLen < 1 || c.GenLen < 1 {
 			return fmt.Errorf("bench: ngram_match needs prompt and generated lengths")
@@ -133,10 +143,64 @@ func (c *BenchCase) MinBytes() int64 {
 			n += b*v*s + b*k*s
 		}
 		return n
+	case engine.OpSpecTreeVerify:
+		// Every node's target row (its normaliser needs it), the tree's
+		// three int32 tensors, the outputs and the parameters; with draft
+		// distributions, the rows of the nodes with two or more children
+		// (their later siblings' thresholds sum over them), q(x) of every
+		// other child, and one row for the stop node's residual.
+		nodes := int64(c.Nodes)
+		width := int64(benchTreeDepth(c.Nodes, c.TreeTopK) + 1)
+		n := b*nodes*v*s + 12*b*nodes + 4*b*(2*width+1) + 32*b
+		if c.DraftProbs {
+			wide := int64(benchTreeWide(c.Nodes, c.TreeTopK))
+			n += b*wide*v*s + b*nodes*s + b*v*s
+		}
+		return n
 	case engine.OpNgramMatch:
 		return 4*b*int64(c.PromptLen+c.GenLen+2) + 4*b*ngramDraft
 	}
 	return 0
+}
+
+// benchTree returns the links (first child, next sibling) of the first
+// nodes nodes, breadth first, of the tree in which every node has topk
+// children: SGLang's layout, a child's index above its parent's.
+func benchTree(nodes, topk int) (next, sibling []int64) {
+	next, sibling = make([]int64, nodes), make([]int64, nodes)
+	for i := range next {
+		next[i], sibling[i] = -1, -1
+	}
+	for c := 1; c < nodes; c++ {
+		parent, rank := (c-1)/topk, (c-1)%topk
+		if rank == 0 {
+			next[parent] = int64(c)
+		} else {
+			sibling[c-1] = int64(c)
+		}
+	}
+	return next, sibling
+}
+
+// benchTreeDepth is the depth of benchTree(nodes, topk).
+func benchTreeDepth(nodes, topk int) int {
+	depth := 0
+	for c := nodes - 1; c > 0; c = (c - 1) / topk {
+		depth++
+	}
+	return depth
+}
+
+// benchTreeWide is the number of nodes of benchTree(nodes, topk) with two
+// or more children.
+func benchTreeWide(nodes, topk int) int {
+	wide := 0
+	for u := 0; u*topk+1 < nodes; u++ {
+		if min(topk, nodes-1-u*topk) >= 2 {
+			wide++
+		}
+	}
+	return wide
 }
 
 // benchSet is one set of device inputs and outputs of a case.
@@ -231,9 +295,41 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 		nGreedy, nSampled = rows, 0
 	}
 
+	// spec_tree_verify: one tree for every row and set, with random
+	// candidates.
+	var treeBuf uint64
+	treeWidth := 0
+	if c.Op == engine.OpSpecTreeVerify {
+		if g.lib.specTreeVerify == nil {
+			return nil, &wireError{Kind: wireUnsupported, Message: errNoTreeKernel.Error()}
+		}
+		next, sibling := benchTree(c.Nodes, c.TreeTopK)
+		tree, err := engine.ParseTree(next, sibling)
+		if err != nil {
+			return nil, &wireError{Kind: wireInvalid, Message: "bench: " + err.Error()}
+		}
+		treeWidth = tree.MaxDepth + 1
+		trees := make([]*engine.Tree, rows)
+		tokens := make([]int32, rows*c.Nodes)
+		for r := range rows {
+			trees[r] = tree
+			for node := 1; node < c.Nodes; node++ {
+				tokens[r*c.Nodes+node] = int32(rng.IntN(vocab))
+			}
+		}
+		if treeBuf, err = upload(treeBuffer(trees, tokens, c.Nodes)); err != nil {
+			return nil, err
+		}
+	}
+
 	// Per-set inputs and outputs.
 	var inBytes int64
 	switch c.Op {
+	case engine.OpSpecTreeVerify:
+		inBytes = int64(rows) * int64(c.Nodes) * int64(vocab) * elem
+		if c.DraftProbs {
+			inBytes *= 2
+		}
 	case engine.OpSpecVerify:
 		inBytes = int64(rows) * int64(c.K+1) * int64(vocab) * elem
 		if c.DraftProbs {
@@ -302,6 +398,21 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 					return nil, err
 				}
 			}
+		case engine.OpSpecTreeVerify:
+			n := int64(rows) * int64(c.Nodes) * int64(vocab)
+			if err := fill("target", n, 2); err != nil {
+				return nil, err
+			}
+			if c.DraftProbs {
+				if err := fill("qprobs", n, 1/float32(vocab)); err != nil {
+					return nil, err
+				}
+			}
+			for name, n := range map[string]int64{"path": int64(rows * treeWidth), "tokens": int64(rows * treeWidth), "accepted": int64(rows)} {
+				if err := output(name, 4*n); err != nil {
+					return nil, err
+				}
+			}
 		case engine.OpNgramMatch:
 			ids := func(n int) []byte {
 				b := make([]byte, 4*n)
@@ -348,6 +459,10 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 			f := int32(flags) | dt<<specTargetShift | dt<<specDraftShift
 			return l.specVerify(set.in["target"], int32(rows), int32(c.K), int32(vocab), params, f, set.in["drafts"],
 				set.in["qprobs"], 1, set.out["tokens"], set.out["emitted"], set.out["accepted"], 0, 0)
+		case engine.OpSpecTreeVerify:
+			f := int32(flags) | dt<<specTargetShift | dt<<specDraftShift
+			return l.specTreeVerify(set.in["target"], int32(rows), int32(c.Nodes), int32(vocab), int32(treeWidth), params, f,
+				treeBuf, set.in["qprobs"], 1, set.out["path"], set.out["tokens"], set.out["accepted"], 0, 0)
 		case engine.OpNgramMatch:
 			return l.ngram(set.in["input_ids"], int32(c.PromptLen), set.in["input_len"], set.in["pre_ids"], int32(c.GenLen),
 				set.in["step_idx"], int32(rows), 3, ngramDraft, 1<<20, set.out["draft_out"])

@@ -13,6 +13,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/samplertest"
 )
 
 // The kernel variants (csrc/sampviz.h enum sv_variant): bit, name, and
@@ -56,6 +57,16 @@ var kernelVariants = []struct {
 	{30, "SV_VARIANT_SPEC_CHAIN_LEAN", true},
 	{31, "SV_VARIANT_SPEC_CHAIN_LEAN_TABLE", true},
 	{32, "SV_VARIANT_NGRAM", true},
+	{33, "SV_VARIANT_TREE_PREPARE_FILTERED", true},
+	{34, "SV_VARIANT_TREE_PREPARE_LEAN", true},
+	{35, "SV_VARIANT_TREE_NODES", true},
+	{36, "SV_VARIANT_TREE_WALK", true},
+}
+
+// treeVariant says whether a variant is spec_tree_verify's, which a library
+// built with SV_TREE=0 does not have.
+func treeVariant(bit int) bool {
+	return strings.HasPrefix(variantName(bit), "tree_")
 }
 
 // variantName is a variant's name without the prefix, in lower case.
@@ -210,6 +221,15 @@ func TestGPUVariants(t *testing.T) {
 			return &engine.Run{Op: op, Logits: x, Params: p}, invalid
 		}
 	}
+	treeCase := func(d engine.DType, rows, vocab, mode int) func() (*engine.Run, map[int]bool) {
+		return func() (*engine.Run, map[int]bool) {
+			next, sibling := samplertest.KaryTree(2, 2)
+			run, invalid := treeRun(rng, d, rows, vocab, next, sibling, 4, engine.DTypeInvalid, false)
+			run.Params = modeParams(rows, mode)
+			run.Params.Trials = 4
+			return run, invalid
+		}
+	}
 	specCase := func(d engine.DType, rows, k, vocab, mode int) func() (*engine.Run, map[int]bool) {
 		return func() (*engine.Run, map[int]bool) {
 			run, invalid := specRun(rng, d, rows, k, vocab, 4, engine.DTypeInvalid)
@@ -248,11 +268,15 @@ func TestGPUVariants(t *testing.T) {
 		{"spec_verify/few positions", specCase(engine.BF16, 2, 3, 32003, unfiltered), []string{"spec_split", "spec_chain_lean"}},
 		{"spec_verify/lean bf16", specCase(engine.BF16, 40, 3, 4100, unfiltered), []string{"spec_prepare_lean", "spec_chain_lean_table"}},
 		{"spec_verify/lean f16", specCase(engine.F16, 40, 3, 4100, unfiltered), []string{"spec_prepare_lean", "spec_chain_lean"}},
+		{"spec_tree_verify/filtered", treeCase(engine.BF16, 3, 4099, filtered), []string{"tree_prepare_filtered", "tree_nodes", "tree_walk"}},
+		{"spec_tree_verify/lean", treeCase(engine.F16, 3, 4100, unfiltered), []string{"tree_prepare_lean", "tree_nodes", "tree_walk"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			run, invalid := c.make()
-			if run.Op == engine.OpSpecVerify {
+			if run.Op == engine.OpSpecTreeVerify {
+				sameTree(t, run, invalid)
+			} else if run.Op == engine.OpSpecVerify {
 				sameSpec(t, run, invalid)
 			} else {
 				gpu, host := runBoth(t, run)
@@ -308,15 +332,19 @@ func TestGPUVariantCoverage(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "variant coverage (%s mode, sm_%d0): variant, launches, first tests\n", mode, dryLib.major)
 	var missing []string
+	noTree := dryLib.lib.specTreeVerify == nil
 	for _, v := range kernelVariants {
 		names := taken[v.bit]
-		if len(names) == 0 && v.sm90 {
+		if len(names) == 0 && v.sm90 && !(noTree && treeVariant(v.bit)) {
 			missing = append(missing, variantName(v.bit))
 		}
 		first := names[:min(len(names), 3)]
 		note := ""
 		if dryLib.major >= 9 && !v.sm90 {
 			note = " (the sm_80 path: not chosen on sm_90)"
+		}
+		if noTree && treeVariant(v.bit) {
+			note = " (the library was built with SV_TREE=0)"
 		}
 		fmt.Fprintf(&b, "variant %-24s %4d  %s%s\n", variantName(v.bit), len(names), strings.Join(first, ", "), note)
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sampviz/sampviz/engine"
 )
 
 // TestHeaderConstants parses csrc/sampviz.h and checks every constant that
@@ -40,6 +42,7 @@ func TestHeaderConstants(t *testing.T) {
 		"SV_PARAM_BYTES":        paramBytesPerRow,
 		"SV_SPEC_TARGET_SHIFT":  specTargetShift,
 		"SV_SPEC_DRAFT_SHIFT":   specDraftShift,
+		"SV_MAX_TREE_NODES":     engine.MaxTreeNodes,
 	}
 	for _, v := range kernelVariants {
 		mirrors[v.c] = v.bit

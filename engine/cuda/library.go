@@ -69,6 +69,10 @@ type library struct {
 	ngram         func(inputIDs uint64, l int32, inputLen, preIDs uint64, m int32, stepIdx uint64, rows, maxNgram, maxDraft, threshold int32, out uint64) int32
 	faultOOB      func() int32
 	faultSpin     func() int32
+
+	// specTreeVerify is nil where the library was built without the tree
+	// kernel (make kernels SV_TREE=0).
+	specTreeVerify func(target uint64, rows, nodes, vocab, width int32, params uint64, flags int32, tree, qprobs uint64, trials int32, path, tokens, accepted uint64, traceTrials int32, trace uint64) int32
 }
 
 // loadLibrary dlopens path and binds every symbol; a missing symbol or a
@@ -100,6 +104,11 @@ func loadLibrary(path string) (*library, error) {
 			return nil, fmt.Errorf("load %s: symbol %s: %w", path, s.name, err)
 		}
 		purego.RegisterFunc(s.fn, sym)
+	}
+	// Optional: a library built with SV_TREE=0 has no tree kernel, and the
+	// backend refuses spec_tree_verify (Backend.Run).
+	if sym, err := purego.Dlsym(h, "sv_spec_tree_verify"); err == nil {
+		purego.RegisterFunc(&l.specTreeVerify, sym)
 	}
 	if v := l.abiVersion(); v != abiVersion {
 		return nil, fmt.Errorf("load %s: ABI version %d, want %d (rebuild with make kernels)", path, v, abiVersion)

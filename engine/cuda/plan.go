@@ -240,13 +240,6 @@ var planners = map[engine.Op]func(run *engine.Run) (*plan, error){
 	engine.OpNgramMatch:     ngramPlan,
 }
 
-// treePlan refuses spec_tree_verify: csrc/ has no tree kernel yet (PERF.md
-// says how it is to be shaped), and engine/cpu's twin serves the op, with
-// the reference and the judge, on every machine.
-func treePlan(*engine.Run) (*plan, error) {
-	return nil, fmt.Errorf("spec_tree_verify: the CUDA kernels do not verify draft trees yet; run this dump with --backend cpu, whose twin draws what the kernel is specified to draw (docs/SEMANTICS.md): %w", engine.ErrUnsupported)
-}
-
 // buildPlan validates run and lays it out for the worker.
 func buildPlan(run *engine.Run) (*plan, error) {
 	planner := planners[run.Op]

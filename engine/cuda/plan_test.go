@@ -1,11 +1,16 @@
 package cuda
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/cpu"
 )
 
 // TestAllFast checks the SV_ALL_FAST hint against the fast path's rule
@@ -37,12 +42,125 @@ func TestAllFast(t *testing.T) {
 	}
 }
 
-// TestTreeUnsupported checks that a draft tree is refused with
-// engine.ErrUnsupported and a sentence that names the way out.
-func TestTreeUnsupported(t *testing.T) {
-	_, err := buildPlan(&engine.Run{Op: engine.OpSpecTreeVerify})
-	if !errors.Is(err, engine.ErrUnsupported) || !strings.Contains(err.Error(), "--backend cpu") {
-		t.Errorf("buildPlan: %v, want ErrUnsupported naming --backend cpu", err)
+// tinyTree is a spec_tree_verify run of one row on the tree
+//
+//	0 ─┬─ 2 ─── 3
+//	   └─ 1
+//
+// (node 2 is the root's first child, node 1 its sibling) and a padding
+// node 4 the root does not reach, whose candidate lies outside the
+// vocabulary.
+func tinyTree() *engine.Run {
+	const nodes, vocab = 5, 8
+	return &engine.Run{
+		Op:           engine.OpSpecTreeVerify,
+		TargetLogits: engine.FromFloat64s("target_logits", engine.F32, []int{1, nodes, vocab}, make([]float64, nodes*vocab)),
+		Candidates:   engine.FromInts("candidates", engine.I64, []int{1, nodes}, []int64{-1, 5, 6, 7, 99}),
+		NextToken:    engine.FromInts("retrive_next_token", engine.I32, []int{1, nodes}, []int64{2, -1, 3, -1, -1}),
+		NextSibling:  engine.FromInts("retrive_next_sibling", engine.I32, []int{1, nodes}, []int64{-1, -1, 1, -1, -1}),
+		Params: engine.Params{Temperature: []float64{1}, TopK: []int{0}, TopP: []float64{1}, MinP: []float64{0},
+			Seed: []uint64{7}, Offset: []uint64{0}, Trials: 3},
+	}
+}
+
+// TestTreePlan checks the tree as the kernel receives it (csrc/sampviz.h
+// sv_spec_tree_verify): candidates with 0 at the root and the padding,
+// each node's children in sibling order, each node's first child's token;
+// and the launch's shape.
+func TestTreePlan(t *testing.T) {
+	p, err := buildPlan(tinyTree())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.req; r.Rows != 1 || r.Nodes != 5 || r.Vocab != 8 || r.Width != 3 || r.Trials != 3 || r.TraceTrials != 3 {
+		t.Errorf("request %+v, want 1 row, 5 nodes, 8 tokens, width 3, 3 trials traced", r)
+	}
+	var tree []int32
+	for _, w := range p.writes {
+		if w.off == p.req.In["tree"].Off {
+			for i := 0; i+4 <= len(w.data); i += 4 {
+				tree = append(tree, int32(binary.LittleEndian.Uint32(w.data[i:])))
+			}
+		}
+	}
+	want := []int32{
+		0, 5, 6, 7, 0, // tokens
+		0, 2, 2, 3, 3, // kid_start
+		2, 0, 1, 0, 0, // kid_count
+		2, 1, 3, 0, 0, // kids
+		6, 0, 7, 0, // first
+	}
+	if fmt.Sprint(tree) != fmt.Sprint(want) {
+		t.Errorf("tree buffer\n got %v\nwant %v", tree, want)
+	}
+}
+
+// TestTreePlanErrors checks that the plan refuses what engine/cpu refuses,
+// with the same message.
+func TestTreePlanErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		break_ func(r *engine.Run)
+	}{
+		{"candidate outside the vocabulary", func(r *engine.Run) { r.Candidates.SetInt(3, 8) }},
+		{"cycle", func(r *engine.Run) { r.NextSibling.SetInt(1, 2) }},
+		{"child before its parent", func(r *engine.Run) { r.NextToken.SetInt(2, 1); r.NextSibling.SetInt(1, 3) }},
+		{"draft probs of another shape", func(r *engine.Run) {
+			r.DraftProbs = engine.NewTensor("draft_probs", engine.F32, 1, 4, 8)
+		}},
+		{"candidates of another shape", func(r *engine.Run) {
+			r.Candidates = engine.FromInts("candidates", engine.I64, []int{1, 4}, []int64{0, 1, 2, 3})
+		}},
+		{"negative trials", func(r *engine.Run) { r.Params.Trials = -1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := tinyTree()
+			tt.break_(run)
+			_, gpuErr := buildPlan(run)
+			_, cpuErr := cpu.New().Run(context.Background(), run)
+			if gpuErr == nil || cpuErr == nil || gpuErr.Error() != cpuErr.Error() ||
+				errors.Is(gpuErr, engine.ErrUnsupported) != errors.Is(cpuErr, engine.ErrUnsupported) {
+				t.Errorf("plan: %v\n cpu: %v", gpuErr, cpuErr)
+			}
+		})
+	}
+}
+
+// TestTreeWithoutKernel checks that a worker whose library has no tree
+// kernel (the fake device stands for one built with SV_TREE=0) refuses
+// spec_tree_verify with engine.ErrUnsupported and a sentence that names
+// the way out.
+func TestTreeWithoutKernel(t *testing.T) {
+	b := openFake(t, 10*time.Second)
+	_, err := b.Run(context.Background(), tinyTree())
+	if !errors.Is(err, engine.ErrUnsupported) || !strings.Contains(err.Error(), "--backend cpu") || !strings.Contains(err.Error(), "SV_TREE=0") {
+		t.Errorf("Run: %v, want ErrUnsupported naming --backend cpu and SV_TREE=0", err)
+	}
+}
+
+// TestBenchTree checks the bench's trees against engine.ParseTree: valid
+// links, and the depth and the count of nodes with two or more children
+// that MinBytes counts.
+func TestBenchTree(t *testing.T) {
+	for _, c := range []struct{ nodes, topk int }{{64, 2}, {64, 4}, {1, 2}, {2, 3}, {85, 4}, {10, 1}} {
+		tree, err := engine.ParseTree(benchTree(c.nodes, c.topk))
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		wide, reached := 0, 0
+		for u := range c.nodes {
+			if len(tree.Children[u]) >= 2 {
+				wide++
+			}
+			if tree.Reached(u) {
+				reached++
+			}
+		}
+		if reached != c.nodes || tree.MaxDepth != benchTreeDepth(c.nodes, c.topk) || wide != benchTreeWide(c.nodes, c.topk) {
+			t.Errorf("%+v: reached %d, depth %d (benchTreeDepth %d), wide %d (benchTreeWide %d)", c, reached,
+				tree.MaxDepth, benchTreeDepth(c.nodes, c.topk), wide, benchTreeWide(c.nodes, c.topk))
+		}
 	}
 }
 

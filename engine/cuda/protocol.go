@@ -61,6 +61,9 @@ type helloReply struct {
 	L2Bytes       int64   `json:"l2_bytes"`
 	Capability    string  `json:"capability"`
 	CopyBandwidth float64 `json:"copy_bandwidth"`
+	// TreeKernel says that the library has spec_tree_verify's kernel (it
+	// is built without it under SV_TREE=0).
+	TreeKernel bool `json:"tree_kernel,omitempty"`
 }
 
 // slot is a byte range of the shared memory. Output slots are filled with
@@ -88,6 +91,8 @@ type runRequest struct {
 	Rows        int             `json:"rows"`
 	Vocab       int             `json:"vocab"`
 	K           int             `json:"k"`
+	Nodes       int             `json:"nodes,omitempty"`
+	Width       int             `json:"width,omitempty"`
 	Trials      int             `json:"trials"`
 	TraceTrials int             `json:"trace_trials"`
 	Draws       int             `json:"draws"`

@@ -257,6 +257,7 @@ func (g *gpuExec) hello(h *helloRequest) (*helloReply, error) {
 		MemoryBytes: int64(memBytes),
 		L2Bytes:     int64(l2),
 		Capability:  fmt.Sprintf("%d.%d", maj, mnr),
+		TreeKernel:  g.lib.specTreeVerify != nil,
 	}
 	bw, err := g.copyBandwidth()
 	if err != nil {
@@ -446,6 +447,14 @@ var launchers = map[engine.Op]func(l *library, r *runRequest, in, out map[string
 		return l.check(l.specVerify(in["target"], int32(r.Rows), int32(r.K), int32(r.Vocab), in["params"], int32(r.Flags), in["drafts"],
 			in["qprobs"], int32(r.Trials), out["spec_tokens"], out["emitted"], out["accepted"], int32(r.TraceTrials),
 			out["trace"]), "spec_verify")
+	},
+	engine.OpSpecTreeVerify: func(l *library, r *runRequest, in, out map[string]uint64) error {
+		if l.specTreeVerify == nil {
+			return &wireError{Kind: wireUnsupported, Message: errNoTreeKernel.Error()}
+		}
+		return l.check(l.specTreeVerify(in["target"], int32(r.Rows), int32(r.Nodes), int32(r.Vocab), int32(r.Width), in["params"],
+			int32(r.Flags), in["tree"], in["qprobs"], int32(r.Trials), out["tree_path"], out["tree_tokens"], out["tree_accepted"],
+			int32(r.TraceTrials), out["trace"]), "spec_tree_verify")
 	},
 	engine.OpNgramMatch: func(l *library, r *runRequest, in, out map[string]uint64) error {
 		return l.check(l.ngram(in["input_ids"], int32(r.L), in["input_len"], in["pre_ids"], int32(r.M), in["step_idx"],

@@ -85,6 +85,10 @@ func (b *builder) outputs() error {
 		if err := b.wantDims(t, ts.Dims); err != nil {
 			return err
 		}
+		if d := b.run.DraftTrials; d != nil && base == "spec_trials" && t.Shape[0] != d.Shape[0] {
+			return tensorError(b.file, t.Name, "shape %s holds %d trials, but draft_tokens %s holds drafts for %d: with drafts drawn per trial, every trial needs its own",
+				t.ShapeString(), t.Shape[0], d.ShapeString(), d.Shape[0])
+		}
 		b.run.External[name] = t
 	}
 	return nil

@@ -305,6 +305,12 @@ func (b *builder) inputs() error {
 		if err := b.wantDType(t, ts.Float); err != nil && !boolMask {
 			return err
 		}
+		if ts.Name == "draft_tokens" && b.run.Op == engine.OpSpecVerify && len(t.Shape) == 3 {
+			if err := b.draftTrials(t); err != nil {
+				return err
+			}
+			continue
+		}
 		if i == 0 {
 			if err := b.first(t, ts); err != nil {
 				return err
@@ -317,6 +323,43 @@ func (b *builder) inputs() error {
 		}
 		b.run.SetTensor(ts.Name, t)
 	}
+	if b.run.DraftTrials != nil && b.run.DraftProbs == nil {
+		return tensorError(b.file, "draft_tokens", "shape %s holds drafts drawn anew for every trial, which needs draft_probs [B, K, V], the distributions they were drawn from (one-hot drafts are not drawn)",
+			b.run.DraftTrials.ShapeString())
+	}
+	return nil
+}
+
+// draftTrials checks per-trial drafts of spec_verify, draft_tokens [T, B,
+// K] (DUMPS.md), files them as run.DraftTrials, and the first trial's as
+// run.DraftTokens [B, K]: what our kernels verify, and spec_tokens is
+// judged against.
+func (b *builder) draftTrials(t *engine.Tensor) error {
+	dims := []string{"T", "B", "K"}
+	delete(b.dims, "T")
+	if err := b.wantDims(t, dims); err != nil {
+		return err
+	}
+	if t.Shape[0] < 1 {
+		return tensorError(b.file, t.Name, "shape %s holds no trial: per-trial drafts are [T, B, K] with T at least 1", t.ShapeString())
+	}
+	if err := b.f.Load(t.Name); err != nil {
+		return err
+	}
+	rows, k, v := t.Shape[1], t.Shape[2], b.dims["V"]
+	for i := range t.NumElements() {
+		if tok := t.Int(i); tok < 0 || tok >= int64(v) {
+			return tensorError(b.file, t.Name, "trial %d, row %d, position %d holds token %d, outside the vocabulary [0, %d) of %s",
+				i/max(rows*k, 1), i/max(k, 1)%max(rows, 1), i%max(k, 1), tok, v, b.boundBy["V"])
+		}
+	}
+	first := make([]int64, rows*k)
+	for i := range first {
+		first[i] = t.Int(i)
+	}
+	b.run.DraftTrials = t
+	b.run.DraftTokens = engine.FromInts("draft_tokens", engine.I64, []int{rows, k}, first)
+	delete(b.dims, "T")
 	return nil
 }
 

@@ -3,8 +3,10 @@
 // output's values beside it, the CDF with the filter cuts, the sample
 // histograms of a sampler drawn many times, the exact laws of chain
 // speculative sampling with the stored trace, a draft tree with the laws at
-// each node and the stored trace, and how an n-gram row was drafted. It computes from engine/ref and never judges (engine/compare
-// does) or formats for a page (web/view does).
+// each node and the stored trace, how an n-gram row was drafted, and every
+// logprobs output beside the reference log-softmax of its kind. It computes
+// from engine/ref and never judges (engine/compare does) or formats for a
+// page (web/view does).
 package explain
 
 import "github.com/sampviz/sampviz/engine"
@@ -136,6 +138,9 @@ type RowDetail struct {
 	Tree *TreeDetail `json:"tree,omitempty"`
 	// Ngram shows how an ngram_match row was drafted.
 	Ngram *NgramDetail `json:"ngram,omitempty"`
+	// Logprobs holds every logprobs output's values on the row beside the
+	// reference log-softmax of its kind.
+	Logprobs []LogprobsDetail `json:"logprobs,omitempty"`
 	// Text is the visible text of the token ids above, when the run has a
 	// tokenizer (NameTokens); ids it lacks are shown bare.
 	Text map[int64]string `json:"text,omitempty"`

@@ -22,8 +22,9 @@ const (
 // chose, the sample histograms of a sample row drawn many times, the laws of
 // a spec_verify row with tr (our backend's trace of the row, nil when there
 // is none), the laws of a spec_tree_verify row's tree with tt (our
-// backend's trace of it, nil when there is none), and how an ngram_match
-// row was drafted. tol replaces the dtype defaults when not nil (a negative
+// backend's trace of it, nil when there is none), how an ngram_match
+// row was drafted, and every logprobs output beside its reference
+// log-softmax. tol replaces the dtype defaults when not nil (a negative
 // part keeps the default's); outs are every output, ours first.
 func Row(run *engine.Run, outs []*engine.Output, tr *RowTrace, tt *TreeTrace, tol *engine.Tolerances, r, top int) *RowDetail {
 	v := run.Vocab()
@@ -69,6 +70,7 @@ func Row(run *engine.Run, outs []*engine.Output, tr *RowTrace, tt *TreeTrace, to
 		d.Invalid = "This row has no reference distribution: " + dist.Invalid + "."
 		return d
 	}
+	d.Logprobs = logprobsDetails(run, outs, tol, r, top, eps)
 	var probs []*engine.Output
 	for _, o := range outs {
 		if o.Probs != nil && o.Probs.NumElements() == run.Rows()*v {

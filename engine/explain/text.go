@@ -30,6 +30,11 @@ func (d *RowDetail) NameTokens(name Namer) {
 	for _, t := range d.Worst {
 		add(int64(t.Token))
 	}
+	for _, l := range d.Logprobs {
+		for _, t := range l.Tokens {
+			add(int64(t.Token))
+		}
+	}
 	for _, t := range d.Chosen {
 		add(t)
 	}

@@ -4,12 +4,17 @@
 // filters, the verify chain and the inverse CDF over the Philox streams), so
 // what it shows is what the kernels do, on any machine; and through one
 // verification of a spec_tree_verify row's draft tree, node by node and
-// sibling by sibling, with the residual each rejection leaves (tree.go). A
-// lesson's whole state is its URL: the same lesson gives the same steps.
+// sibling by sibling, with the residual each rejection leaves (tree.go);
+// and through one draw of a sample row by the inverse CDF, the sort-free
+// rejection sampler or the Gumbel-max race (sample.go). A lesson's whole
+// state is its URL: the same lesson gives the same steps.
 //
 // It steps the CPU twin rather than a Backend because a Backend runs whole
-// launches: a lesson needs one accept/reject decision at a time, with its
-// u, p and q. It never judges and never formats for a page.
+// launches: a lesson needs one accept/reject decision (or one rejection
+// round) at a time, with its numbers. Its tests check that every lesson
+// ends where the backend's launch does, and the session puts our kernels'
+// stored draw beside a sampler lesson's. It never judges and never formats
+// for a page.
 package lesson
 
 import "github.com/sampviz/sampviz/engine"
@@ -144,9 +149,9 @@ type TVPoint struct {
 	Drafts  engine.Float `json:"drafts"`
 }
 
-// Error is a lesson Teach cannot give: not a spec_verify run, or a row,
-// position or control out of range. Its message is one sentence for the
-// person who asked.
+// Error is a lesson Teach, TeachTree or TeachSample cannot give: a run of
+// another op, or a row, position, draw or control out of range. Its
+// message is one sentence for the person who asked.
 type Error struct {
 	Msg string
 }

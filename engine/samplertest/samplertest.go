@@ -188,6 +188,21 @@ const (
 	JointOrder
 	// TemperatureOff scales by T·(1 + Bias).
 	TemperatureOff
+	// TieCollapse sends the draws of every group of tokens of equal
+	// probability to its lowest id (a comparison that never moves past the
+	// first of equal values).
+	TieCollapse
+	// ArgmaxFallback returns the argmax for a share Bias of the draws, as a
+	// rejection sampler whose retry cap falls back to argmax does.
+	ArgmaxFallback
+	// TemperatureTwice divides the logits by the temperature twice (T²).
+	TemperatureTwice
+	// MinPClamped clamps a min_p of 0 up to Bias: a row without min-p is
+	// filtered at min_p = Bias.
+	MinPClamped
+	// MinPPool applies the batch's min-p, Bias, to the rows that have none
+	// (the min-p tensor passed for every row when some row asks for it).
+	MinPPool
 )
 
 // Sampler is a simulated sampler: the distribution it draws from for a row
@@ -234,6 +249,12 @@ func (s Sampler) Law(x []float64, p Params) []float64 {
 		return filter(Softmax(x, p.Temperature), p, true)
 	case TemperatureOff:
 		p.Temperature *= 1 + s.Bias
+	case TemperatureTwice:
+		p.Temperature *= p.Temperature
+	case MinPClamped, MinPPool:
+		if p.MinP == 0 {
+			p.MinP = s.Bias
+		}
 	}
 	law := Filter(Softmax(x, p.Temperature), p)
 	if s.Mistake == TopTwoBias {
@@ -247,6 +268,27 @@ func (s Sampler) Law(x []float64, p Params) []float64 {
 		m := math.Min(s.Bias, law[top])
 		law[top] -= m
 		law[second] += m
+	}
+	switch s.Mistake {
+	case TieCollapse:
+		first := map[float64]int{}
+		for i, v := range law {
+			if v == 0 {
+				continue
+			}
+			if j, ok := first[v]; ok {
+				law[j] += v
+				law[i] = 0
+			} else {
+				first[v] = i
+			}
+		}
+	case ArgmaxFallback:
+		top := slices.Index(law, slices.Max(law))
+		for i := range law {
+			law[i] *= 1 - s.Bias
+		}
+		law[top] += s.Bias
 	}
 	return law
 }
@@ -273,19 +315,45 @@ type SampleCase struct {
 	Sigma      float64
 	Params     Params
 	Sampler    Sampler
+	// RowParams, when set, gives row r the parameters RowParams[r %
+	// len(RowParams)] instead of Params.
+	RowParams []Params
+	// Ties, when above 1, gives tokens 0 to Ties-1 of every row one logit,
+	// the row's greatest less 0.5: a tied group near the top.
+	Ties int
+}
+
+// rowParams returns row r's parameters.
+func (c SampleCase) rowParams(r int) Params {
+	if len(c.RowParams) > 0 {
+		return c.RowParams[r%len(c.RowParams)]
+	}
+	return c.Params
 }
 
 // SampleDump returns the tensors and metadata of c's dump, with fresh
 // logits and draws from rng. Rows get seeds 1000+r.
 func SampleDump(rng *rand.Rand, c SampleCase) ([]*engine.Tensor, map[string]string) {
-	logits := engine.FromFloat64s("logits", c.DType, []int{c.Rows, c.V}, normals(rng, c.Rows*c.V, c.Sigma))
+	values := normals(rng, c.Rows*c.V, c.Sigma)
+	if c.Ties > 1 {
+		for r := range c.Rows {
+			row := values[r*c.V : (r+1)*c.V]
+			top := slices.Max(row) - 0.5
+			for i := range min(c.Ties, c.V) {
+				row[i] = top
+			}
+		}
+	}
+	logits := engine.FromFloat64s("logits", c.DType, []int{c.Rows, c.V}, values)
 	samples := make([]int64, 0, c.Rows*c.N)
 	x := make([]float64, c.V)
+	params := make([]Params, c.Rows)
 	for r := range c.Rows {
+		params[r] = c.rowParams(r)
 		logits.Floats64(r*c.V, x) // the values the dump holds
-		samples = append(samples, c.Sampler.Draw(rng, x, c.Params, c.N)...)
+		samples = append(samples, c.Sampler.Draw(rng, x, params[r], c.N)...)
 	}
-	tensors := append(paramTensors(c.Rows, c.Params),
+	tensors := append(paramTensors(params),
 		logits,
 		engine.FromInts("samples", engine.I64, []int{c.Rows, c.N}, samples))
 	return tensors, map[string]string{"op": "sample", "source": "samplertest"}
@@ -301,11 +369,12 @@ func normals(rng *rand.Rand, n int, sigma float64) []float64 {
 }
 
 // paramTensors returns the per-row parameter tensors (temperature, top_k,
-// top_p, min_p, seed) of rows rows with parameters p.
-func paramTensors(rows int, p Params) []*engine.Tensor {
+// top_p, min_p, seed) of rows with parameters ps, one per row.
+func paramTensors(ps []Params) []*engine.Tensor {
+	rows := len(ps)
 	temp, topP, minP := make([]float64, rows), make([]float64, rows), make([]float64, rows)
 	topK, seed := make([]int64, rows), make([]int64, rows)
-	for r := range rows {
+	for r, p := range ps {
 		temp[r], topP[r], minP[r], topK[r], seed[r] = p.Temperature, p.TopP, p.MinP, int64(p.TopK), int64(1000+r)
 	}
 	return []*engine.Tensor{

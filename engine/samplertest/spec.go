@@ -3,6 +3,7 @@ package samplertest
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/sampviz/sampviz/engine"
 )
@@ -162,6 +163,36 @@ type SpecCase struct {
 	// at every position; AcceptedIsEmitted makes spec_accepted count only
 	// the accepted prefix.
 	EmittedIsAccepted, AcceptedIsEmitted bool
+	// Redraw draws the drafts anew for every trial: draft_tokens is then
+	// [Trials, Rows, K] (DUMPS.md), the first trial's drafts as before.
+	Redraw bool
+	// DraftTopK, when above 0, makes the drafter draw from its q restricted
+	// to the DraftTopK most probable tokens and renormalised, while
+	// draft_probs reports the raw q (transformers #47932).
+	DraftTopK int
+}
+
+// topK returns q restricted to its k most probable tokens (ties by lower
+// id), renormalised.
+func topK(q []float64, k int) []float64 {
+	order := make([]int, len(q))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case q[a] > q[b]:
+			return -1
+		case q[a] < q[b]:
+			return 1
+		}
+		return 0
+	})
+	keep := make([]bool, len(q))
+	for _, i := range order[:min(k, len(q))] {
+		keep[i] = true
+	}
+	return restrict(q, keep)
 }
 
 // SpecDump returns the tensors and metadata of c's dump, with fresh values
@@ -175,6 +206,7 @@ func SpecDump(rng *rand.Rand, c SpecCase) ([]*engine.Tensor, map[string]string) 
 	drafts := make([]int64, c.Rows*c.K)
 	qs := make([]float64, 0, c.Rows*c.K*c.V)
 	chains := make([]*Chain, c.Rows)
+	sampled := make([][]*CDF, c.Rows) // what the drafter draws from, by row and position
 	x := make([]float64, c.V)
 	for r := range c.Rows {
 		ch := &Chain{Mistake: c.Mistake, Drafts: drafts[r*c.K : (r+1)*c.K]}
@@ -196,7 +228,12 @@ func SpecDump(rng *rand.Rand, c SpecCase) ([]*engine.Tensor, map[string]string) 
 			for t := range q {
 				q[t] = float64(float32(q[t])) // as the dump holds it
 			}
-			ch.Drafts[i] = int64(NewCDF(q).Draw(rng.Float64()))
+			from := q
+			if c.DraftTopK > 0 {
+				from = topK(q, c.DraftTopK)
+			}
+			sampled[r] = append(sampled[r], NewCDF(from))
+			ch.Drafts[i] = int64(sampled[r][i].Draw(rng.Float64()))
 			qs = append(qs, q...)
 			if !c.OneHot {
 				ch.Draft = append(ch.Draft, q)
@@ -207,8 +244,20 @@ func SpecDump(rng *rand.Rand, c SpecCase) ([]*engine.Tensor, map[string]string) 
 	trials := make([]int64, c.Trials*c.Rows*steps)
 	specTokens := make([]int64, c.Rows*steps)
 	emitted, accepted := make([]int64, c.Rows), make([]int64, c.Rows)
+	var redrawn []int64
+	if c.Redraw {
+		redrawn = make([]int64, c.Trials*c.Rows*c.K)
+		copy(redrawn, drafts)
+	}
 	for d := range c.Trials {
 		for r, ch := range chains {
+			if c.Redraw && d > 0 {
+				ch.Drafts = redrawn[(d*c.Rows+r)*c.K : (d*c.Rows+r+1)*c.K]
+				for i := range ch.Drafts {
+					ch.Drafts[i] = int64(sampled[r][i].Draw(rng.Float64()))
+				}
+				ch.cdfs = nil // one-hot residuals depend on the drafts
+			}
 			toks, e, a := ch.Trial(rng)
 			copy(trials[(d*c.Rows+r)*steps:], toks)
 			if d == 0 {
@@ -223,9 +272,9 @@ func SpecDump(rng *rand.Rand, c SpecCase) ([]*engine.Tensor, map[string]string) 
 			}
 		}
 	}
-	tensors := append(paramTensors(c.Rows, c.Params),
+	tensors := append(paramTensors(slices.Repeat([]Params{c.Params}, c.Rows)),
 		target,
-		engine.FromInts("draft_tokens", engine.I64, []int{c.Rows, c.K}, drafts),
+		draftTensor(c, drafts, redrawn),
 		engine.FromInts("spec_tokens", engine.I32, []int{c.Rows, steps}, specTokens),
 		engine.FromInts("spec_emitted", engine.I32, []int{c.Rows}, emitted),
 		engine.FromInts("spec_accepted", engine.I32, []int{c.Rows}, accepted),
@@ -234,4 +283,13 @@ func SpecDump(rng *rand.Rand, c SpecCase) ([]*engine.Tensor, map[string]string) 
 		tensors = append(tensors, engine.FromFloat64s("draft_probs", engine.F32, []int{c.Rows, c.K, c.V}, qs))
 	}
 	return tensors, map[string]string{"op": "spec_verify", "source": "samplertest"}
+}
+
+// draftTensor returns c's draft_tokens: [B, K] of fixed drafts, or [T, B, K]
+// of drafts drawn per trial.
+func draftTensor(c SpecCase, drafts, redrawn []int64) *engine.Tensor {
+	if c.Redraw {
+		return engine.FromInts("draft_tokens", engine.I64, []int{c.Trials, c.Rows, c.K}, redrawn)
+	}
+	return engine.FromInts("draft_tokens", engine.I64, []int{c.Rows, c.K}, drafts)
 }

@@ -120,7 +120,7 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 			}
 		}
 	} else {
-		for _, t := range append([]*engine.Tensor{run.Logits, run.TargetLogits, run.DraftTokens, run.DraftProbs,
+		for _, t := range append([]*engine.Tensor{run.Logits, run.TargetLogits, run.DraftTokens, run.DraftTrials, run.DraftProbs,
 			run.Candidates, run.NextToken, run.NextSibling, run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx, run.Valid}, externals(run)...) {
 			if t != nil {
 				input += int64(len(t.Data))

@@ -15,13 +15,17 @@ import (
 // Row describes row r of a job for the row page (explain.Row), with the
 // outputs and the trace that Execute stored, on the top most probable
 // tokens. It works before the kernels have finished: the dump's own outputs
-// are shown, and a spec_verify row says why it has no trace yet.
+// are shown, and a spec_verify row says why it has no trace yet. A job with
+// semantics any is described under job.Preset's chain.
 func (s *Session) Row(ctx context.Context, job Job, r, top int) (*explain.RowDetail, error) {
 	run, f, err := s.load(job, nil, false)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if p := job.Preset.Preset(); p != nil && run.Params.Semantics == engine.SemanticsAny {
+		run = presetRun(run, p) // the chain of the judgement the row page shows
+	}
 	if r < 0 || r >= run.Rows() {
 		return nil, &InputError{Msg: fmt.Sprintf("There is no row %d: this run has rows 0 to %d.", r, run.Rows()-1)}
 	}

@@ -21,8 +21,8 @@ import (
 // preset's, or, when none passes, the one with the fewest failures. The
 // report passes when some preset does.
 func (s *Session) matchSemantics(ctx context.Context, run *engine.Run, job Job, sink Sink) (*engine.Report, error) {
-	if len(run.External) == 0 {
-		return nil, &InputError{Msg: fmt.Sprintf("%s: semantics any judges the dump's external outputs under every preset, and the dump holds none", run.Source)}
+	if err := checkAny(run); err != nil {
+		return nil, err
 	}
 	var (
 		matches []engine.SemanticsMatch
@@ -32,7 +32,7 @@ func (s *Session) matchSemantics(ctx context.Context, run *engine.Run, job Job, 
 	)
 	for _, p := range engine.Presets() {
 		pr := presetRun(run, p)
-		m := engine.SemanticsMatch{Semantics: p.Name, Engine: p.Engine, Chain: p.Chain}
+		m := engine.SemanticsMatch{Semantics: p.Name, Engine: p.Engine, Chain: p.Chain, FirstRow: -1}
 		key := chainKey(pr)
 		var rep *engine.Report
 		if j, ok := first[key]; ok {
@@ -50,7 +50,7 @@ func (s *Session) matchSemantics(ctx context.Context, run *engine.Run, job Job, 
 			m.FailedRows += o.FailedRows
 			m.Violations += len(o.Violations)
 			if m.First == "" {
-				m.First = firstViolation(o)
+				m.First, m.FirstRow = firstViolation(o)
 			}
 		}
 		matches, runs, reps = append(matches, m), append(runs, pr), append(reps, rep)
@@ -74,6 +74,16 @@ func (s *Session) matchSemantics(ctx context.Context, run *engine.Run, job Job, 
 		out.Notices = append(out.Notices, fmt.Sprintf("every preset judges this dump alike: op %s and its parameters leave no room for the filter chain to differ", run.Op))
 	}
 	return &out, nil
+}
+
+// checkAny refuses a job with semantics any whose dump holds no external
+// output: there is nothing to judge under the presets (Admit refuses it
+// before a run is queued).
+func checkAny(run *engine.Run) error {
+	if run.Params.Semantics == engine.SemanticsAny && len(run.External) == 0 {
+		return &InputError{Msg: fmt.Sprintf("%s: semantics any judges the dump's external outputs under every preset, and the dump holds none", run.Source)}
+	}
+	return nil
 }
 
 // presetRun returns run with p's filter chain (engine.Preset.Apply, which
@@ -119,17 +129,17 @@ func bestMatch(ms []engine.SemanticsMatch) int {
 }
 
 // firstViolation returns the first violation of an output, a row's or the
-// output's, or "".
-func firstViolation(o engine.OutputReport) string {
+// output's, or "", and its row (-1 for none or the output's).
+func firstViolation(o engine.OutputReport) (string, int) {
 	for _, r := range o.Rows {
 		if len(r.Violations) > 0 {
-			return o.Name + ": " + r.Violations[0]
+			return o.Name + ": " + r.Violations[0], r.Row
 		}
 	}
 	if len(o.Violations) > 0 {
-		return o.Name + ": all rows: " + o.Violations[0]
+		return o.Name + ": all rows: " + o.Violations[0], -1
 	}
-	return ""
+	return "", -1
 }
 
 // MatchSummary says in one sentence which presets pass: "the outputs follow

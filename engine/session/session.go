@@ -118,6 +118,10 @@ type Job struct {
 	// `tokenizer` metadata; TokenizerName is what its uploader called it.
 	TokenizerPath string
 	TokenizerName string
+	// Preset, for a job whose semantics is any, names the preset whose
+	// judgement Row describes (the report's Semantics); "" describes the
+	// row under the dump's own filter chain.
+	Preset engine.Semantics
 }
 
 // open builds the job's run from Job.Run, or from the headers of the dump
@@ -245,6 +249,9 @@ func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if err := checkAny(run); err != nil {
+		return nil, err
+	}
 	b = kernels(b, run)
 	if b != nil {
 		run.SetWorkDefaults(job.Overrides)

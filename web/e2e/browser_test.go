@@ -425,8 +425,8 @@ func TestBrowserUploadStreamAndDrillDown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a bad upload showed no error: %v", err)
 	}
-	if msg := v.(string); !strings.HasPrefix(msg, "notes.txt is not a dump sampviz can read") || strings.Count(strings.TrimSuffix(msg, "."), ". ") > 0 {
-		t.Errorf("bad upload says %q, want one sentence that says it is not a dump", msg)
+	if msg := v.(string); !strings.HasPrefix(msg, "notes.txt: ") || strings.Count(strings.TrimSuffix(msg, "."), ". ") > 0 {
+		t.Errorf("bad upload says %q, want one sentence that names the file and says why it is not a dump", msg)
 	}
 	screenshot(t, ctx, "home-bad-upload")
 

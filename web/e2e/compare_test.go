@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,12 +28,16 @@ import (
 // row table and left out of the charts, kernel-fix-diff the diff page with
 // the rows the fix changed. Rows stream in slowly, so the comparison
 // sections arrive with the final message on a page that watched the run.
+// Issue 25's views too: logprobs-kinds opens on its mode table in nats with
+// the note that names the other kind, and its row page draws every logprobs
+// output against the reference; a dump uploaded with semantics any from
+// the home page's form shows which engines its outputs follow.
 func TestBrowserComparisonScenarios(t *testing.T) {
 	browser := findBrowser(t)
 	var scs []web.Scenario
 	for _, s := range scenarios.Catalogue() {
 		switch s.Name {
-		case "graph-vs-eager", "logits-gate", "padded-batch", "kernel-fix-diff":
+		case "graph-vs-eager", "logits-gate", "padded-batch", "kernel-fix-diff", "logprobs-kinds":
 		default:
 			continue
 		}
@@ -42,8 +48,8 @@ func TestBrowserComparisonScenarios(t *testing.T) {
 		}
 		scs = append(scs, ws)
 	}
-	if len(scs) != 4 {
-		t.Fatalf("the catalogue holds %d of the 4 comparison scenarios", len(scs))
+	if len(scs) != 5 {
+		t.Fatalf("the catalogue holds %d of the 5 comparison scenarios", len(scs))
 	}
 	srv, err := web.New(web.Config{
 		DataDir:   t.TempDir(),
@@ -242,6 +248,93 @@ func TestBrowserComparisonScenarios(t *testing.T) {
 		}
 		if got := evalString(t, ctx, `location.pathname`); got != diffPath {
 			t.Errorf("compare with leads to %s, want %s", got, diffPath)
+		}
+	})
+
+	t.Run("logprobs-kinds", func(t *testing.T) {
+		open("logprobs-kinds")
+		if _, err := waitFor(ctx, `/[?&]modes=1/.test(location.search) && document.querySelectorAll('[data-testid="mode-line"]').length === 4 && document.querySelector('[data-testid="output-note"]')`, 60*time.Second); err != nil {
+			t.Fatalf("the mode table and the output's note did not come: %v", err)
+		}
+		if got := evalString(t, ctx, `document.querySelector('[data-testid="mode-table"] thead').textContent`); !strings.Contains(got, "mean |Δlogprob| (nats)") {
+			t.Errorf("the mode table's head says %q", got)
+		}
+		failing := evalString(t, ctx, `Array.from(document.querySelectorAll('[data-testid="mode-line"].fail')).map(function (tr) { return tr.cells[0].textContent; }).join(',')`)
+		if failing != "logprobs@temperature_twice,logprobs@v0_style" {
+			t.Errorf("failing outputs %q", failing)
+		}
+		if got := evalString(t, ctx, `document.querySelector('[data-testid="output-note"]').textContent`); !strings.Contains(got, "are they processed?") {
+			t.Errorf("the output's note says %q", got)
+		}
+		if !inView(t, "modes") {
+			t.Error("the mode table is not scrolled into view")
+		}
+		viewShot(t, "logprobs-kinds-opens-on-modes")
+		screenshot(t, ctx, "logprobs-kinds-run")
+
+		// Row 2: greedy with filters; the processed top-20 holds −inf
+		// where the filters drop a token.
+		path := evalString(t, ctx, `location.pathname`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+path+"/rows/2")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := waitFor(ctx, `window.echarts && document.querySelectorAll('[data-testid="chart-logprobs"]').length === 4 && Array.from(document.querySelectorAll('[data-testid="chart-logprobs"]')).every(function (el) { return echarts.getInstanceByDom(el); })`, 30*time.Second); err != nil {
+			t.Fatalf("the logprobs charts did not draw: %v", err)
+		}
+		checkChart(t, ctx, "chart-logprobs")
+		series := evalString(t, ctx, `echarts.getInstanceByDom(document.querySelector('[data-testid="chart-logprobs"]')).getOption().series.map(function (s) { return s.name; }).join('|')`)
+		if series != "reference (float64, processed)|logprobs@processed|−inf (or NaN, +Inf at 0) in the output|−inf in the reference (dropped)" {
+			t.Errorf("the processed top-20's chart draws %q", series)
+		}
+		note := evalString(t, ctx, `(document.querySelector('[data-output="logprobs@v0_style"] [data-testid="logprobs-note"]') || {}).textContent || ''`)
+		if !strings.Contains(note, "set logprobs_kind (or logprobs_kind@v0_style) to processed") {
+			t.Errorf("the v0_style section's note says %q", note)
+		}
+		screenshotOf(t, ctx, `[data-output="logprobs@v0_style"]`, "logprobs-kinds-row-v0-style")
+		screenshot(t, ctx, "logprobs-kinds-row")
+	})
+
+	t.Run("semantics-any", func(t *testing.T) {
+		var dump []byte
+		for _, sc := range scenarios.Catalogue() {
+			if sc.Name == "top-k-then-top-p" {
+				var err error
+				if dump, err = sc.DumpBytes(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		path := filepath.Join(t.TempDir(), "which-engine.safetensors")
+		if err := os.WriteFile(path, dump, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="dropzone"]`)),
+			chromedp.SetValue(chromedp.CSS(`#semantics-input`), "any"),
+			chromedp.SetUploadFiles(chromedp.CSS(`#dump-input`), []string{path})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := waitFor(ctx, `/\/runs\/[a-z2-7]{10}$/.test(location.pathname) && document.querySelectorAll('[data-testid="match"]').length === 6`, 60*time.Second); err != nil {
+			t.Fatalf("the run page did not show the presets: %v (at %s)", err, evalString(t, ctx, `location.href`))
+		}
+		if got := evalString(t, ctx, `document.querySelector('[data-testid="semantics-sentence"]').textContent`); got != "The outputs follow the semantics of SGLang (sglang) and TokenSpeed (tokenspeed): 2 of 6 presets pass." {
+			t.Errorf("the panel says %q", got)
+		}
+		passing := evalString(t, ctx, `Array.from(document.querySelectorAll('[data-testid="match"].pass')).map(function (tr) { return tr.dataset.semantics; }).join(',')`)
+		if passing != "sglang,tokenspeed" {
+			t.Errorf("passing presets %q, want sglang,tokenspeed", passing)
+		}
+		if got := evalString(t, ctx, `document.querySelector('[data-testid="verdict-sentence"], #verdict-sentence').textContent`); !strings.HasPrefix(got, "PASS: the outputs follow sglang and tokenspeed") {
+			t.Errorf("the verdict says %q", got)
+		}
+		screenshotOf(t, ctx, `[data-testid="semantics"]`, "semantics-any-panel")
+		screenshot(t, ctx, "semantics-any-run")
+		// A preset's first failure opens its row.
+		href := evalString(t, ctx, `document.querySelector('[data-semantics="hf"] [data-testid="match-first"]').getAttribute('href')`)
+		if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`[data-semantics="hf"] [data-testid="match-first"]`))); err != nil {
+			t.Fatal(err)
+		}
+		if got := evalString(t, ctx, `location.pathname`); got != href || !strings.Contains(href, "/rows/") {
+			t.Errorf("the first failure opened %s, want its row %s", got, href)
 		}
 	})
 }

@@ -95,6 +95,8 @@
     } else if (kind === 'pvalue') {
       opt.tooltip.formatter = function (p) {
         const v = p.value || [];
+        // A row failing another rule carries its own p-value third: it is drawn below the line.
+        if (v.length > 2) return 'row ' + v[0] + ' fails another rule; its fit passes (p = ' + num(v[2]) + ')<br>click to open the row';
         return 'row ' + v[0] + ' (' + p.seriesName.replace('row ', '') + '): p = ' + num(v[1]) + '<br>click to open the row';
       };
     } else if (kind === 'accept') {
@@ -168,7 +170,8 @@
       const tok = document.getElementById('tokenizer-input');
       if (tok && tok.files && tok.files[0]) body.append('tokenizer', tok.files[0], tok.files[0].name);
       const xhr = new XMLHttpRequest();
-      xhr.open('POST', '/api/runs');
+      const sem = document.getElementById('semantics-input');
+      xhr.open('POST', '/api/runs' + (sem && sem.value ? '?semantics=' + encodeURIComponent(sem.value) : ''));
       xhr.responseType = 'json';
       xhr.upload.onprogress = function (e) {
         if (e.lengthComputable) {
@@ -278,7 +281,7 @@
     function setOutputs(outs) {
       st.outputs = outs;
       const tr = document.createElement('tr');
-      const what = { probs: ': largest |error| · worst error / allowed', spec: ': acceptance length (theory), p', samples: ': p-value' };
+      const what = { probs: ': largest |error| · worst error / allowed', logprobs: ': largest |Δlogprob| (nats) · worst error / allowed', spec: ': acceptance length (theory), p', samples: ': p-value' };
       ['row', 'verdict'].concat(outs.map(function (o) {
         return (o.external ? o.name + ' (dump)' : o.name + ' (ours)') + (what[o.kind] || '');
       }), ['what the judge says']).forEach(function (t) {
@@ -503,13 +506,17 @@
       })();
       const o = st.outputs[st.view.output];
       let note = 'Charts draw as rows are judged.';
-      if (c.hist) {
+      if (c.hist && o && o.kind === 'logprobs') {
+        note = 'Errors are |output − reference| in nats, against the log-softmax of the kind the output was judged as (raw or processed); a point above the dashed line breaks the tolerance. Click a point to open its row.';
+      } else if (c.hist) {
         note = 'Errors are |output − reference| in probability; a point above the dashed line breaks the tolerance. Click a point to open its row.';
       } else if (c.accept) {
         note = 'Each point is a row’s smallest p-value: below the dashed line its trials do not follow the speculative-sampling laws. ' +
           'Bars are the measured acceptance by position among the trials that reached it, boxes their 95% intervals, diamonds the theory. Click a point to open its row.';
       } else if (c.pvalue) {
         note = 'Each point is a row’s p-value: below the dashed line its draws do not follow the reference distribution. Click a point to open its row.';
+      } else if (drew && o && o.kind === 'logprobs') {
+        note = 'Each point is a row’s greatest |Δlogprob| in nats against the reference log-softmax of the output’s kind (raw or processed), red where the row fails. Click a point to open its row.';
       } else if (drew && o && o.kind === 'logits') {
         note = 'Each point is a row’s greatest |Δlogit| against the golden logits, red where the row fails (a real top-1 flip, or logits past the tolerance). Click a point to open its row.';
       } else if (drew) {
@@ -563,12 +570,17 @@
         const li = document.createElement('li');
         li.className = o.pass ? 'pass' : 'fail';
         const label = o.external ? o.name + ' (from the dump)' : o.name + ' kernel (ours)';
-        li.textContent = o.pass ? label + ' passes all ' + o.rows + ' rows.' : label + ' fails ' + o.failed_rows + ' of ' + o.rows + ' rows.';
-        (o.violations || []).forEach(function (v) { li.textContent += ' Over all rows together: ' + v + '.'; });
+        if (o.line) {
+          li.textContent = o.line;
+        } else {
+          li.textContent = o.pass ? label + ' passes all ' + o.rows + ' rows.' : label + ' fails ' + o.failed_rows + ' of ' + o.rows + ' rows.';
+          (o.violations || []).forEach(function (v) { li.textContent += ' Over all rows together: ' + v + '.'; });
+        }
         ul.appendChild(li);
         (o.notes || []).forEach(function (n) {
           const li2 = document.createElement('li');
           li2.className = 'note';
+          li2.dataset.testid = 'output-note';
           li2.textContent = n;
           ul.appendChild(li2);
         });
@@ -607,7 +619,8 @@
     // watched the run finish fetches itself and swaps them in.
     function hasComparison(sum) {
       return (sum.drift && sum.drift.length) || (sum.modes && sum.modes.length) || (sum.agreement && sum.agreement.length) ||
-        (sum.padding && sum.padding.length) || (sum.outputs || []).some(function (o) { return o.gate; });
+        (sum.padding && sum.padding.length) || (sum.matches && sum.matches.length) ||
+        (sum.outputs || []).some(function (o) { return o.gate; });
     }
 
     function loadComparison(sections) {

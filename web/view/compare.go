@@ -47,6 +47,7 @@ const maxParted = 64
 func (s *Summary) comparison(rep *engine.Report) {
 	s.Padding = rep.Padding
 	s.Modes = rep.Modes
+	s.Semantics, s.Matches = rep.Semantics, rep.Matches
 	byName := map[string]*engine.OutputReport{}
 	for i := range rep.Outputs {
 		byName[rep.Outputs[i].Name] = &rep.Outputs[i]
@@ -100,9 +101,10 @@ func rowOf(o *engine.OutputReport, r int) *engine.RowReport {
 }
 
 // HasComparison reports whether a summary has anything for the comparison
-// sections: mode tables, pairs of outputs, a gate or padded lanes.
+// sections: mode tables, pairs of outputs, a gate, padded lanes or the
+// verdicts of the semantics presets.
 func HasComparison(s *Summary) bool {
-	return s != nil && (len(s.Modes) > 0 || len(s.Agreement) > 0 || len(s.Padding) > 0 || len(Gates(s)) > 0)
+	return s != nil && (len(s.Modes) > 0 || len(s.Agreement) > 0 || len(s.Padding) > 0 || len(Gates(s)) > 0 || len(s.Matches) > 0)
 }
 
 // KindWords names an output kind for a section's title.
@@ -112,6 +114,8 @@ func KindWords(kind string) string {
 		return "probabilities"
 	case "logits":
 		return "logits against the golden"
+	case "logprobs":
+		return "log probabilities"
 	case "tokens":
 		return "tokens"
 	case "samples":
@@ -133,6 +137,8 @@ func ModeHead(t engine.ModeTable) []string {
 		h = append(h, "mean |Δlogit|", "P99", "max", "mean KL", "top-1 flips real / fragile")
 	case "abs":
 		h = append(h, "mean |error|", "P99", "max")
+	case "logprob":
+		h = append(h, "mean |Δlogprob| (nats)", "P99", "max")
 	default:
 		h = append(h, "mismatches")
 	}
@@ -194,7 +200,7 @@ func ModeCells(t engine.ModeTable, l engine.ModeLine) []ModeCell {
 		return Sci(*f)
 	}
 	switch t.Metric {
-	case "logit", "abs":
+	case "logit", "abs", "logprob":
 		cells = append(cells, ModeCell{Text: opt(l.Mean)}, ModeCell{Text: opt(l.P99)}, ModeCell{Text: opt(l.Max)})
 		if t.Metric == "logit" {
 			cells = append(cells, ModeCell{Text: opt(l.KL)})
@@ -263,6 +269,9 @@ func AgainstLead(t engine.ModeTable) string {
 	if t.Metric == "" {
 		return "Rows where two outputs drew differently, and the first of them:"
 	}
+	if t.Metric == "logprob" {
+		return "Greatest elementwise |difference| between two outputs that hold every token's logprobs, in nats, and its row (a top-N holds other tokens from row to row, so it is compared with the reference only):"
+	}
 	return "Greatest elementwise |difference| between two outputs, and its row:"
 }
 
@@ -273,6 +282,8 @@ func ModeLead(t engine.ModeTable) string {
 		return "Each mode's logits against the golden logits: |Δlogit| over every element, the KL divergence of the golden softmax from the mode's at T = 1, and every row whose top-1 token is not the golden's (fragile when the two logits are within the tolerance, real otherwise)."
 	case "abs":
 		return "Each output's |output − reference| over every element of the real rows."
+	case "logprob":
+		return "Each output's |output − reference| in nats over the logprobs it holds (every token's, or its top-N), against the float64 log-softmax of its kind: raw (the logits at temperature 1) or processed (after the row's temperature and filters)."
 	}
 	return "Each output's rows whose tokens the reference rules out (mismatches)."
 }

@@ -131,12 +131,16 @@ func PassClass(pass bool) string {
 
 // OutputLine says one output's verdict.
 func OutputLine(o OutputVerdict) string {
-	if o.Pass {
-		return fmt.Sprintf("%s passes all %d rows.", o.Label(), o.Rows)
+	label := o.Label()
+	if w := LogprobsWords(o.Logprobs); w != "" {
+		label += ", " + w + ","
 	}
-	s := fmt.Sprintf("%s fails %d of %d rows.", o.Label(), o.FailedRows, o.Rows)
+	if o.Pass {
+		return fmt.Sprintf("%s passes all %d rows.", label, o.Rows)
+	}
+	s := fmt.Sprintf("%s fails %d of %d rows.", label, o.FailedRows, o.Rows)
 	if o.InputRows > 0 {
-		s = fmt.Sprintf("%s fails %d of %d rows, %s", o.Label(), o.FailedRows, o.Rows, InputRowsText(o.InputRows, o.FailedRows))
+		s = fmt.Sprintf("%s fails %d of %d rows, %s", label, o.FailedRows, o.Rows, InputRowsText(o.InputRows, o.FailedRows))
 	}
 	for _, v := range o.Violations {
 		s += " Over all rows together: " + v + "."
@@ -165,4 +169,16 @@ func InputRowsText(n, failed int) string {
 		return fmt.Sprintf("%s on the input, not the output: NaN, +Inf or every token masked in the logits, or a parameter out of range.", which)
 	}
 	return fmt.Sprintf("%d %s on the input, not the output: NaN, +Inf or every token masked in the logits, or a parameter out of range.", n, which)
+}
+
+// LogprobsWords says what a logprobs output was judged as: "raw logprobs,
+// every token's" or "processed logprobs, top 20" ("" for other outputs).
+func LogprobsWords(lp *engine.LogprobsInfo) string {
+	if lp == nil {
+		return ""
+	}
+	if lp.TopN > 0 {
+		return fmt.Sprintf("%s logprobs, top %d", lp.Kind, lp.TopN)
+	}
+	return fmt.Sprintf("%s logprobs, every token's", lp.Kind)
 }

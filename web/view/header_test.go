@@ -25,6 +25,8 @@ func TestHeaderLines(t *testing.T) {
 			[]string{"kernel " + Duration(kernel), Bandwidth(float64(bytes) / kernel.Seconds()), "% of the 3.00 TB/s copy bandwidth"}},
 		{"cpu timing is wall time", TimingLine(&Summary{Timing: &engine.Timing{Wall: kernel}}, cpu), []string{"on the CPU (wall time", "no kernel time"}},
 		{"before the end", TimingLine(nil, h100), []string{"Measured when the run finishes."}},
+		{"no kernel", TimingLine(&Summary{}, h100), []string{"No kernel ran: only the dump's outputs were judged."}},
+		{"semantics any", TimingLine(&Summary{Matches: []engine.SemanticsMatch{{Semantics: "hf"}}}, h100), []string{"No kernel ran: semantics any judges the dump's outputs under every preset."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

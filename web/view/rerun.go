@@ -23,7 +23,10 @@ type RerunField struct {
 	Value       string
 	Placeholder string
 	// Choices are a choice parameter's values (nil for a text field).
-	Choices []string
+	Choices []Choice
+	// TestID names the field for tests: rerun-NAME, dashes for
+	// underscores.
+	TestID string
 }
 
 // RerunGroup is a titled group of fields.
@@ -39,7 +42,13 @@ func RerunGroups(p engine.Overrides) []RerunGroup {
 	groups := []RerunGroup{{Title: "Sampling parameters of every row"}, {Title: "Filter chain and semantics"}, {Title: "N-gram drafting and padding"}, {Title: "How our backend runs"}}
 	for _, param := range engine.ParamTable() {
 		f := RerunField{Name: param.Name, Label: strings.ReplaceAll(param.Name, "_", " "), Usage: param.Usage, Rule: param.Rule,
-			Choices: param.Choices}
+			TestID: "rerun-" + strings.ReplaceAll(param.Name, "_", "-")}
+		for _, c := range param.Choices {
+			f.Choices = append(f.Choices, Choice{Value: c, Text: c})
+		}
+		if param.Name == "semantics" {
+			f.Choices = SemanticsChoices()
+		}
 		f.Value, _ = p.Get(param.Name)
 		f.Placeholder = rerunPlaceholder(param)
 		g := 0

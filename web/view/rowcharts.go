@@ -16,7 +16,8 @@ import (
 // reference mass with the filter cuts) and "error" (each output's signed
 // error on the top tokens against the allowed band).
 // Sample rows add "samples" (the draws per token against the expected
-// counts); rows with speculative statistics (spec, nil for none) add
+// counts); logprobs outputs add "logprobs-i" (output i of d.Logprobs
+// against the reference log-softmax); rows with speculative statistics (spec, nil for none) add
 // "accept" and "emitted" for the row's own trials.
 //
 // shown lists the probability outputs (indices in d.Probs) that "probs" and
@@ -37,6 +38,11 @@ func RowCharts(d *explain.RowDetail, spec *engine.SpecStats, logScale bool, show
 		m["cdf"] = cdfChart(d, shown)
 		if len(d.Probs) > 0 {
 			m["error"] = errorChart(d, shown)
+		}
+	}
+	for i, l := range d.Logprobs {
+		if l.Invalid == "" && len(l.Tokens) > 0 {
+			m[fmt.Sprintf("logprobs-%d", i)] = logprobsChart(l, Tokens(d.Text))
 		}
 	}
 	if d.Samples != nil && len(d.Samples.Outputs) > 0 {

@@ -26,7 +26,13 @@ type RowPage struct {
 	Row     int
 	Outputs []engine.OutputInfo
 	Reports []*engine.RowReport
-	Detail  *explain.RowDetail
+	// Notes are each output's notes over every row, by name, once the
+	// judgement is final.
+	Notes map[string][]string
+	// Preset is the preset a run judged with semantics any shows ("" for
+	// other runs).
+	Preset engine.Semantics
+	Detail *explain.RowDetail
 	// Why says why there is no detail ("" when there is).
 	Why string
 	// Wait is the run's websocket while the row is not judged by every
@@ -38,7 +44,8 @@ type RowPage struct {
 	Charts  map[string]any
 	Failing []int // failing rows, for the previous and next links
 	// Trace is the speculative trace step by step (spec_verify rows with a
-	// stored trace), Teach the row's teaching page (spec_verify rows).
+	// stored trace), Teach the row's teaching page (spec_verify,
+	// spec_tree_verify and sample rows).
 	Trace *Trace
 	Teach string
 	// Tree is the draft tree of a spec_tree_verify row with laws.
@@ -224,4 +231,13 @@ func TopLinks(d *RowPage) []TopLink {
 		links = append(links, TopLink{N: n, Href: RowURL(&e, d.Row, d.Log), Current: n == d.Top})
 	}
 	return links
+}
+
+// PresetLine says under which preset a row of a run judged with semantics
+// any is shown ("" for other runs).
+func PresetLine(d *RowPage) string {
+	if d.Preset == "" {
+		return ""
+	}
+	return fmt.Sprintf("This run was judged under every engine's filter chain (semantics any); this row is shown under %s, the preset of the run page's verdict.", d.Preset)
 }

@@ -47,7 +47,7 @@ func RunCharts(c *ChartData, outs []engine.OutputInfo, tol *engine.Tolerances, v
 			m["worst"] = worstChart(c.rows, o, name, kind)
 		}
 		if o.HasHeat {
-			m["hist"] = histChart(o, name, t)
+			m["hist"] = histChart(o, name, kind, t)
 			m["heat"] = heatChart(c, o, name, vocab)
 		}
 		var spec *engine.SpecStats
@@ -100,8 +100,11 @@ func worstChart(rows int, o *outputChartAcc, name, kind string) map[string]any {
 	}
 	c := charts.NewScatter()
 	yname := "worst |output − reference| (probability)"
-	if kind == "logits" {
+	switch kind {
+	case "logits":
 		yname = "worst |Δlogit| against the golden"
+	case "logprobs":
+		yname = "worst |Δlogprob| (nats)"
 	}
 	y := opts.YAxis{Type: "log", Name: yname, NameLocation: "middle", NameGap: 50, Min: errFloor, Max: errCeil}
 	title := "Worst error per row"
@@ -147,8 +150,9 @@ var histLabels = func() []string {
 }()
 
 // histChart draws how many tokens have each size of error, on log-spaced
-// bins and a log count axis, with the strict atol marked.
-func histChart(o *outputChartAcc, name string, tol *engine.Tolerances) map[string]any {
+// bins and a log count axis, with the strict atol marked; a logprobs
+// output's errors are in nats.
+func histChart(o *outputChartAcc, name, kind string, tol *engine.Tolerances) map[string]any {
 	data := make([]opts.BarData, session.HistBins)
 	for i, n := range o.Hist {
 		if n == 0 {
@@ -157,10 +161,14 @@ func histChart(o *outputChartAcc, name string, tol *engine.Tolerances) map[strin
 		}
 		data[i] = opts.BarData{Value: n}
 	}
+	xname := "|output − reference| (probability), log scale"
+	if kind == "logprobs" {
+		xname = "|output − reference| (nats), log scale"
+	}
 	c := charts.NewBar()
 	c.SetXAxis(histLabels)
 	c.SetGlobalOptions(append(frame(opts.Title{Title: "How large the errors are", Subtitle: name}, false, "axis", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "60"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "|output − reference| (probability), log scale", NameLocation: "middle", NameGap: 35}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: xname, NameLocation: "middle", NameGap: 35}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "tokens (log scale)", NameLocation: "middle", NameGap: 50, Min: 1}),
 	)...)
 	var marks []charts.SeriesOpts

@@ -26,10 +26,13 @@ func pFloor(threshold float64) float64 {
 
 // pvalueChart draws each judged row's p-value on a log axis, green when the
 // row passes and red when it fails, with the threshold line below which a
-// statistical test fails the row.
+// statistical test fails the row. A row that fails on another rule (a
+// support or structure violation) while its p-value is at or above the
+// threshold is never drawn above the line: it sits a decade below it, in a
+// series of its own, so that every red point is under the line.
 func pvalueChart(rows int, o *outputChartAcc, name string, threshold float64) map[string]any {
 	floor := pFloor(threshold)
-	var pass, fail, under []opts.ScatterData
+	var pass, fail, under, other []opts.ScatterData
 	for r := 0; r < rows; r++ {
 		p := o.PValue[r]
 		if o.Pass[r] == 0 || math.IsNaN(p) {
@@ -41,6 +44,9 @@ func pvalueChart(rows int, o *outputChartAcc, name string, threshold float64) ma
 			under = append(under, pt)
 		case o.Pass[r] > 0:
 			pass = append(pass, pt)
+		case threshold > 0 && p >= threshold:
+			pt.Value = [3]float64{float64(r), math.Max(threshold/10, floor), p} // the third is the p-value itself, for the tooltip
+			other = append(other, pt)
 		default:
 			fail = append(fail, pt)
 		}
@@ -54,6 +60,10 @@ func pvalueChart(rows int, o *outputChartAcc, name string, threshold float64) ma
 		charts.WithScatterChartOpts(opts.ScatterChart{SymbolSize: 5}))
 	c.AddSeries("row fails", fail, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorFail}),
 		charts.WithScatterChartOpts(opts.ScatterChart{SymbolSize: 7}))
+	if len(other) > 0 {
+		c.AddSeries("row fails another rule (its fit passes)", other, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorFail}),
+			charts.WithScatterChartOpts(opts.ScatterChart{Symbol: "diamond", SymbolSize: 8}))
+	}
 	if len(under) > 0 {
 		c.AddSeries(fmt.Sprintf("p below %s", Sci(engine.Float(floor))), under, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorFail}),
 			charts.WithScatterChartOpts(opts.ScatterChart{Symbol: "triangle", SymbolSize: 9}))

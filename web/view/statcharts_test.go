@@ -93,3 +93,52 @@ func TestStatisticalChartsAreValidJSON(t *testing.T) {
 		check(t, RunCharts(c, outs, nil, 100, pooled))
 	})
 }
+
+// TestPValueChartFailingRowsBelowLine checks that no failing row is drawn
+// above the threshold line: one that fails on another rule while its
+// p-value passes sits below the line, its p-value kept for the tooltip.
+func TestPValueChartFailingRowsBelowLine(t *testing.T) {
+	const rows, thr = 12, 1e-6
+	tol := engine.Tolerances{PValue: thr}
+	outs := []engine.OutputInfo{{Name: "samples", External: true, Kind: "samples", Tolerances: &tol}}
+	c := NewChartData(rows, outs)
+	for r := range rows {
+		pv := 0.05 + 0.9*rand.Float64()
+		pass := r%3 != 0 // every third row fails on support with a passing fit
+		if r == 4 {
+			pv, pass = 1e-9, false
+		}
+		addRow(c, session.RowUpdate{Output: 0, Report: engine.RowReport{Row: r, Pass: pass, PValue: &pv}})
+	}
+	b, err := json.Marshal(RunCharts(c, outs, nil, 100, nil)[0]["pvalue"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pv struct {
+		Series []struct {
+			Name string      `json:"name"`
+			Data [][]float64 `json:"data"`
+		} `json:"series"`
+	}
+	if err := json.Unmarshal(b, &pv); err != nil {
+		t.Fatal(err)
+	}
+	failing := 0
+	for _, s := range pv.Series {
+		if s.Name == "row passes" || strings.HasPrefix(s.Name, "fails below p = ") {
+			continue
+		}
+		for _, d := range s.Data {
+			failing++
+			if d[1] >= thr {
+				t.Errorf("series %q: failing row %v drawn at p = %g, above the threshold %g", s.Name, d[0], d[1], thr)
+			}
+			if s.Name == "row fails another rule (its fit passes)" && (len(d) != 3 || d[2] < thr) {
+				t.Errorf("row %v: %v, want its own passing p-value third", d[0], d)
+			}
+		}
+	}
+	if failing != 5 {
+		t.Errorf("%d failing rows drawn, want 5", failing)
+	}
+}

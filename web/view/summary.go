@@ -35,6 +35,13 @@ type OutputVerdict struct {
 	// InputRows counts the failing rows that fail on their input (NaN or
 	// masked logits), not on the output.
 	InputRows int `json:"input_rows,omitempty"`
+	// Logprobs says what a logprobs output was judged as: raw or
+	// processed, every token's or a top-N.
+	Logprobs *engine.LogprobsInfo `json:"logprobs,omitempty"`
+	// Line says the output's verdict in one sentence (OutputLine).
+	Line string `json:"line"`
+	// Power is the smallest bias a samples output's draws catch.
+	Power *engine.Power `json:"power,omitempty"`
 }
 
 // Summary is the final word on a judgement, in the terms the page uses.
@@ -74,6 +81,11 @@ type Summary struct {
 	// Drift is each float output's error over the run against each
 	// reference: mean, P99 and max (drift.go).
 	Drift []RunDrift `json:"drift,omitempty"`
+	// Matches are the verdicts of every semantics preset of a run judged
+	// with semantics any, Semantics the preset whose judgement the rest of
+	// the summary is (semantics.go).
+	Semantics engine.Semantics        `json:"semantics,omitempty"`
+	Matches   []engine.SemanticsMatch `json:"matches,omitempty"`
 }
 
 // Summarize turns a report into its Summary.
@@ -85,9 +97,15 @@ func Summarize(rep *engine.Report) *Summary {
 		ov := OutputVerdict{
 			OutputInfo: engine.OutputInfo{Name: o.Name, External: o.External, Kind: o.Kind},
 			Pass:       o.Pass, FailedRows: o.FailedRows, Rows: realRows(o), Notes: o.Notes, Violations: o.Violations, Timing: o.Timing,
-			Spec: o.Spec, Gate: o.Gate,
+			Spec: o.Spec, Gate: o.Gate, Logprobs: o.Logprobs, Power: o.Power,
 		}
 		ov.Draws, ov.Trials = statCounts(o)
+		for _, r := range o.Rows {
+			if !r.Pass && r.InvalidInput {
+				ov.InputRows++
+			}
+		}
+		ov.Line = OutputLine(ov)
 		ov.StatsLine = statsLine(ov, rep.Tolerances.PValue)
 		if !o.External && o.Timing != nil {
 			s.Timing = o.Timing
@@ -95,9 +113,6 @@ func Summarize(rep *engine.Report) *Summary {
 		for _, r := range o.Rows {
 			if !r.Pass && r.Row >= 0 && r.Row < len(failed) {
 				failed[r.Row] = true
-			}
-			if !r.Pass && r.InvalidInput {
-				ov.InputRows++
 			}
 			for _, f := range r.Findings {
 				if f.Severity == engine.Violation {
@@ -181,11 +196,18 @@ func statsLine(o OutputVerdict, threshold float64) string {
 	if threshold > 0 {
 		parts = append(parts, fmt.Sprintf("rows fail a statistical test below p = %s", engine.FormatFloat(threshold)))
 	}
+	if pw := o.Power; pw != nil {
+		parts = append(parts, fmt.Sprintf("any bias of total variation %.2g or more is caught %.0f times in 100 in every row (row %d is the least sensitive)",
+			float64(pw.TV), 100*float64(pw.Probability), pw.Row))
+	}
 	return o.Label() + ": " + strings.Join(parts, "; ") + "."
 }
 
 // verdictSentence says a summary in one line: what failed, where, and why.
 func verdictSentence(s *Summary) string {
+	if len(s.Matches) > 0 {
+		return matchVerdict(s)
+	}
 	if s.Pass {
 		if n := len(s.Padding); n > 0 {
 			return fmt.Sprintf("PASS: every output matches the float64 reference within tolerance on all %d real rows, and holds its fill in the %s.", s.Rows-n, Plural(n, "padded lane"))
@@ -222,6 +244,7 @@ var ruleWords = map[string]string{
 	string(engine.RuleFragile):    "near-ties",
 	string(engine.RuleBoundary):   "filter-boundary ties",
 	string(engine.RuleStructure):  "speculative output layout",
+	string(engine.RuleCounter):    "spec_emitted reporting the accepted counter",
 	string(engine.RuleFit):        "draws that do not fit the distribution",
 	string(engine.RuleAcceptance): "acceptance rates off theory",
 	string(engine.RuleExact):      "drafts that differ",
@@ -258,8 +281,13 @@ func ruleList(rules map[string]int) string {
 // TimingLine says how long the kernels took and, on a GPU, the bandwidth
 // they achieved against the copy bandwidth measured at start.
 func TimingLine(sum *Summary, d engine.Device) string {
-	if sum == nil || sum.Timing == nil {
+	switch {
+	case sum == nil:
 		return "Measured when the run finishes."
+	case sum.Timing == nil && len(sum.Matches) > 0:
+		return "No kernel ran: semantics any judges the dump's outputs under every preset."
+	case sum.Timing == nil:
+		return "No kernel ran: only the dump's outputs were judged."
 	}
 	t := sum.Timing
 	if d.Backend == "cpu" {

@@ -24,3 +24,20 @@ func TestVerdictSentence(t *testing.T) {
 		t.Errorf("verdict %+v", got.Verdict)
 	}
 }
+
+// TestStatsLineSaysPower checks the run page's sentence on a samples
+// output: its draws per row, the threshold, and the smallest bias every row
+// catches.
+func TestStatsLineSaysPower(t *testing.T) {
+	fit := &engine.Fit{Draws: 20000, DetectableTV: 0.035}
+	rep := &engine.Report{Rows: 2, Pass: true, Tolerances: engine.Tolerances{PValue: 1e-6}, Outputs: []engine.OutputReport{
+		{Name: "samples", External: true, Kind: "samples", Pass: true,
+			Rows:  []engine.RowReport{{Row: 0, Pass: true, Fit: fit}, {Row: 1, Pass: true, Fit: fit}},
+			Power: &engine.Power{TV: 0.035, Row: 1, Best: 0.033, Probability: 0.9}},
+	}}
+	got := Summarize(rep).Outputs[0].StatsLine
+	want := "samples (from the dump): 20000 draws per row; rows fail a statistical test below p = 1e-06; any bias of total variation 0.035 or more is caught 90 times in 100 in every row (row 1 is the least sensitive)."
+	if got != want {
+		t.Errorf("stats line\n got %q\nwant %q", got, want)
+	}
+}

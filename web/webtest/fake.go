@@ -40,7 +40,9 @@ type Runner struct {
 	TeachFunc   func(ctx context.Context, job session.Job, r int, l lesson.Lesson) (*lesson.State, error)
 	// TeachTreeFunc is TeachTree; the fake pipeline leaves it nil.
 	TeachTreeFunc func(ctx context.Context, job session.Job, r int, l lesson.TreeLesson) (*lesson.TreeState, error)
-	DiffFunc      func(ctx context.Context, a, b session.Job) (*diff.Diff, error)
+	// TeachSampleFunc is TeachSample; the fake pipeline leaves it nil.
+	TeachSampleFunc func(ctx context.Context, job session.Job, r int, l lesson.SampleLesson) (*lesson.SampleState, error)
+	DiffFunc        func(ctx context.Context, a, b session.Job) (*diff.Diff, error)
 }
 
 var errNotSet = errors.New("webtest: function not set")
@@ -107,6 +109,14 @@ func (f *Runner) TeachTree(ctx context.Context, job session.Job, r int, l lesson
 		return nil, errNotSet
 	}
 	return f.TeachTreeFunc(ctx, job, r, l)
+}
+
+// TeachSample implements web.Runner.
+func (f *Runner) TeachSample(ctx context.Context, job session.Job, r int, l lesson.SampleLesson) (*lesson.SampleState, error) {
+	if f.TeachSampleFunc == nil {
+		return nil, errNotSet
+	}
+	return f.TeachSampleFunc(ctx, job, r, l)
 }
 
 // Diff implements web.Runner.

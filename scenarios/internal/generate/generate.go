@@ -76,6 +76,8 @@ var builders = []func() (*scenario, error){
 	paddedBatch,
 	kernelFixDiff,
 	logprobsKinds,
+	samplerDiagnoses,
+	specRedrawnDrafts,
 }
 
 // All builds every scenario, in catalogue order.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/samplertest"
@@ -135,14 +136,24 @@ func specTensors(rows []specRow) []*engine.Tensor {
 
 // specOutputs returns external spec_tokens, spec_emitted and spec_accepted.
 func specOutputs(tokens [][]int64, emitted, accepted []int) []*engine.Tensor {
+	return namedSpecOutputs("", tokens, emitted, accepted)
+}
+
+// namedSpecOutputs is specOutputs for the mode mode ("" for none):
+// spec_tokens@mode, spec_emitted@mode and spec_accepted@mode.
+func namedSpecOutputs(mode string, tokens [][]int64, emitted, accepted []int) []*engine.Tensor {
 	var flat []int64
 	for _, t := range tokens {
 		flat = append(flat, t...)
 	}
+	at := ""
+	if mode != "" {
+		at = "@" + mode
+	}
 	return []*engine.Tensor{
-		i64("spec_tokens", []int{len(tokens), len(tokens[0])}, flat),
-		i64("spec_emitted", []int{len(emitted)}, ints(emitted)),
-		i64("spec_accepted", []int{len(accepted)}, ints(accepted)),
+		i64("spec_tokens"+at, []int{len(tokens), len(tokens[0])}, flat),
+		i64("spec_emitted"+at, []int{len(emitted)}, ints(emitted)),
+		i64("spec_accepted"+at, []int{len(accepted)}, ints(accepted)),
 	}
 }
 
@@ -355,7 +366,8 @@ func specCounters() (*scenario, error) {
 	var batch []specRow
 	var toks [][]int64
 	var emitted, accepted []int
-	var failing []scenarios.RowRules
+	var failing, swapped []scenarios.RowRules
+	var right [][]int64 // the tokens committed on the accepted prefix, as they should be
 	for r := range rows {
 		var s specRow
 		for range k {
@@ -382,9 +394,11 @@ func specCounters() (*scenario, error) {
 			tok = draw(st.p[k], t.u)
 		}
 		toks = append(toks, chainOutput(st, t.count, tok)) // the bug: t.emitted is meant
+		right = append(right, chainOutput(st, t.emitted, tok))
 		emitted, accepted = append(emitted, t.emitted), append(accepted, t.count)
 		if t.count != t.emitted {
 			failing = append(failing, fail(r, engine.RuleStructure))
+			swapped = append(swapped, fail(r, engine.RuleCounter))
 		}
 	}
 	if len(failing) == 0 || len(failing) == rows {
@@ -401,9 +415,10 @@ func specCounters() (*scenario, error) {
 			Expect: scenarios.Expect{Pass: false, Outputs: []scenarios.OutputExpect{
 				{Name: "cpu", Pass: true},
 				{Name: "spec_tokens", Pass: false, Failing: failing},
+				{Name: "spec_tokens@counter_swapped", Pass: false, Failing: swapped},
 			}},
 		},
-		tensors: append(specTensors(batch), specOutputs(toks, emitted, accepted)...),
+		tensors: slices.Concat(specTensors(batch), specOutputs(toks, emitted, accepted), namedSpecOutputs("counter_swapped", right, accepted, accepted)),
 	}, nil
 }
 

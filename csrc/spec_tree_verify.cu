@@ -1,0 +1,391 @@
+// spec_tree_verify.cu: tree speculative sampling (docs/SEMANTICS.md
+// "spec_tree_verify"): the same paths, tokens, counters and trace as
+// engine/cpu's SpecTree for the same seed and offset.
+//
+// Three launches, no probability rows in memory:
+//   - spec_verify's prepare (spec_verify.cuh), one block a node, the node's
+//     first child's token standing for the position's draft: the node's
+//     maximum, filters and exact normaliser, and p_u(x_1), the first
+//     child's threshold. Nodes are positions: row r's node u is slot
+//     r * nodes + u, and k = nodes - 1.
+//   - tree_node_kernel, one block a node: every child's q(x), and for a
+//     node of two or more children the later siblings' thresholds and the
+//     cuts that turn R_1 into the residual the node draws from. What it
+//     leaves per node is a few scalars (whether R_1 fell back to Weight(p),
+//     the applied cuts in sibling order), from which the residual of any
+//     token is recomputed: R_1(v) from p(v) and q(v), then each cut.
+//   - tree_walk_kernel, one block per (trial, row): warp 0 walks the tree
+//     (one lane per child of the current node, the first accepted by a
+//     ballot), then the whole block draws the token at the stop node from
+//     its residual with spec_verify's segment search (draw_stop),
+//     recomputing p from the logits.
+// Every node takes one block and the walk's tests are O(1) each, so the
+// time is the prepare's pass over every node's row plus, for draft
+// distributions, one pass over a node's row per later sibling.
+#include "spec_verify.cuh"
+
+namespace sv {
+namespace {
+
+constexpr int kTreeNodeBlock = 256;
+constexpr int kTreeWalkBlock = kSpecBlock;  // draw_stop over RowShared<kSpecBlock>
+constexpr int kMaxTreeNodes = SV_MAX_TREE_NODES;
+// The walk keeps the stop node's cuts in RowShared::hist_mass, which the
+// draw (seg_total, find_segment, scan_find) never touches: the row kernels'
+// static shared memory has no room for another array of them.
+static_assert(256 * kHistCopies >= kMaxTreeNodes, "a node's cuts fit in RowShared::hist_mass");
+// kMaxTreeWeightBytes bounds the weight buffer of filtered launches; past
+// it the kernels recompute each weight from the logits (exact, slower).
+constexpr size_t kMaxTreeWeightBytes = (size_t)4 << 30;
+
+// TreeArgs are the node and walk kernels' arguments. Arrays of [rows,
+// nodes] are indexed row * nodes + node; kids holds a row's children from
+// row * nodes, kid_start[u] giving where node u's begin.
+struct TreeArgs {
+  int rows, nodes, vocab, width;
+  RowParams rp;
+  const int *tokens, *kid_start, *kid_count, *kids;
+  const void *qprobs;  // [rows, nodes, vocab] or null (one-hot)
+  int qdtype;
+  const PosStat *stats;
+  const float *wbuf;
+  // The node kernel's results, per child node c: its threshold and q(x_c);
+  // per node u: whether R_1 fell back to Weight(p) and how many cuts
+  // applied; the cuts themselves in u's children's slots of kids.
+  float *thr, *qx;
+  int *fb, *ncut;
+  unsigned long long *cuts;
+  int *path, *out_tokens, *accepted;  // [trials, rows, width] twice, [trials, rows]
+  int trace_trials;
+  float *tu, *tp, *tq;
+  int *tflags, *tdrawn;
+};
+
+template <typename T>
+using TreeKernel = void (*)(const T *__restrict__, TreeArgs);
+
+// residual_cut is engine/cpu's residualCut: the fixed-point share
+// float64(z) * float64(q), truncated, that a draft probability q removes
+// from a residual of total z; 0 for q <= 0 or NaN, z for q >= 1.
+__device__ __forceinline__ unsigned long long residual_cut(unsigned long long z, float q) {
+  if (!(q > 0.0f)) return 0ull;
+  if (q >= 1.0f) return z;
+  return __double2ull_rz(__dmul_rn(__ull2double_rn(z), (double)q));
+}
+
+// TreeResidual is a node's residual weight of one token after the cuts of
+// its first ncut applied siblings: R_1(v) = Weight(float32(p(v) - q_1(v)))
+// (Weight(p(v)) where R_1 fell back, fb), then in sibling order each cut:
+// a draft distribution removes min(R, cut(Z, q(v))) with Z the total the
+// cut was made at, a one-hot draft zeroes its token. q is u's draft
+// probability of v (unused for one-hot drafts, whose q_1 is one-hot at x1).
+struct TreeResidual {
+  const unsigned long long *cuts;  // Z per cut (draft distributions) or the token (one-hot)
+  int ncut, x1;
+  bool full, fb;
+  __device__ __forceinline__ unsigned long long operator()(int v, float p, float q) const {
+    unsigned long long r = fb ? weight(p) : weight(__fsub_rn(p, full ? q : (v == x1 ? 1.0f : 0.0f)));
+    for (int e = 0; e < ncut; e++) {
+      if (full) {
+        const unsigned long long c = residual_cut(cuts[e], q);
+        r = c < r ? r - c : 0ull;
+      } else if ((unsigned long long)v == cuts[e]) {
+        r = 0ull;
+      }
+    }
+    return r;
+  }
+};
+
+// tree_node_kernel, block = node slot: q(x_c) of every child c, and the
+// thresholds (NaN where the node has no distribution). The first child's
+// threshold is the prepare's p(x_1). With children c_1..c_m, m >= 2, it
+// follows engine/cpu's prepare: Z_1 = the total of R_1 (one pass over the
+// row; a second for Weight(p) when it is 0), then for j >= 2 the threshold
+// R_{j-1}(x_j) / Z_{j-1} in float64, and the cut: one-hot drafts zero x_j
+// when Z > R(x_j) (no pass), draft distributions take one pass for the
+// total after the cut, applied unless it is 0.
+template <typename T, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) tree_node_kernel(const T *__restrict__ target, TreeArgs a) {
+  __shared__ typename Reduce<BLOCK>::Shared red;
+  __shared__ unsigned long long cuts[kMaxTreeNodes];
+  const int slot = blockIdx.x;
+  const int cnt = a.kid_count[slot];
+  if (cnt == 0) return;
+  const int n = a.vocab;
+  const int rbase = (slot / a.nodes) * a.nodes;
+  const int start = a.kid_start[slot];
+  const int *kids = a.kids + rbase + start;
+  const PosStat ps = a.stats[slot];
+  const bool full = a.qprobs != nullptr;
+  const size_t qbase = (size_t)slot * n;
+  auto q_at = [&](int v) -> float { return full ? load_any(a.qprobs, a.qdtype, qbase + v) : 0.0f; };
+  for (int j = threadIdx.x; j < cnt; j += BLOCK) {
+    const int c = kids[j];
+    a.qx[rbase + c] = full ? q_at(a.tokens[rbase + c]) : 1.0f;
+    if (!ps.valid) a.thr[rbase + c] = nan_f32();
+  }
+  if (threadIdx.x == 0) {
+    if (ps.valid) a.thr[rbase + kids[0]] = ps.px;
+    a.fb[slot] = 0;
+    a.ncut[slot] = 0;
+  }
+  if (!ps.valid || cnt < 2) return;
+  const T *x = target + (size_t)slot * n;
+  const float *wrow = ps.filtered && a.wbuf ? a.wbuf + (size_t)slot * wstride(n) : nullptr;
+  auto p_at = [&](int v) -> float { return target_prob<T, true>(ps, x, wrow, v); };
+  TreeResidual res{cuts, 0, a.tokens[rbase + kids[0]], full, false};
+  unsigned long long z = 0;
+  for (int v = threadIdx.x; v < n; v += BLOCK) z += res(v, p_at(v), q_at(v));
+  z = Reduce<BLOCK>::sum(red, z);
+  if (z == 0) {  // p - q_1 has no positive weight: R_1 is Weight(p)
+    res.fb = true;
+    for (int v = threadIdx.x; v < n; v += BLOCK) z += res(v, p_at(v), q_at(v));
+    z = Reduce<BLOCK>::sum(red, z);
+  }
+  // z, res.ncut and every decision below are the same in every thread.
+  for (int j = 1; j < cnt; j++) {
+    const int c = kids[j];
+    const int xj = a.tokens[rbase + c];
+    const unsigned long long rx = res(xj, p_at(xj), q_at(xj));
+    if (threadIdx.x == 0) a.thr[rbase + c] = __double2float_rn(__ddiv_rn(__ull2double_rn(rx), __ull2double_rn(z)));
+    if (!full) {
+      if (z > rx) {  // the cut is all of x_j's weight and nothing else
+        z -= rx;
+        if (threadIdx.x == 0) cuts[res.ncut] = (unsigned long long)xj;
+        res.ncut++;
+      }
+    } else {
+      unsigned long long next = 0;
+      for (int v = threadIdx.x; v < n; v += BLOCK) {
+        const float q = q_at(v);
+        const unsigned long long r = res(v, p_at(v), q), cut = residual_cut(z, q);
+        next += cut < r ? r - cut : 0ull;
+      }
+      next = Reduce<BLOCK>::sum(red, next);
+      if (next != 0) {  // else the residual stays as it was
+        if (threadIdx.x == 0) cuts[res.ncut] = z;
+        res.ncut++;
+        z = next;
+      }
+    }
+    __syncthreads();  // cuts[] as thread 0 left it, before the next residual
+  }
+  if (threadIdx.x == 0) {
+    a.fb[slot] = res.fb ? 1 : 0;
+    a.ncut[slot] = res.ncut;
+  }
+  for (int e = threadIdx.x; e < res.ncut; e += BLOCK) a.cuts[rbase + start + e] = cuts[e];
+}
+
+// tree_walk_kernel, block = trial * rows + row. Child c is tested with
+// u = U01(word 0 of block 2(c-1)) and accepted iff float32(u * q(x_c)) <
+// its threshold; the token where the walk stops at node n is drawn with
+// U64 of block 2n+1: from the node's residual when it has children (from
+// Weight(p) where a single child's R_1 is all 0, as spec_verify), from
+// Weight(p) at a leaf, -1 where the node has no distribution.
+template <typename T, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1) tree_walk_kernel(const T *__restrict__ target, TreeArgs a) {
+  __shared__ RowShared<BLOCK> sh;
+  __shared__ int stop_sh, acc_sh;
+  __shared__ uint64_t u_sh;  // the draw's uniform at the stop
+  const int row = blockIdx.x % a.rows, trial = blockIdx.x / a.rows;
+  const int nodes = a.nodes, width = a.width, n = a.vocab;
+  const int rbase = row * nodes;
+  const Stream rng(a.rp.seed[row], a.rp.offset[row], row, trial);
+  const bool traced = trial < a.trace_trials;
+  const size_t tbase = ((size_t)trial * a.rows + row) * nodes;
+  const size_t obase = ((size_t)trial * a.rows + row) * width;
+  for (int i = threadIdx.x; i < width; i += BLOCK) {
+    a.path[obase + i] = -1;
+    a.out_tokens[obase + i] = -1;
+  }
+  if (traced) {
+    for (int i = threadIdx.x; i < nodes; i += BLOCK) {
+      a.tu[tbase + i] = 0.0f;
+      a.tp[tbase + i] = 0.0f;
+      a.tq[tbase + i] = 0.0f;
+      a.tflags[tbase + i] = 0;
+      a.tdrawn[tbase + i] = -1;
+    }
+  }
+  __syncthreads();  // the fills before the walk's writes over them
+  if (threadIdx.x < 32) {
+    const int lane = (int)threadIdx.x;
+    int u = 0, acc = 0;
+    if (lane == 0) a.path[obase] = 0;
+    // u, cnt, acc and next are the same in every lane. The bound on acc
+    // holds for every tree the links describe (width = deepest + 1).
+    while (acc + 1 < width) {
+      const int cnt = a.kid_count[rbase + u];
+      const int *kids = a.kids + rbase + a.kid_start[rbase + u];
+      int next = -1;
+      for (int j0 = 0; j0 < cnt; j0 += 32) {
+        const int j = j0 + lane;
+        int c = -1;
+        float uu = 0.0f, p = 0.0f, q = 0.0f;
+        bool ok = false;
+        if (j < cnt) {
+          c = kids[j];
+          uu = u01(rng.block(2 * (uint64_t)(c - 1)).x);
+          p = a.thr[rbase + c];
+          q = a.qx[rbase + c];
+          ok = __fmul_rn(uu, q) < p;
+        }
+        const unsigned hits = __ballot_sync(0xffffffffu, ok);
+        const int first = hits ? __ffs(hits) - 1 : 32;
+        if (traced && j < cnt && lane <= first) {  // tested: up to the first accepted
+          a.tu[tbase + c] = uu;
+          a.tp[tbase + c] = p;
+          a.tq[tbase + c] = q;
+          a.tflags[tbase + c] = (ok ? 1 : 0) | 2;
+        }
+        if (hits) {
+          next = __shfl_sync(0xffffffffu, c, first);
+          break;
+        }
+      }
+      if (next < 0) break;
+      if (lane == 0) {
+        a.out_tokens[obase + acc] = a.tokens[rbase + next];
+        a.path[obase + acc + 1] = next;
+      }
+      acc++;
+      u = next;
+    }
+    if (lane == 0) {
+      stop_sh = u;
+      acc_sh = acc;
+      u_sh = rng.u64(2 * (uint64_t)u + 1);
+      a.accepted[(size_t)trial * a.rows + row] = acc;
+    }
+  }
+  __syncthreads();
+  const int u = stop_sh, acc = acc_sh;
+  const int slot = rbase + u;
+  const PosStat ps = a.stats[slot];
+  int token = -1;
+  if (ps.valid) {
+    const int cnt = a.kid_count[slot];
+    const int start = a.kid_start[slot];
+    const bool full = a.qprobs != nullptr;
+    const TreeResidual res{sh.hist_mass, cnt > 1 ? a.ncut[slot] : 0, cnt > 0 ? a.tokens[rbase + a.kids[rbase + start]] : -1,
+                           full, cnt > 1 && a.fb[slot] != 0};
+    for (int e = threadIdx.x; e < res.ncut; e += BLOCK) sh.hist_mass[e] = a.cuts[rbase + start + e];
+    __syncthreads();
+    const T *x = target + (size_t)slot * n;
+    const float *wrow = ps.filtered && a.wbuf ? a.wbuf + (size_t)slot * wstride(n) : nullptr;
+    const size_t qbase = (size_t)slot * n;
+    auto residual = [&](int v) -> unsigned long long {
+      const float q = full ? load_any(a.qprobs, a.qdtype, qbase + v) : 0.0f;
+      return res(v, target_prob<T, true>(ps, x, wrow, v), q);
+    };
+    auto target_weight = [&](int v) -> unsigned long long { return weight(target_prob<T, true>(ps, x, wrow, v)); };
+    // With two or more children the residual is never all 0 (a cut
+    // applies only when something is left), so draw_stop's fallback to
+    // Weight(p) serves the single child alone, as engine/cpu's R_1.
+    token = draw_stop<BLOCK>(n, cnt > 0, u_sh, residual, target_weight, sh);
+  }
+  if (threadIdx.x == 0) {
+    a.out_tokens[obase + acc] = token;
+    if (traced) a.tdrawn[tbase + u] = token;
+  }
+}
+
+size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+}  // namespace
+
+int launch_spec_tree_verify(const void *target, int rows, int nodes, int vocab, int width, uint64_t params,
+                            int flags, const int *tree, const void *qprobs, int trials, int *path, int *tokens,
+                            int *accepted, int trace_trials, void *trace) {
+  if (rows < 0 || nodes < 1 || vocab < 1 || trials < 1 || trace_trials < 0 || trace_trials > trials ||
+      (rows > 0 && (width < 1 || width > nodes)))
+    return set_error(SV_ERR_INVALID, "spec_tree_verify: bad shape (%d rows, %d nodes, %d tokens, width %d, %d trials)",
+                     rows, nodes, vocab, width, trials);
+  if (nodes > kMaxTreeNodes)
+    return set_error(SV_ERR_UNSUPPORTED, "spec_tree_verify: %d nodes over %d", nodes, kMaxTreeNodes);
+  if (vocab > kMaxExactVocab)
+    return set_error(SV_ERR_UNSUPPORTED, "spec_tree_verify: vocabulary %d over %d", vocab, kMaxExactVocab);
+  if (rows == 0) return SV_OK;
+  const size_t slots = (size_t)rows * nodes;
+  if (slots > 0x7fffffff || (size_t)rows * trials > 0x7fffffff)
+    return set_error(SV_ERR_UNSUPPORTED, "spec_tree_verify: too many rows, nodes or trials");
+  const int tdtype = (flags >> SV_SPEC_TARGET_SHIFT) & 15;
+  const int qdtype = (flags >> SV_SPEC_DRAFT_SHIFT) & 15;
+  const bool filtered = flags & SV_HAS_FILTERS;
+  const size_t sbytes = align256(sizeof(PosStat) * slots);
+  size_t wbytes = filtered ? align256(sizeof(float) * slots * wstride(vocab)) : 0;
+  if (wbytes > kMaxTreeWeightBytes) wbytes = 0;
+  const size_t fbytes = align256(sizeof(float) * slots);
+  const size_t ibytes = align256(sizeof(int) * slots);
+  const size_t cbytes = align256(sizeof(unsigned long long) * slots);
+  void *ws = nullptr;
+  int st = workspace(sbytes + wbytes + 2 * fbytes + 2 * ibytes + cbytes, &ws);
+  if (st != SV_OK) return st;
+  char *base = static_cast<char *>(ws);
+  PosStat *stats = reinterpret_cast<PosStat *>(base);
+  float *wbuf = wbytes ? reinterpret_cast<float *>(base + sbytes) : nullptr;
+  char *rest = base + sbytes + wbytes;
+  const RowParams rp = row_params(params, rows);
+  TreeArgs a;
+  a.rows = rows;
+  a.nodes = nodes;
+  a.vocab = vocab;
+  a.width = width;
+  a.rp = rp;
+  a.tokens = tree;
+  a.kid_start = tree + slots;
+  a.kid_count = tree + 2 * slots;
+  a.kids = tree + 3 * slots;
+  const int *first = nodes > 1 ? tree + 4 * slots : nullptr;  // [rows, nodes - 1]
+  a.qprobs = qprobs;
+  a.qdtype = qdtype;
+  a.stats = stats;
+  a.wbuf = wbuf;
+  a.thr = reinterpret_cast<float *>(rest);
+  a.qx = reinterpret_cast<float *>(rest + fbytes);
+  a.fb = reinterpret_cast<int *>(rest + 2 * fbytes);
+  a.ncut = reinterpret_cast<int *>(rest + 2 * fbytes + ibytes);
+  a.cuts = reinterpret_cast<unsigned long long *>(rest + 2 * fbytes + 2 * ibytes);
+  a.path = path;
+  a.out_tokens = tokens;
+  a.accepted = accepted;
+  a.trace_trials = trace ? trace_trials : 0;
+  const size_t tn = (size_t)trace_trials * rows * nodes;
+  char *tr = static_cast<char *>(trace);
+  a.tu = trace ? reinterpret_cast<float *>(tr) : nullptr;
+  a.tp = trace ? reinterpret_cast<float *>(tr + 4 * tn) : nullptr;
+  a.tq = trace ? reinterpret_cast<float *>(tr + 8 * tn) : nullptr;
+  a.tflags = trace ? reinterpret_cast<int *>(tr + 12 * tn) : nullptr;
+  a.tdrawn = trace ? reinterpret_cast<int *>(tr + 16 * tn) : nullptr;
+  SV_DISPATCH_DTYPE(tdtype, T, {
+    const T *x = static_cast<const T *>(target);
+    const SpecFullKernels<T> kk = spec_full_kernels(x);
+    const SpecPrepareKernel<T> prepare = filtered ? kk.prepare_filtered : kk.prepare_lean;
+    st = launch_after(filtered ? SV_VARIANT_TREE_PREPARE_FILTERED : SV_VARIANT_TREE_PREPARE_LEAN, false, prepare,
+                      dim3((unsigned)slots), kSpecBlock, 0, "spec_tree_verify prepare", x, nodes - 1, vocab,
+                      (int)slots, rp, flags, first, wbuf, stats, (const int *)nullptr);
+    if (st != SV_OK) return st;
+    const TreeKernel<T> node = tree_node_kernel<T, kTreeNodeBlock>;
+    st = launch_after(SV_VARIANT_TREE_NODES, false, node, dim3((unsigned)slots), kTreeNodeBlock, 0,
+                      "spec_tree_verify nodes", x, a);
+    if (st != SV_OK) return st;
+    const TreeKernel<T> walk = tree_walk_kernel<T, kTreeWalkBlock>;
+    return launch_after(SV_VARIANT_TREE_WALK, false, walk, dim3((unsigned)((size_t)rows * trials)), kTreeWalkBlock, 0,
+                        "spec_tree_verify walk", x, a);
+  });
+  return SV_OK;
+}
+
+}  // namespace sv
+
+extern "C" int sv_spec_tree_verify(uint64_t target, int rows, int nodes, int vocab, int width, uint64_t params,
+                                   int flags, uint64_t tree, uint64_t draft_probs, int trials, uint64_t path,
+                                   uint64_t tokens, uint64_t accepted, int trace_trials, uint64_t trace) {
+  if (!params || !tree) return sv::set_error(SV_ERR_INVALID, "spec_tree_verify: no parameters or tree");
+  return sv::launch_spec_tree_verify(reinterpret_cast<const void *>(target), rows, nodes, vocab, width, params, flags,
+                                     reinterpret_cast<const int *>(tree), reinterpret_cast<const void *>(draft_probs),
+                                     trials, reinterpret_cast<int *>(path), reinterpret_cast<int *>(tokens),
+                                     reinterpret_cast<int *>(accepted), trace_trials, reinterpret_cast<void *>(trace));
+}

@@ -1,0 +1,152 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/lesson"
+	"github.com/sampviz/sampviz/web/view"
+)
+
+// The sampler teaching mode: /runs/{id}/rows/{r}/teach on a sample row
+// steps through one draw of the row (its own logits, temperature, filters
+// and seed) by one method: sort-free rejection sampling round by round,
+// the Gumbel-max race, or the inverse CDF. The URL names it all (method,
+// draw, seed, step); the page script steps through the draw's steps
+// without asking again, and asks /api/runs/{id}/rows/{r}/teach for another
+// method, draw or seed. The teach routes of teach.go hand sample rows to
+// this file.
+
+// sampleTeaching reports whether the teach URL r names a row of a sample
+// run.
+func (s *Server) sampleTeaching(r *http.Request) (bool, error) {
+	_, info, _, err := s.lookupRun(r.PathValue("id"))
+	if err != nil {
+		return false, err
+	}
+	return info.Op == engine.OpSample, nil
+}
+
+// handleSampleTeachPage is "/runs/{id}/rows/{r}/teach" on a sample row.
+func (s *Server) handleSampleTeachPage(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.sampleLessonFor(r)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, sampleTeachPage(s.chrome(), v))
+	return nil
+}
+
+// handleSampleTeachAPI returns the sampler lesson its URL names as JSON.
+func (s *Server) handleSampleTeachAPI(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.sampleLessonFor(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// sampleLessonFor reads the run, row and draw a sampler teaching URL names
+// and asks the runner for it.
+func (s *Server) sampleLessonFor(r *http.Request) (*view.SampleTeachView, error) {
+	run, info, p, err := s.lookupRun(r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	row, err := parseRow(r, info.Rows)
+	if err != nil {
+		return nil, err
+	}
+	l, step, err := parseSampleLesson(r.URL.Query())
+	if err != nil {
+		return nil, badRequest(view.Sentence(err.Error()))
+	}
+	select {
+	case s.rowSlots <- struct{}{}:
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+	st, err := s.runner.TeachSample(r.Context(), s.job(run, p, nil), row, l)
+	<-s.rowSlots
+	if err != nil {
+		var le *lesson.Error
+		if errors.As(err, &le) {
+			return nil, &httpError{Status: http.StatusBadRequest, Msg: le.Msg, Err: err}
+		}
+		return nil, internal(fmt.Errorf("teach sampler run %s row %d: %w", run.ID, row, err))
+	}
+	base := fmt.Sprintf("/runs/%s/rows/%d", run.ID, row)
+	page := func(method engine.SampleMethod, draw int, seed uint64, step int) string {
+		return view.WithQuery(base+"/teach", sampleLessonQuery(method, draw, seed, step))
+	}
+	v := view.NewSampleTeachView(st, step-1, func(i int) string { return page(st.Method, st.Draw, st.Seed, i+1) })
+	v.Run, v.Info, v.Row = run, *info, row
+	v.RowURL = base
+	v.URL = page(st.Method, st.Draw, st.Seed, v.Index+1)
+	v.API = "/api" + v.URL
+	if st.Draw > 0 {
+		v.PrevDraw = page(st.Method, st.Draw-1, st.Seed, 1)
+	}
+	if st.Draw+1 < lesson.MaxDraw {
+		v.NextDraw = page(st.Method, st.Draw+1, st.Seed, 1)
+	}
+	for _, m := range view.SampleMethods {
+		v.Methods = append(v.Methods, view.MethodLink{Method: string(m), Name: view.MethodName(m), URL: page(m, st.Draw, st.Seed, 1), Active: m == st.Method})
+	}
+	return v, nil
+}
+
+// parseSampleLesson reads a sampler lesson from a URL query: method, draw,
+// seed and step (the step shown, from 1), each optional. It returns one
+// sentence for the first value that is not usable.
+func parseSampleLesson(q url.Values) (lesson.SampleLesson, int, error) {
+	var l lesson.SampleLesson
+	step := 1
+	switch m := engine.SampleMethod(strings.TrimSpace(q.Get("method"))); m {
+	case engine.SampleAuto, engine.SampleInverseCDF, engine.SampleRejection, engine.SampleGumbel:
+		l.Method = m
+	case "auto":
+	default:
+		return l, 0, fmt.Errorf("method must be rejection, gumbel or inverse_cdf, not %q", string(m))
+	}
+	if v := strings.TrimSpace(q.Get("draw")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n >= lesson.MaxDraw {
+			return l, 0, fmt.Errorf("draw must be a whole number from 0 to %d, not %q", lesson.MaxDraw-1, v)
+		}
+		l.Draw = n
+	}
+	if v := strings.TrimSpace(q.Get("seed")); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return l, 0, fmt.Errorf("seed must be a whole number >= 0, not %q", v)
+		}
+		l.Seed = &seed
+	}
+	if v := strings.TrimSpace(q.Get("step")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return l, 0, fmt.Errorf("step must be a whole number from 1 (the draw's first step), not %q", v)
+		}
+		step = n
+	}
+	return l, step, nil
+}
+
+// sampleLessonQuery writes the URL query of a sampler lesson's step, the
+// method and seed explicit, so the link means the same even if the run's
+// method or the row's seed were to change.
+func sampleLessonQuery(method engine.SampleMethod, draw int, seed uint64, step int) url.Values {
+	return url.Values{
+		"method": {string(method)},
+		"draw":   {strconv.Itoa(draw)},
+		"seed":   {strconv.FormatUint(seed, 10)},
+		"step":   {strconv.Itoa(step)},
+	}
+}
