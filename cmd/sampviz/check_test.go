@@ -199,6 +199,7 @@ var logprobsScenario = filepath.Join("..", "..", "scenarios", "logprobs-kinds", 
 // nanMaskedScenario has a row of NaN logits and a masked row: the rows fail
 // on their input, and the report says so.
 var nanMaskedScenario = filepath.Join("..", "..", "scenarios", "nan-and-masked-rows", "nan-and-masked-rows.safetensors")
+
 // diagnosesScenario is the scenario whose samplers' bugs the golden report
 // sampler_diagnoses names.
 var diagnosesScenario = filepath.Join("..", "..", "scenarios", "sampler-diagnoses", "sampler-diagnoses.safetensors")
