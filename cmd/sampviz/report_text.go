@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/session"
+	"github.com/sampviz/sampviz/engine/stats"
 	"github.com/sampviz/sampviz/engine/tokens"
 )
 
@@ -259,7 +261,7 @@ func fmtP(p float64) string {
 	if p == 0 {
 		return "< 1e-300"
 	}
-	return fmt.Sprintf("%.2g", p)
+	return stats.FormatP(p, math.Log(p)) // as the report's sentences write it
 }
 
 // writeFitSummary prints, for an output of many draws per row, the draws,
