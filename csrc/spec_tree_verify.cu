@@ -148,6 +148,38 @@ __device__ unsigned long long table_row_sum(const PatternTable<unsigned long lon
   return s;
 }
 
+// kPassTokens is how many tokens a thread of the node kernel loads before
+// it uses the first in a pass over a draft distribution: one at a time,
+// every token waited out a memory latency.
+constexpr int kPassTokens = 4;
+
+// row_sum returns the block's sum of f(v, p(v), q(v)) over the n tokens of
+// a node's row, q of dtype Q (this node's row of draft_probs), the block
+// taking tokens in turn, kPassTokens of them a thread at a time, their
+// loads issued before any is used. f's values are integers: any order.
+template <int BLOCK, typename Q, typename P, typename F>
+__device__ unsigned long long row_sum(int n, const Q *__restrict__ q, P &&p_row, F &&f,
+                                      typename Reduce<BLOCK>::Shared &red) {
+  unsigned long long s = 0;
+  for (int v0 = threadIdx.x; v0 < n; v0 += BLOCK * kPassTokens) {
+    float pv[kPassTokens], qv[kPassTokens];
+#pragma unroll
+    for (int k = 0; k < kPassTokens; k++) {
+      const int v = v0 + k * BLOCK;
+      qv[k] = v < n ? load_f32(q, v) : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kPassTokens; k++) {
+      const int v = v0 + k * BLOCK;
+      pv[k] = v < n ? p_row(v) : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kPassTokens; k++)
+      if (v0 + k * BLOCK < n) s += f(v0 + k * BLOCK, pv[k], qv[k]);
+  }
+  return Reduce<BLOCK>::sum(red, s);
+}
+
 // tree_node_kernel, block = node slot: q(x_c) of every child c, and the
 // thresholds (NaN where the node has no distribution). The first child's
 // threshold is the prepare's p(x_1). With children c_1..c_m, m >= 2, it
@@ -227,12 +259,30 @@ __global__ void __launch_bounds__(BLOCK) tree_node_kernel(const T *__restrict__ 
     }
     return p_at(v);
   };
-  if (full || !tabbed) {
-    for (int v = threadIdx.x; v < n; v += BLOCK) z += res(v, p_row(v), q_at(v));
+  // A pass over a draft distribution, f(v, p, q) summed over the row.
+  auto q_sum = [&](auto &&f) -> unsigned long long {
+    switch (a.qdtype) {
+      case SV_F16:
+        return row_sum<BLOCK>(n, static_cast<const __half *>(a.qprobs) + qbase, p_row, f, red);
+      case SV_BF16:
+        return row_sum<BLOCK>(n, static_cast<const __nv_bfloat16 *>(a.qprobs) + qbase, p_row, f, red);
+      default:
+        return row_sum<BLOCK>(n, static_cast<const float *>(a.qprobs) + qbase, p_row, f, red);
+    }
+  };
+  auto r1 = [&](int v, float p, float q) { return res(v, p, q); };
+  if (full) {
+    z = q_sum(r1);
+    if (z == 0) {  // p - q_1 has no positive weight: R_1 is Weight(p)
+      res.fb = true;
+      z = q_sum(r1);
+    }
+  } else if (!tabbed) {
+    for (int v = threadIdx.x; v < n; v += BLOCK) z += res(v, p_row(v), 0.0f);
     z = Reduce<BLOCK>::sum(red, z);
     if (z == 0) {  // p - q_1 has no positive weight: R_1 is Weight(p)
       res.fb = true;
-      for (int v = threadIdx.x; v < n; v += BLOCK) z += res(v, p_row(v), q_at(v));
+      for (int v = threadIdx.x; v < n; v += BLOCK) z += res(v, p_row(v), 0.0f);
       z = Reduce<BLOCK>::sum(red, z);
     }
   }
@@ -249,13 +299,10 @@ __global__ void __launch_bounds__(BLOCK) tree_node_kernel(const T *__restrict__ 
         res.ncut++;
       }
     } else {
-      unsigned long long next = 0;
-      for (int v = threadIdx.x; v < n; v += BLOCK) {
-        const float q = q_at(v);
-        const unsigned long long r = res(v, p_row(v), q), cut = residual_cut(z, q);
-        next += cut < r ? r - cut : 0ull;
-      }
-      next = Reduce<BLOCK>::sum(red, next);
+      const unsigned long long next = q_sum([&](int v, float p, float q) {
+        const unsigned long long r = res(v, p, q), cut = residual_cut(z, q);
+        return cut < r ? r - cut : 0ull;
+      });
       if (next != 0) {  // else the residual stays as it was
         if (threadIdx.x == 0) cuts[res.ncut] = z;
         res.ncut++;
