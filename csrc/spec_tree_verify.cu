@@ -35,8 +35,10 @@
 namespace sv {
 namespace {
 
-// 512 threads a node: at B=1 a node's pass is bound by the loads a block
-// has in flight, at B=64 four such blocks fill an SM.
+// 512 threads a node, three blocks an SM (the kernel's launch bounds: 40
+// registers): at B=1 a node's pass is bound by the loads a block has in
+// flight, and at B=64 the passes over draft distributions by the blocks
+// an SM holds.
 constexpr int kTreeNodeBlock = 512;
 constexpr int kTreeWalkBlock = kSpecBlock;  // draw_stop over RowShared<kSpecBlock>
 constexpr int kMaxTreeNodes = SV_MAX_TREE_NODES;
@@ -189,7 +191,7 @@ __device__ unsigned long long row_sum(int n, const Q *__restrict__ q, P &&p_row,
 // one-hot drafts zero x_j when Z > R(x_j) (no pass), draft distributions
 // take one pass for the total after the cut, applied unless it is 0.
 template <typename T, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) tree_node_kernel(const T *__restrict__ target, TreeArgs a) {
+__global__ void __launch_bounds__(BLOCK, 3) tree_node_kernel(const T *__restrict__ target, TreeArgs a) {
   __shared__ typename Reduce<BLOCK>::Shared red;
   __shared__ unsigned long long cuts[kMaxTreeNodes];
   // The row's table (bf16): fixed-point weights of p under one-hot drafts,
