@@ -112,12 +112,64 @@ struct TreeResidual {
   }
 };
 
+// kTableLoads is how many 16-byte loads a thread of the table passes has in
+// flight: they are issued together, before the lookups, whose miss branch
+// otherwise keeps the compiler from batching them (one load a thread at a
+// time). Two, not four: the node kernel runs at 40 registers (three blocks
+// an SM), where four vectors and their eight weights spill.
+constexpr int kTableLoads = 2;
+
+// table_vector_sum is the sum of tab's values of the eight bf16 patterns of
+// q: two patterns a lookup (PatternTable::pair), exact(v) for the tokens of
+// a missed word.
+template <typename F>
+__device__ __forceinline__ unsigned long long table_vector_sum(const PatternTable<unsigned long long> &tab,
+                                                               unsigned koff, uint4 q, F &&exact) {
+  const unsigned w[4] = {q.x, q.y, q.z, q.w};
+  unsigned long long e[8];
+  unsigned miss = 0;
+#pragma unroll
+  for (int h = 0; h < 4; h++) tab.pair(w[h], koff, e[2 * h], e[2 * h + 1], miss);
+  if (PatternTable<unsigned long long>::missed(miss)) {  // rare: tiny or huge magnitudes, -Inf
+#pragma unroll
+    for (int h = 0; h < 4; h++) {
+      e[2 * h] = tab.value(w[h] & 0xffffu, exact);
+      e[2 * h + 1] = tab.value(w[h] >> 16, exact);
+    }
+  }
+  unsigned long long s = 0;
+#pragma unroll
+  for (int l = 0; l < 8; l++) s += e[l];
+  return s;
+}
+
+// table_vectors_sum sums tab's values over the 16-byte vectors v[j] for j =
+// j0, j0 + step, ... below nv, kTableLoads loads in flight.
+template <typename F>
+__device__ __forceinline__ unsigned long long table_vectors_sum(const PatternTable<unsigned long long> &tab,
+                                                                const uint4 *v, int j0, int step, int nv,
+                                                                F &&exact) {
+  const unsigned koff = tab.pair_offset();
+  unsigned long long s = 0;
+  for (; j0 < nv; j0 += kTableLoads * step) {
+    uint4 q[kTableLoads];
+#pragma unroll
+    for (int k = 0; k < kTableLoads; k++) {
+      const int j = j0 + k * step;
+      q[k] = j < nv ? __ldg(v + j) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int k = 0; k < kTableLoads; k++)
+      if (j0 + k * step < nv) s += table_vector_sum(tab, koff, q[k], exact);
+  }
+  return s;
+}
+
 // table_row_sum returns this thread's part of the sum of tab's values of
 // the n tokens of bf16 row x: the block takes 16-byte vectors in turn (a
-// warp's loads coalesce), two patterns a lookup (PatternTable::pair),
-// exact(v) for the tokens of a missed word, 2-byte loads before the first
-// aligned vector and after the last. The caller reduces; the values are
-// integers, so the order of the adds is free.
+// warp's loads coalesce), 2-byte loads before the first aligned vector and
+// after the last. The caller reduces; the values are integers, so the
+// order of the adds is free.
 template <int BLOCK, typename F>
 __device__ unsigned long long table_row_sum(const PatternTable<unsigned long long> &tab, const __nv_bfloat16 *x,
                                             int n, F &&exact) {
@@ -127,26 +179,24 @@ __device__ unsigned long long table_row_sum(const PatternTable<unsigned long lon
   unsigned long long s = 0;
   for (int i = threadIdx.x; i < head; i += BLOCK) s += tab.value((unsigned)__ldg(xs + i), exact);
   for (int i = head + 8 * nv + threadIdx.x; i < n; i += BLOCK) s += tab.value((unsigned)__ldg(xs + i), exact);
-  const uint4 *v = reinterpret_cast<const uint4 *>(xs + head);
-  const unsigned koff = tab.pair_offset();
-#pragma unroll 4
-  for (int j = threadIdx.x; j < nv; j += BLOCK) {
-    const uint4 q = __ldg(v + j);
-    const unsigned w[4] = {q.x, q.y, q.z, q.w};
-    unsigned long long e[8];
-    unsigned miss = 0;
-#pragma unroll
-    for (int h = 0; h < 4; h++) tab.pair(w[h], koff, e[2 * h], e[2 * h + 1], miss);
-    if (PatternTable<unsigned long long>::missed(miss)) {  // rare: tiny or huge magnitudes, -Inf
-#pragma unroll
-      for (int h = 0; h < 4; h++) {
-        e[2 * h] = tab.value(w[h] & 0xffffu, exact);
-        e[2 * h + 1] = tab.value(w[h] >> 16, exact);
-      }
-    }
-#pragma unroll
-    for (int l = 0; l < 8; l++) s += e[l];
+  return s + table_vectors_sum(tab, reinterpret_cast<const uint4 *>(xs + head), (int)threadIdx.x, BLOCK, nv, exact);
+}
+
+// table_span_sum is ptable.cuh's table_sum (tokens [lo, hi) of bf16 row x,
+// one thread) with its loads batched: 16-byte vectors where x + lo is
+// aligned, 2-byte loads elsewhere.
+template <typename F>
+__device__ unsigned long long table_span_sum(const PatternTable<unsigned long long> &tab, const __nv_bfloat16 *x,
+                                             int lo, int hi, F &&exact) {
+  const unsigned short *xs = reinterpret_cast<const unsigned short *>(x);
+  unsigned long long s = 0;
+  int i = lo;
+  if ((reinterpret_cast<uintptr_t>(xs + lo) & 15) == 0) {
+    const int nv = (hi - lo) / 8;
+    s = table_vectors_sum(tab, reinterpret_cast<const uint4 *>(xs + lo), 0, 1, nv, exact);
+    i = lo + 8 * nv;
   }
+  for (; i < hi; i++) s += tab.value((unsigned)__ldg(xs + i), exact);
   return s;
 }
 
@@ -452,7 +502,7 @@ __global__ void __launch_bounds__(BLOCK, 1) tree_walk_kernel(const T *__restrict
           const PatternTable<unsigned long long> tab{wide, table_window(ps.m, ps.temp)};
           fill_table<BLOCK>(tab, w_of);
           auto sums = [&](int lo, int hi) -> DrawWeights {
-            const unsigned long long t = table_sum(tab, xb, lo, hi, w_of);
+            const unsigned long long t = table_span_sum(tab, xb, lo, hi, w_of);
             unsigned long long r = t;
             for (int k = 0; k < nz; k++) {
               const int v = zero_sh[k];
