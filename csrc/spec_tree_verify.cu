@@ -36,9 +36,8 @@ namespace sv {
 namespace {
 
 // 512 threads a node, three blocks an SM (the kernel's launch bounds: 40
-// registers): at B=1 a node's pass is bound by the loads a block has in
-// flight, and at B=64 the passes over draft distributions by the blocks
-// an SM holds.
+// registers): the passes over draft distributions are bound by the warps
+// an SM holds while they wait on their loads.
 constexpr int kTreeNodeBlock = 512;
 constexpr int kTreeWalkBlock = kSpecBlock;  // draw_stop over RowShared<kSpecBlock>
 constexpr int kMaxTreeNodes = SV_MAX_TREE_NODES;
