@@ -17,23 +17,36 @@
 //   - tree_walk_kernel, one block per (trial, row): warp 0 walks the tree
 //     (one lane per child of the current node, the first accepted by a
 //     ballot), then the whole block draws the token at the stop node from
-//     its residual with spec_verify's segment search (draw_stop),
-//     recomputing p from the logits.
+//     its residual by the fixed-point inverse CDF.
 // Every node takes one block and the walk's tests are O(1) each, so the
-// time is the prepare's pass over every node's row plus, for draft
-// distributions, one pass over a node's row per later sibling.
+// time is the prepare's pass over every node's row plus, per node of two
+// or more children, one pass (one-hot drafts) or one per sibling (draft
+// distributions), plus the stop node's draw.
+//
+// Unfiltered bf16 nodes (not greedy) take p and its fixed-point weight
+// from a table of the row's patterns (ptable.cuh) in the node kernel and
+// the draw, as spec_verify's chain does: the exact exp a token, not the
+// bytes, bounded both passes. Under one-hot drafts R_1 is Weight(p) but 0
+// at x_1 (p - 1 <= 0) and each cut zeroes one token, so the node's Z_1 is
+// the table's sum over the row less Weight(p(x_1)), and the draw's
+// segment totals are table sums less the weights of the zeroed tokens.
 #include "spec_verify.cuh"
 
 namespace sv {
 namespace {
 
-constexpr int kTreeNodeBlock = 256;
+// 512 threads a node, three blocks an SM (the kernel's launch bounds: 40
+// registers): the passes over draft distributions are bound by the warps
+// an SM holds while they wait on their loads.
+constexpr int kTreeNodeBlock = 512;
 constexpr int kTreeWalkBlock = kSpecBlock;  // draw_stop over RowShared<kSpecBlock>
 constexpr int kMaxTreeNodes = SV_MAX_TREE_NODES;
-// The walk keeps the stop node's cuts in RowShared::hist_mass, which the
+// The walk keeps the stop node's cuts in RowShared::hist_mass and, under
+// one-hot drafts, the tokens they zero in RowShared::hist_count, which the
 // draw (seg_total, find_segment, scan_find) never touches: the row kernels'
-// static shared memory has no room for another array of them.
-static_assert(256 * kHistCopies >= kMaxTreeNodes, "a node's cuts fit in RowShared::hist_mass");
+// static shared memory has no room for more arrays of them. Its tables
+// take dynamic shared memory (TreeArgs::wide_table).
+static_assert(256 * kHistCopies >= kMaxTreeNodes, "a node's cuts and its zeroed tokens fit the histograms");
 // kMaxTreeWeightBytes bounds the weight buffer of filtered launches; past
 // it the kernels recompute each weight from the logits (exact, slower).
 constexpr size_t kMaxTreeWeightBytes = (size_t)4 << 30;
@@ -55,6 +68,7 @@ struct TreeArgs {
   float *thr, *qx;
   int *fb, *ncut;
   unsigned long long *cuts;
+  bool wide_table;  // the walk has kWideTableBytes of dynamic shared memory
   int *path, *out_tokens, *accepted;  // [trials, rows, width] twice, [trials, rows]
   int trace_trials;
   float *tu, *tp, *tq;
@@ -97,18 +111,143 @@ struct TreeResidual {
   }
 };
 
+// kTableLoads is how many 16-byte loads a thread of the table passes has in
+// flight: they are issued together, before the lookups, whose miss branch
+// otherwise keeps the compiler from batching them (one load a thread at a
+// time). Two, not four: the node kernel runs at 40 registers (three blocks
+// an SM), where four vectors and their eight weights spill.
+constexpr int kTableLoads = 2;
+
+// table_vector_sum is the sum of tab's values of the eight bf16 patterns of
+// q: two patterns a lookup (PatternTable::pair), exact(v) for the tokens of
+// a missed word.
+template <typename F>
+__device__ __forceinline__ unsigned long long table_vector_sum(const PatternTable<unsigned long long> &tab,
+                                                               unsigned koff, uint4 q, F &&exact) {
+  const unsigned w[4] = {q.x, q.y, q.z, q.w};
+  unsigned long long e[8];
+  unsigned miss = 0;
+#pragma unroll
+  for (int h = 0; h < 4; h++) tab.pair(w[h], koff, e[2 * h], e[2 * h + 1], miss);
+  if (PatternTable<unsigned long long>::missed(miss)) {  // rare: tiny or huge magnitudes, -Inf
+#pragma unroll
+    for (int h = 0; h < 4; h++) {
+      e[2 * h] = tab.value(w[h] & 0xffffu, exact);
+      e[2 * h + 1] = tab.value(w[h] >> 16, exact);
+    }
+  }
+  unsigned long long s = 0;
+#pragma unroll
+  for (int l = 0; l < 8; l++) s += e[l];
+  return s;
+}
+
+// table_vectors_sum sums tab's values over the 16-byte vectors v[j] for j =
+// j0, j0 + step, ... below nv, kTableLoads loads in flight.
+template <typename F>
+__device__ __forceinline__ unsigned long long table_vectors_sum(const PatternTable<unsigned long long> &tab,
+                                                                const uint4 *v, int j0, int step, int nv,
+                                                                F &&exact) {
+  const unsigned koff = tab.pair_offset();
+  unsigned long long s = 0;
+  for (; j0 < nv; j0 += kTableLoads * step) {
+    uint4 q[kTableLoads];
+#pragma unroll
+    for (int k = 0; k < kTableLoads; k++) {
+      const int j = j0 + k * step;
+      q[k] = j < nv ? __ldg(v + j) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int k = 0; k < kTableLoads; k++)
+      if (j0 + k * step < nv) s += table_vector_sum(tab, koff, q[k], exact);
+  }
+  return s;
+}
+
+// table_row_sum returns this thread's part of the sum of tab's values of
+// the n tokens of bf16 row x: the block takes 16-byte vectors in turn (a
+// warp's loads coalesce), 2-byte loads before the first aligned vector and
+// after the last. The caller reduces; the values are integers, so the
+// order of the adds is free.
+template <int BLOCK, typename F>
+__device__ unsigned long long table_row_sum(const PatternTable<unsigned long long> &tab, const __nv_bfloat16 *x,
+                                            int n, F &&exact) {
+  const unsigned short *xs = reinterpret_cast<const unsigned short *>(x);
+  const int head = min(n, (int)((16 - (reinterpret_cast<uintptr_t>(xs) & 15)) & 15) / 2);
+  const int nv = (n - head) / 8;
+  unsigned long long s = 0;
+  for (int i = threadIdx.x; i < head; i += BLOCK) s += tab.value((unsigned)__ldg(xs + i), exact);
+  for (int i = head + 8 * nv + threadIdx.x; i < n; i += BLOCK) s += tab.value((unsigned)__ldg(xs + i), exact);
+  return s + table_vectors_sum(tab, reinterpret_cast<const uint4 *>(xs + head), (int)threadIdx.x, BLOCK, nv, exact);
+}
+
+// table_span_sum is ptable.cuh's table_sum (tokens [lo, hi) of bf16 row x,
+// one thread) with its loads batched: 16-byte vectors where x + lo is
+// aligned, 2-byte loads elsewhere.
+template <typename F>
+__device__ unsigned long long table_span_sum(const PatternTable<unsigned long long> &tab, const __nv_bfloat16 *x,
+                                             int lo, int hi, F &&exact) {
+  const unsigned short *xs = reinterpret_cast<const unsigned short *>(x);
+  unsigned long long s = 0;
+  int i = lo;
+  if ((reinterpret_cast<uintptr_t>(xs + lo) & 15) == 0) {
+    const int nv = (hi - lo) / 8;
+    s = table_vectors_sum(tab, reinterpret_cast<const uint4 *>(xs + lo), 0, 1, nv, exact);
+    i = lo + 8 * nv;
+  }
+  for (; i < hi; i++) s += tab.value((unsigned)__ldg(xs + i), exact);
+  return s;
+}
+
+// kPassTokens is how many tokens a thread of the node kernel loads before
+// it uses the first in a pass over a draft distribution: one at a time,
+// every token waited out a memory latency.
+constexpr int kPassTokens = 4;
+
+// row_sum returns the block's sum of f(v, p(v), q(v)) over the n tokens of
+// a node's row, q of dtype Q (this node's row of draft_probs), the block
+// taking tokens in turn, kPassTokens of them a thread at a time, their
+// loads issued before any is used. f's values are integers: any order.
+template <int BLOCK, typename Q, typename P, typename F>
+__device__ unsigned long long row_sum(int n, const Q *__restrict__ q, P &&p_row, F &&f,
+                                      typename Reduce<BLOCK>::Shared &red) {
+  unsigned long long s = 0;
+  for (int v0 = threadIdx.x; v0 < n; v0 += BLOCK * kPassTokens) {
+    float pv[kPassTokens], qv[kPassTokens];
+#pragma unroll
+    for (int k = 0; k < kPassTokens; k++) {
+      const int v = v0 + k * BLOCK;
+      qv[k] = v < n ? load_f32(q, v) : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kPassTokens; k++) {
+      const int v = v0 + k * BLOCK;
+      pv[k] = v < n ? p_row(v) : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kPassTokens; k++)
+      if (v0 + k * BLOCK < n) s += f(v0 + k * BLOCK, pv[k], qv[k]);
+  }
+  return Reduce<BLOCK>::sum(red, s);
+}
+
 // tree_node_kernel, block = node slot: q(x_c) of every child c, and the
 // thresholds (NaN where the node has no distribution). The first child's
 // threshold is the prepare's p(x_1). With children c_1..c_m, m >= 2, it
 // follows engine/cpu's prepare: Z_1 = the total of R_1 (one pass over the
-// row; a second for Weight(p) when it is 0), then for j >= 2 the threshold
-// R_{j-1}(x_j) / Z_{j-1} in float64, and the cut: one-hot drafts zero x_j
-// when Z > R(x_j) (no pass), draft distributions take one pass for the
-// total after the cut, applied unless it is 0.
+// row; a second for Weight(p) when it is 0, except from a table), then for
+// j >= 2 the threshold R_{j-1}(x_j) / Z_{j-1} in float64, and the cut:
+// one-hot drafts zero x_j when Z > R(x_j) (no pass), draft distributions
+// take one pass for the total after the cut, applied unless it is 0.
 template <typename T, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) tree_node_kernel(const T *__restrict__ target, TreeArgs a) {
+__global__ void __launch_bounds__(BLOCK, 3) tree_node_kernel(const T *__restrict__ target, TreeArgs a) {
   __shared__ typename Reduce<BLOCK>::Shared red;
   __shared__ unsigned long long cuts[kMaxTreeNodes];
+  // The row's table (bf16): fixed-point weights of p under one-hot drafts,
+  // p itself under draft distributions.
+  __shared__ __align__(16) unsigned long long table[kTableEntries];
+  pdl_wait();     // launched behind the prepare: its statistics first
+  pdl_trigger();  // the walk may launch now; it waits for this kernel
   const int slot = blockIdx.x;
   const int cnt = a.kid_count[slot];
   if (cnt == 0) return;
@@ -136,12 +275,67 @@ __global__ void __launch_bounds__(BLOCK) tree_node_kernel(const T *__restrict__ 
   auto p_at = [&](int v) -> float { return target_prob<T, true>(ps, x, wrow, v); };
   TreeResidual res{cuts, 0, a.tokens[rbase + kids[0]], full, false};
   unsigned long long z = 0;
-  for (int v = threadIdx.x; v < n; v += BLOCK) z += res(v, p_at(v), q_at(v));
-  z = Reduce<BLOCK>::sum(red, z);
-  if (z == 0) {  // p - q_1 has no positive weight: R_1 is Weight(p)
-    res.fb = true;
-    for (int v = threadIdx.x; v < n; v += BLOCK) z += res(v, p_at(v), q_at(v));
+  // p over the row: from the table where the row has one (tabbed), else
+  // recomputed; the same bits either way.
+  bool tabbed = false;
+  PatternTable<float> ptab{reinterpret_cast<float *>(table), 0};
+  if constexpr (tabled<T>()) {
+    tabbed = !ps.onehot && !ps.filtered;
+    if (tabbed) {
+      const __nv_bfloat16 *xb = reinterpret_cast<const __nv_bfloat16 *>(x);
+      auto p_of = [&](float v) { return __fdiv_rn(weight_of(v, ps.m, ps.temp), ps.s); };
+      if (!full) {
+        // R_1 = Weight(p) but 0 at x_1: Z_1 is the row's total less x_1's.
+        auto w_of = [&](float v) { return weight(p_of(v)); };
+        const PatternTable<unsigned long long> wtab{table, table_window(ps.m, ps.temp)};
+        fill_table<BLOCK>(wtab, w_of);
+        const unsigned long long total = Reduce<BLOCK>::sum(red, table_row_sum<BLOCK>(wtab, xb, n, w_of));
+        z = total - weight(p_at(res.x1));
+        if (z == 0) {  // p - q_1 has no positive weight: R_1 is Weight(p)
+          res.fb = true;
+          z = total;
+        }
+      } else {
+        ptab.lo = table_window(ps.m, ps.temp);
+        fill_table<BLOCK>(ptab, p_of);
+      }
+    }
+  }
+  auto p_row = [&](int v) -> float {
+    if constexpr (tabled<T>()) {
+      if (tabbed) {
+        auto p_of = [&](float b) { return __fdiv_rn(weight_of(b, ps.m, ps.temp), ps.s); };
+        return ptab.value((unsigned)__ldg(reinterpret_cast<const unsigned short *>(x) + v), p_of);
+      }
+    }
+    return p_at(v);
+  };
+  // A pass over a draft distribution, f(v, p, q) summed over the row.
+  auto q_sum = [&](auto &&f) -> unsigned long long {
+    switch (a.qdtype) {
+      case SV_F16:
+        return row_sum<BLOCK>(n, static_cast<const __half *>(a.qprobs) + qbase, p_row, f, red);
+      case SV_BF16:
+        return row_sum<BLOCK>(n, static_cast<const __nv_bfloat16 *>(a.qprobs) + qbase, p_row, f, red);
+      default:
+        return row_sum<BLOCK>(n, static_cast<const float *>(a.qprobs) + qbase, p_row, f, red);
+    }
+  };
+  auto r1 = [&](int v, float p, float q) { return res(v, p, q); };
+  if (full) {
+    z = q_sum(r1);
+    if (z == 0) {  // p - q_1 has no positive weight: R_1 is Weight(p)
+      res.fb = true;
+      z = q_sum(r1);
+    }
+  } else if (!tabbed) {
+    for (int v = threadIdx.x; v < n; v += BLOCK) z += res(v, p_row(v), 0.0f);
     z = Reduce<BLOCK>::sum(red, z);
+    if (z == 0) {  // p - q_1 has no positive weight: R_1 is Weight(p)
+      res.fb = true;
+      for (int v = threadIdx.x; v < n; v += BLOCK) z += res(v, p_row(v), 0.0f);
+      z = Reduce<BLOCK>::sum(red, z);
+    }
   }
   // z, res.ncut and every decision below are the same in every thread.
   for (int j = 1; j < cnt; j++) {
@@ -156,13 +350,10 @@ __global__ void __launch_bounds__(BLOCK) tree_node_kernel(const T *__restrict__ 
         res.ncut++;
       }
     } else {
-      unsigned long long next = 0;
-      for (int v = threadIdx.x; v < n; v += BLOCK) {
-        const float q = q_at(v);
-        const unsigned long long r = res(v, p_at(v), q), cut = residual_cut(z, q);
-        next += cut < r ? r - cut : 0ull;
-      }
-      next = Reduce<BLOCK>::sum(red, next);
+      const unsigned long long next = q_sum([&](int v, float p, float q) {
+        const unsigned long long r = res(v, p, q), cut = residual_cut(z, q);
+        return cut < r ? r - cut : 0ull;
+      });
       if (next != 0) {  // else the residual stays as it was
         if (threadIdx.x == 0) cuts[res.ncut] = z;
         res.ncut++;
@@ -187,8 +378,10 @@ __global__ void __launch_bounds__(BLOCK) tree_node_kernel(const T *__restrict__ 
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, 1) tree_walk_kernel(const T *__restrict__ target, TreeArgs a) {
   __shared__ RowShared<BLOCK> sh;
+  extern __shared__ __align__(16) unsigned long long wide[];  // a.wide_table: kWideTableBytes
   __shared__ int stop_sh, acc_sh;
   __shared__ uint64_t u_sh;  // the draw's uniform at the stop
+  pdl_wait();  // launched behind the node kernel: its results first
   const int row = blockIdx.x % a.rows, trial = blockIdx.x / a.rows;
   const int nodes = a.nodes, width = a.width, n = a.vocab;
   const int rbase = row * nodes;
@@ -269,22 +462,77 @@ __global__ void __launch_bounds__(BLOCK, 1) tree_walk_kernel(const T *__restrict
     const int cnt = a.kid_count[slot];
     const int start = a.kid_start[slot];
     const bool full = a.qprobs != nullptr;
-    const TreeResidual res{sh.hist_mass, cnt > 1 ? a.ncut[slot] : 0, cnt > 0 ? a.tokens[rbase + a.kids[rbase + start]] : -1,
-                           full, cnt > 1 && a.fb[slot] != 0};
-    for (int e = threadIdx.x; e < res.ncut; e += BLOCK) sh.hist_mass[e] = a.cuts[rbase + start + e];
+    const int x1 = cnt > 0 ? a.tokens[rbase + a.kids[rbase + start]] : -1;
+    unsigned long long *cut_sh = sh.hist_mass;
+    int *zero_sh = reinterpret_cast<int *>(sh.hist_count);  // the tokens the one-hot residual zeroes, each once
+    const TreeResidual res{cut_sh, cnt > 1 ? a.ncut[slot] : 0, x1, full, cnt > 1 && a.fb[slot] != 0};
+    for (int e = threadIdx.x; e < res.ncut; e += BLOCK) cut_sh[e] = a.cuts[rbase + start + e];
     __syncthreads();
     const T *x = target + (size_t)slot * n;
     const float *wrow = ps.filtered && a.wbuf ? a.wbuf + (size_t)slot * wstride(n) : nullptr;
     const size_t qbase = (size_t)slot * n;
-    auto residual = [&](int v) -> unsigned long long {
-      const float q = full ? load_any(a.qprobs, a.qdtype, qbase + v) : 0.0f;
-      return res(v, target_prob<T, true>(ps, x, wrow, v), q);
-    };
-    auto target_weight = [&](int v) -> unsigned long long { return weight(target_prob<T, true>(ps, x, wrow, v)); };
+    auto q_of = [&](int v) -> float { return full ? load_any(a.qprobs, a.qdtype, qbase + v) : 0.0f; };
     // With two or more children the residual is never all 0 (a cut
-    // applies only when something is left), so draw_stop's fallback to
+    // applies only when something is left), so the draw's fallback to
     // Weight(p) serves the single child alone, as engine/cpu's R_1.
-    token = draw_stop<BLOCK>(n, cnt > 0, u_sh, residual, target_weight, sh);
+    const bool residual_first = cnt > 0;
+    bool tabbed = false;
+    if constexpr (tabled<T>()) {
+      tabbed = a.wide_table && !ps.onehot && !ps.filtered;
+      if (tabbed) {
+        const __nv_bfloat16 *xb = reinterpret_cast<const __nv_bfloat16 *>(x);
+        auto p_of = [&](float v) { return __fdiv_rn(weight_of(v, ps.m, ps.temp), ps.s); };
+        if (!full) {
+          // One-hot drafts: the residual is Weight(p) but 0 at x_1 (unless
+          // R_1 fell back) and at each cut token, so one table of
+          // fixed-point weights gives both weights of a token, and a
+          // segment's residual total is its target total less the weights
+          // of the zeroed tokens in it, each counted once.
+          const int lead = cnt > 0 && !res.fb ? 1 : 0, nz = lead + res.ncut;
+          for (int i = threadIdx.x; i < nz; i += BLOCK) {
+            auto zeroed = [&](int k) { return k < lead ? x1 : (int)cut_sh[k - lead]; };
+            int v = zeroed(i);
+            for (int k = 0; k < i && v >= 0; k++)
+              if (zeroed(k) == v) v = -1;
+            zero_sh[i] = v;
+          }
+          __syncthreads();
+          auto w_of = [&](float v) { return weight(p_of(v)); };
+          const PatternTable<unsigned long long> tab{wide, table_window(ps.m, ps.temp)};
+          fill_table<BLOCK>(tab, w_of);
+          auto sums = [&](int lo, int hi) -> DrawWeights {
+            const unsigned long long t = table_span_sum(tab, xb, lo, hi, w_of);
+            unsigned long long r = t;
+            for (int k = 0; k < nz; k++) {
+              const int v = zero_sh[k];
+              if (v >= lo && v < hi) r -= tab.value(__bfloat16_as_ushort(xb[v]), w_of);
+            }
+            return DrawWeights{residual_first ? r : 0ull, t};
+          };
+          auto both = [&](int v, unsigned b) -> DrawWeights {
+            const unsigned long long w = tab.value(b, w_of);
+            bool zero = !residual_first;
+            for (int k = 0; k < nz && !zero; k++) zero = zero_sh[k] == v;
+            return DrawWeights{zero ? 0ull : w, w};
+          };
+          token = draw_bits<BLOCK>(xb, n, residual_first, u_sh, sums, both, sh);
+        } else {
+          // Draft distributions: a table of p (the first half of wide).
+          const PatternTable<float> tab{reinterpret_cast<float *>(wide), table_window(ps.m, ps.temp)};
+          fill_table<BLOCK>(tab, p_of);
+          auto both = [&](int v, unsigned b) -> DrawWeights {
+            const float p = tab.value(b, p_of);
+            return DrawWeights{residual_first ? res(v, p, q_of(v)) : 0ull, weight(p)};
+          };
+          token = draw_bits<BLOCK>(xb, n, residual_first, u_sh, both, sh);
+        }
+      }
+    }
+    if (!tabbed) {
+      auto residual = [&](int v) -> unsigned long long { return res(v, target_prob<T, true>(ps, x, wrow, v), q_of(v)); };
+      auto target_weight = [&](int v) -> unsigned long long { return weight(target_prob<T, true>(ps, x, wrow, v)); };
+      token = draw_stop<BLOCK>(n, residual_first, u_sh, residual, target_weight, sh);
+    }
   }
   if (threadIdx.x == 0) {
     a.out_tokens[obase + acc] = token;
@@ -368,12 +616,13 @@ int launch_spec_tree_verify(const void *target, int rows, int nodes, int vocab, 
                       (int)slots, rp, flags, first, wbuf, stats, (const int *)nullptr);
     if (st != SV_OK) return st;
     const TreeKernel<T> node = tree_node_kernel<T, kTreeNodeBlock>;
-    st = launch_after(SV_VARIANT_TREE_NODES, false, node, dim3((unsigned)slots), kTreeNodeBlock, 0,
+    st = launch_after(SV_VARIANT_TREE_NODES, true, node, dim3((unsigned)slots), kTreeNodeBlock, 0,
                       "spec_tree_verify nodes", x, a);
     if (st != SV_OK) return st;
     const TreeKernel<T> walk = tree_walk_kernel<T, kTreeWalkBlock>;
-    return launch_after(SV_VARIANT_TREE_WALK, false, walk, dim3((unsigned)((size_t)rows * trials)), kTreeWalkBlock, 0,
-                        "spec_tree_verify walk", x, a);
+    a.wide_table = tabled<T>() && smem_ready((const void *)walk, kWideTableBytes);
+    return launch_after(SV_VARIANT_TREE_WALK, true, walk, dim3((unsigned)((size_t)rows * trials)), kTreeWalkBlock,
+                        a.wide_table ? kWideTableBytes : 0, "spec_tree_verify walk", x, a);
   });
   return SV_OK;
 }

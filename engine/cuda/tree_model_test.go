@@ -16,7 +16,10 @@ import (
 // thresholds and q(x), whether R_1 fell back to Weight(p), and the applied
 // cuts; the walk recomputes the stop node's residual token by token from
 // them and draws as draw_stop does (the residual, or Weight(p) where it is
-// all 0 or the node is a leaf). TestTreeKernelModel checks that this
+// all 0 or the node is a leaf). Under one-hot drafts it takes the kernel's
+// shortcuts for rows with a table (p <= 1 everywhere): Z_1 is the sum of
+// Weight(p) less Weight(p(x_1)), and the residual is Weight(p) with x_1
+// (unless R_1 fell back) and the cut tokens zeroed. TestTreeKernelModel checks that this
 // decomposition draws what engine/cpu's SpecTree draws, which keeps the
 // kernel's arithmetic honest on machines without a GPU (the GPU suite
 // checks the kernel itself).
@@ -112,8 +115,17 @@ func (m *treeModel) nodes() {
 			}
 			return z
 		}
-		z := total()
-		if z == 0 {
+		var z uint64
+		if !full {
+			// tree_node_kernel's table path: R_1 is Weight(p) but 0 at x_1.
+			var all uint64
+			for v := range p {
+				all += philox.Weight(p[v])
+			}
+			if z = all - philox.Weight(p[x1]); z == 0 {
+				fb, z = true, all
+			}
+		} else if z = total(); z == 0 {
 			fb = true
 			z = total()
 		}
@@ -183,7 +195,25 @@ func (m *treeModel) walk(st philox.Stream, path, tokens []int32, steps []engine.
 		}
 		w := make([]uint64, len(p))
 		var total uint64
-		if len(kids) > 0 {
+		if len(kids) > 0 && m.q == nil {
+			// tree_walk_kernel's table path: Weight(p), with x_1 (unless R_1
+			// fell back) and the cut tokens zeroed.
+			zero := map[int]bool{}
+			if len(kids) == 1 || !m.fb[u] {
+				zero[int(x1)] = true
+			}
+			if len(kids) > 1 {
+				for _, c := range m.cuts[u] {
+					zero[int(c)] = true
+				}
+			}
+			for v := range p {
+				if !zero[v] {
+					w[v] = philox.Weight(p[v])
+					total += w[v]
+				}
+			}
+		} else if len(kids) > 0 {
 			for v := range p {
 				q := float32(0)
 				if m.q != nil {
