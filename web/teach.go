@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/lesson"
 	"github.com/sampviz/sampviz/web/view"
@@ -22,48 +23,55 @@ import (
 // reloading. The runner computes (Runner.Teach) and web/view says what the
 // numbers mean; this file reads the lesson from the URL and answers.
 
-// handleTeachPage is "/runs/{id}/rows/{r}/teach": the lesson its URL names
-// (on a spec_tree_verify row, the tree's: teachtree.go; on a sample row,
-// the sampler's: teachsample.go).
+// handleTeachPage is "/runs/{id}/rows/{r}/teach": the lesson its URL names.
 func (s *Server) handleTeachPage(w http.ResponseWriter, r *http.Request) error {
-	if sample, err := s.sampleTeaching(r); err != nil {
-		return err
-	} else if sample {
-		return s.handleSampleTeachPage(w, r)
-	}
-	if tree, err := s.treeTeaching(r); err != nil {
-		return err
-	} else if tree {
-		return s.handleTreeTeachPage(w, r)
-	}
-	v, err := s.lessonFor(r)
+	_, page, err := s.teachFor(r)
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, teachPage(s.chrome(), v))
+	s.render(w, r, http.StatusOK, page)
 	return nil
 }
 
 // handleTeachAPI returns the lesson its URL names as JSON, for the page
-// script to swap in (on a spec_tree_verify row, the tree's; on a sample
-// row, the sampler's).
+// script to swap in.
 func (s *Server) handleTeachAPI(w http.ResponseWriter, r *http.Request) error {
-	if sample, err := s.sampleTeaching(r); err != nil {
-		return err
-	} else if sample {
-		return s.handleSampleTeachAPI(w, r)
-	}
-	if tree, err := s.treeTeaching(r); err != nil {
-		return err
-	} else if tree {
-		return s.handleTreeTeachAPI(w, r)
-	}
-	v, err := s.lessonFor(r)
+	v, _, err := s.teachFor(r)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
+}
+
+// teachFor computes the lesson a teaching URL names, by the op of its run:
+// a sample row's is the sampler's (teachsample.go), a spec_tree_verify
+// row's the tree's (teachtree.go), any other spec_verify's (lessonFor). It
+// returns the lesson's view, for JSON, and its page.
+func (s *Server) teachFor(r *http.Request) (any, templ.Component, error) {
+	_, info, _, err := s.lookupRun(r.PathValue("id"))
+	if err != nil {
+		return nil, nil, err
+	}
+	switch info.Op {
+	case engine.OpSample:
+		v, err := s.sampleLessonFor(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		return v, sampleTeachPage(s.chrome(), v), nil
+	case engine.OpSpecTreeVerify:
+		v, err := s.treeLessonFor(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		return v, treeTeachPage(s.chrome(), v), nil
+	}
+	v, err := s.lessonFor(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, teachPage(s.chrome(), v), nil
 }
 
 // lessonFor reads the run, row and lesson a teaching URL names and asks the

@@ -19,38 +19,8 @@ import (
 // the Gumbel-max race, or the inverse CDF. The URL names it all (method,
 // draw, seed, step); the page script steps through the draw's steps
 // without asking again, and asks /api/runs/{id}/rows/{r}/teach for another
-// method, draw or seed. The teach routes of teach.go hand sample rows to
-// this file.
-
-// sampleTeaching reports whether the teach URL r names a row of a sample
-// run.
-func (s *Server) sampleTeaching(r *http.Request) (bool, error) {
-	_, info, _, err := s.lookupRun(r.PathValue("id"))
-	if err != nil {
-		return false, err
-	}
-	return info.Op == engine.OpSample, nil
-}
-
-// handleSampleTeachPage is "/runs/{id}/rows/{r}/teach" on a sample row.
-func (s *Server) handleSampleTeachPage(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.sampleLessonFor(r)
-	if err != nil {
-		return err
-	}
-	s.render(w, r, http.StatusOK, sampleTeachPage(s.chrome(), v))
-	return nil
-}
-
-// handleSampleTeachAPI returns the sampler lesson its URL names as JSON.
-func (s *Server) handleSampleTeachAPI(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.sampleLessonFor(r)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
-}
+// method, draw or seed. teach.go's teachFor hands sample rows to this
+// file.
 
 // sampleLessonFor reads the run, row and draw a sampler teaching URL names
 // and asks the runner for it.

@@ -19,37 +19,7 @@ import (
 // residual before and after each rejection. The URL names it all (trial,
 // seed, step); the page script steps through the walk's steps without
 // asking again, and asks /api/runs/{id}/rows/{r}/teach for another trial
-// or seed. The teach routes of teach.go hand tree rows to this file.
-
-// treeTeaching reports whether the teach URL r names a row of a
-// spec_tree_verify run.
-func (s *Server) treeTeaching(r *http.Request) (bool, error) {
-	_, info, _, err := s.lookupRun(r.PathValue("id"))
-	if err != nil {
-		return false, err
-	}
-	return info.Op == engine.OpSpecTreeVerify, nil
-}
-
-// handleTreeTeachPage is "/runs/{id}/rows/{r}/teach" on a tree row.
-func (s *Server) handleTreeTeachPage(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.treeLessonFor(r)
-	if err != nil {
-		return err
-	}
-	s.render(w, r, http.StatusOK, treeTeachPage(s.chrome(), v))
-	return nil
-}
-
-// handleTreeTeachAPI returns the tree lesson its URL names as JSON.
-func (s *Server) handleTreeTeachAPI(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.treeLessonFor(r)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
-}
+// or seed. teach.go's teachFor hands tree rows to this file.
 
 // treeLessonFor reads the run, row and walk a tree teaching URL names and
 // asks the runner for it.
