@@ -644,13 +644,7 @@ func logprobsFindings(rep *engine.RowReport, r int, p *plan, row *lpRow, s, nat 
 	if rep.Matched == "" {
 		nativeSays := ""
 		if nat != nil {
-			nativeSays = fmt.Sprintf(" (against the native reference: %d off", nat.drift.Mismatched)
-			if k := nat.missing.n + nat.extra.n; k == 1 {
-				nativeSays += ", 1 support mismatch"
-			} else if k > 1 {
-				nativeSays += fmt.Sprintf(", %d support mismatches", k)
-			}
-			nativeSays += ")"
+			nativeSays = againstNative(nat.drift.Mismatched, nat.missing.n+nat.extra.n)
 		}
 		if s.drift.Mismatched > 0 {
 			tol := s.drift.Tolerance

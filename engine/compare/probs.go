@@ -439,13 +439,7 @@ func probsFindings(rep *engine.RowReport, r int, s, nat *measurement, v int) {
 		// The native reference's count goes on the first violation.
 		nativeSays := ""
 		if nat != nil {
-			nativeSays = fmt.Sprintf(" (against the native reference: %d off", nat.drift.Mismatched)
-			if k := nat.missing.n + nat.extra.n; k == 1 {
-				nativeSays += ", 1 support mismatch"
-			} else if k > 1 {
-				nativeSays += fmt.Sprintf(", %d support mismatches", k)
-			}
-			nativeSays += ")"
+			nativeSays = againstNative(nat.drift.Mismatched, nat.missing.n+nat.extra.n)
 		}
 		if s.drift.Mismatched > 0 {
 			msg := fmt.Sprintf("row %d: %d of %d probabilities off (%s)", r, s.drift.Mismatched, v, share(s.drift.Mismatched, v))
@@ -493,4 +487,17 @@ func probsFindings(rep *engine.RowReport, r int, s, nat *measurement, v int) {
 		}
 		rep.AddFinding(note(engine.RuleRowSum, -1, "row %d: probabilities sum to 1 %s %s (more than %s from 1)", r, sign, sci(math.Abs(s.rowSum-1)), sci(sumTol)))
 	}
+}
+
+// againstNative is what a row's first violation adds when the row fails
+// the native reference too: its entries off and its support mismatches
+// there.
+func againstNative(off, support int) string {
+	s := fmt.Sprintf(" (against the native reference: %d off", off)
+	if support == 1 {
+		s += ", 1 support mismatch"
+	} else if support > 1 {
+		s += fmt.Sprintf(", %d support mismatches", support)
+	}
+	return s + ")"
 }
