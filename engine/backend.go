@@ -63,7 +63,10 @@ type Output struct {
 	SpecTrials   *Tensor // [T, B, K+1]
 	Trace        *SpecTrace
 	DraftOut     *Tensor // [B, D], -1 padded
-	Logits       *Tensor // [B, V]: an engine's logits, judged against golden ones (logits_gate)
+	// SeqLensThisTime is FastDeploy's seq_lens_this_time after
+	// ngram_match ([B]; ngram_semantics fastdeploy and fastdeploy_hybrid).
+	SeqLensThisTime *Tensor
+	Logits          *Tensor // [B, V]: an engine's logits, judged against golden ones (logits_gate)
 
 	// Logprobs are an engine's log probabilities: [B, V], or a top-N [B,
 	// N] whose tokens LogprobTokenIDs holds (most probable first);

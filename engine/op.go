@@ -92,6 +92,9 @@ var outputSpecs = []TensorSpec{
 	{Name: "spec_accepted", Dims: []string{"B"}, With: "spec_tokens"},
 	{Name: "spec_trials", Dims: []string{"T", "B", "K+1"}},
 	{Name: "draft_out", Dims: []string{"B", "D"}},
+	// seq_lens_this_time_out is FastDeploy's: the tokens each row runs
+	// this step, its current token (or MTP tokens) and its draft.
+	{Name: "seq_lens_this_time_out", Dims: []string{"B"}, With: "draft_out"},
 	{Name: "logits", Dims: []string{"B", "V"}, Float: true, NamedOnly: true},
 	{Name: "tree_path", Dims: []string{"B", "P"}},
 	{Name: "tree_tokens", Dims: []string{"B", "P"}},
@@ -170,9 +173,17 @@ var opTable = []*OpSpec{
 			{Name: "input_ids_len", Dims: []string{"B"}, Required: true, Values: "count:L"},
 			{Name: "pre_ids", Dims: []string{"B", "M"}, Required: true, Values: "id"},
 			{Name: "step_idx", Dims: []string{"B"}, Required: true, Values: "count:M"},
+			// FastDeploy's per-row state (ngram_semantics fastdeploy and
+			// fastdeploy_hybrid); their ranges are checked with the
+			// semantics (engine/dump).
+			{Name: "seq_lens_encoder", Dims: []string{"B"}},
+			{Name: "seq_lens_decoder", Dims: []string{"B"}},
+			{Name: "seq_lens_this_time", Dims: []string{"B"}},
+			{Name: "max_dec_len", Dims: []string{"B"}},
+			{Name: "draft_token_num", Dims: []string{"B"}},
 		},
-		Params:  []string{"max_ngram_size", "max_draft_tokens", "threshold"},
-		Outputs: []string{"draft_out"},
+		Params:  []string{"max_ngram_size", "max_draft_tokens", "threshold", "ngram_semantics", "min_ngram_size"},
+		Outputs: []string{"draft_out", "seq_lens_this_time_out"},
 	},
 	{
 		Op: OpLogitsGate, Summary: "an engine's logits against golden logits: |Δlogit|, KL and top-1 flips",

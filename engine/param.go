@@ -173,6 +173,19 @@ var params = []*Param{
 		field:   func(o *Overrides) any { return &o.Threshold },
 	},
 	{
+		Name: "ngram_semantics", Flag: "ngram-semantics", Scope: RunWide, Kind: KindChoice, Default: string(NgramSampviz),
+		Choices: []string{string(NgramSampviz), string(NgramFastDeploy), string(NgramFastDeployHybrid)},
+		Usage:   "n-gram drafting: whose rule: sampviz (one budget spent in row order), fastdeploy (FastDeploy's ngram_match: seq_lens inputs, drafts from offset 1) or fastdeploy_hybrid (FastDeploy's hybrid_mtp_ngram: drafts after the MTP tokens)",
+		field:   func(o *Overrides) any { return &o.NgramSemantics },
+	},
+	{
+		Name: "min_ngram_size", Flag: "min-ngram-size", Scope: RunWide, Kind: KindInt, Default: "1",
+		Rule:    fmt.Sprintf("an integer in [1, %d]", MaxNgramSetting),
+		Usage:   "n-gram drafting: the shortest n-gram tried (ngram_semantics fastdeploy_hybrid)",
+		integer: func(v int64) bool { return v >= 1 && v <= MaxNgramSetting },
+		field:   func(o *Overrides) any { return &o.MinNgramSize },
+	},
+	{
 		Name: "valid_rows", Flag: "valid-rows", Scope: RunWide, Kind: KindInt, Default: "0",
 		Rule:    "an integer in [0, 2147483647] (0 means every row is real)",
 		Usage:   "padded batch: the number of real rows at the front; the rows after them are padding, never judged (0: every row is real)",
@@ -307,7 +320,11 @@ type Overrides struct {
 	MaxNgramSize   *int          `json:"max_ngram_size,omitempty"`
 	MaxDraftTokens *int          `json:"max_draft_tokens,omitempty"`
 	Threshold      *int          `json:"threshold,omitempty"`
-	ValidRows      *int          `json:"valid_rows,omitempty"`
+	// NgramSemantics and MinNgramSize are later fields, as
+	// TemperatureOrder is.
+	NgramSemantics *NgramSemantics `json:"ngram_semantics,omitempty"`
+	MinNgramSize   *int            `json:"min_ngram_size,omitempty"`
+	ValidRows      *int            `json:"valid_rows,omitempty"`
 }
 
 // Set parses text as the value of the parameter called name, checks it
@@ -402,6 +419,9 @@ func setChoice(field any, s string) {
 	case **SampleMethod:
 		v := SampleMethod(s)
 		*f = &v
+	case **NgramSemantics:
+		v := NgramSemantics(s)
+		*f = &v
 	}
 }
 
@@ -450,6 +470,10 @@ func (o *Overrides) Get(name string) (string, bool) {
 			return string(**f), true
 		}
 	case **SampleMethod:
+		if *f != nil {
+			return string(**f), true
+		}
+	case **NgramSemantics:
 		if *f != nil {
 			return string(**f), true
 		}

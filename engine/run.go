@@ -23,6 +23,29 @@ const (
 	TiesLowestIndex TopKTies = "lowest_index"
 )
 
+// NgramSemantics says whose drafting rule ngram_match follows (DUMPS.md
+// metadata `ngram_semantics`, docs/SEMANTICS.md "ngram_match").
+type NgramSemantics string
+
+const (
+	// NgramSampviz is sampviz's rule: one budget of threshold draft tokens
+	// spent in row order, drafts left-aligned in draft_out.
+	NgramSampviz NgramSemantics = "sampviz"
+	// NgramFastDeploy is FastDeploy's ngram_match: the threshold counts
+	// each row's current token and reserves one for every later active
+	// row; drafts are written from offset 1 and seq_lens_this_time says
+	// how many tokens each row runs.
+	NgramFastDeploy NgramSemantics = "fastdeploy"
+	// NgramFastDeployHybrid is FastDeploy's hybrid_mtp_ngram: n-gram
+	// drafts appended after the tokens the MTP drafter already wrote.
+	NgramFastDeployHybrid NgramSemantics = "fastdeploy_hybrid"
+)
+
+// FastDeploy reports whether s is one of FastDeploy's rules.
+func (s NgramSemantics) FastDeploy() bool {
+	return s == NgramFastDeploy || s == NgramFastDeployHybrid
+}
+
 // LogprobsKind says which distribution an output's log probabilities are
 // of (DUMPS.md metadata `logprobs_kind`, docs/SEMANTICS.md "Logprobs").
 type LogprobsKind string
@@ -90,6 +113,11 @@ type Params struct {
 	MaxNgramSize   int // n-gram drafting: longest n tried (default 3)
 	MaxDraftTokens int // n-gram drafting: tokens proposed per row (default 8)
 	Threshold      int // n-gram drafting: draft tokens shared across the batch (default 1024)
+	// NgramSemantics says whose drafting rule ngram_match follows ("" means
+	// sampviz's); MinNgramSize is the shortest n the fastdeploy_hybrid
+	// rule tries (default 1).
+	NgramSemantics NgramSemantics
+	MinNgramSize   int
 
 	// ValidRows is the number of real rows at the front of a padded batch
 	// (0: every row is real; docs/SEMANTICS.md "Padded rows").
@@ -127,6 +155,15 @@ type Run struct {
 	InputIDsLen *Tensor // [B]
 	PreIDs      *Tensor // [B, M]
 	StepIdx     *Tensor // [B]
+	// FastDeploy's per-row state for ngram_match under ngram_semantics
+	// fastdeploy or fastdeploy_hybrid (docs/SEMANTICS.md), each [B] or nil:
+	// prefill and decode lengths, the tokens each row runs this step before
+	// drafting, the request's length cap and its draft count.
+	SeqLensEncoder  *Tensor
+	SeqLensDecoder  *Tensor
+	SeqLensThisTime *Tensor
+	MaxDecLen       *Tensor
+	DraftTokenNum   *Tensor
 	// Valid marks the real rows of a padded batch ([B], 0 for padding); nil
 	// when the dump has no mask.
 	Valid *Tensor
@@ -176,6 +213,16 @@ func (r *Run) SetTensor(name string, t *Tensor) {
 		r.PreIDs = t
 	case "step_idx":
 		r.StepIdx = t
+	case "seq_lens_encoder":
+		r.SeqLensEncoder = t
+	case "seq_lens_decoder":
+		r.SeqLensDecoder = t
+	case "seq_lens_this_time":
+		r.SeqLensThisTime = t
+	case "max_dec_len":
+		r.MaxDecLen = t
+	case "draft_token_num":
+		r.DraftTokenNum = t
 	case "valid":
 		r.Valid = t
 	default:
@@ -203,6 +250,16 @@ func (r *Run) Input(name string) *Tensor {
 		return r.PreIDs
 	case "step_idx":
 		return r.StepIdx
+	case "seq_lens_encoder":
+		return r.SeqLensEncoder
+	case "seq_lens_decoder":
+		return r.SeqLensDecoder
+	case "seq_lens_this_time":
+		return r.SeqLensThisTime
+	case "max_dec_len":
+		return r.MaxDecLen
+	case "draft_token_num":
+		return r.DraftTokenNum
 	case "valid":
 		return r.Valid
 	}

@@ -42,6 +42,9 @@ type judge struct {
 	plans       []*plan
 	// ngram holds the exact drafts when an output needs them.
 	ngram [][]int64
+	// ngramRows are how the reference drafted each row, under FastDeploy's
+	// rules (where a draft starts, seq_lens_this_time), else nil.
+	ngramRows []ref.NgramRow
 	// hists are the run-level histograms, per plan, merged from the workers.
 	hists []planHists
 	// pairs are the float outputs of one kind compared with each other.
@@ -63,6 +66,9 @@ func newJudge(run *engine.Run, outs []*engine.Output, o Options) *judge {
 		j.plans = append(j.plans, p)
 		if p.draft && j.ngram == nil {
 			j.ngram = ref.NgramMatch(run)
+			if run.Params.NgramSemantics.FastDeploy() {
+				j.ngramRows = ref.NgramRows(run)
+			}
 		}
 	}
 	j.hists = make([]planHists, len(j.plans))

@@ -13,6 +13,10 @@ func (w *worker) judgeDraft(p *plan, r int, rep *engine.RowReport) {
 	if r < len(w.j.ngram) {
 		want = w.j.ngram[r]
 	}
+	if w.j.ngramRows != nil {
+		w.judgeFastDeployDraft(p, r, rep)
+		return
+	}
 	t := p.out.DraftOut
 	width := t.Dim(1)
 	got := make([]int64, width)
@@ -40,4 +44,38 @@ func draftString(d []int64) string {
 		n--
 	}
 	return fmt.Sprint(d[:n])
+}
+
+// judgeFastDeployDraft judges row r of an ngram_match output under
+// FastDeploy's rules: seq_lens_this_time_out, when given, equals the
+// reference's; the draft columns the reference writes (from its offset, as
+// many as it drafts) hold its tokens. The other columns are not judged:
+// FastDeploy leaves them as they were.
+func (w *worker) judgeFastDeployDraft(p *plan, r int, rep *engine.RowReport) {
+	if r >= len(w.j.ngramRows) {
+		return
+	}
+	nr := w.j.ngramRows[r]
+	if sl := p.out.SeqLensThisTime; sl != nil {
+		if got := sl.Int(r); got != nr.SeqLen {
+			what := fmt.Sprintf("drafts %d tokens", nr.SeqLen-int64(nr.Offset))
+			if nr.Why != "" {
+				what = "drafts nothing: " + nr.Why
+			}
+			rep.AddFinding(violation(engine.RuleExact, int(got), "row %d: seq_lens_this_time %d, but FastDeploy's rule gives %d (the row %s; budget left %d, limit %d)", r, got, nr.SeqLen, what, nr.Budget, nr.Limit))
+			return
+		}
+	}
+	t := p.out.DraftOut
+	width := t.Dim(1)
+	for k, want := range nr.Draft {
+		j := nr.Offset + k
+		if j >= width {
+			break
+		}
+		if got := t.Int(r*width + j); got != want {
+			rep.AddFinding(violation(engine.RuleExact, int(got), "row %d: draft_out[%d] is %d, but FastDeploy's rule drafts %s from column %d", r, j, got, fmt.Sprint(nr.Draft), nr.Offset))
+			return
+		}
+	}
 }

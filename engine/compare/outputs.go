@@ -56,7 +56,9 @@ func ExternalOutputs(run *engine.Run) []*engine.Output {
 	addEither("tree_trials", "tree_path_trials", func(o *engine.Output, _ *engine.Tensor, mode string) {
 		o.TreeTrials, o.TreePathTrials = ext[withMode("tree_trials", mode)], ext[withMode("tree_path_trials", mode)]
 	})
-	add("draft_out", func(o *engine.Output, t *engine.Tensor, _ string) { o.DraftOut = t })
+	add("draft_out", func(o *engine.Output, t *engine.Tensor, mode string) {
+		o.DraftOut, o.SeqLensThisTime = t, ext[withMode("seq_lens_this_time_out", mode)]
+	})
 	add("logits", func(o *engine.Output, t *engine.Tensor, _ string) { o.Logits = t })
 	add("logprobs", func(o *engine.Output, t *engine.Tensor, mode string) {
 		o.Logprobs, o.LogprobTokenIDs, o.LogprobsKind = t, ext[withMode("logprob_token_ids", mode)], run.LogprobsKindOf(mode)

@@ -161,6 +161,12 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 			fail("draft_out needs an ngram_match run with input_ids, input_ids_len, pre_ids and step_idx")
 		case !t.DType.IsInt() || len(t.Shape) != 2 || t.Dim(0) != b:
 			fail("draft_out has dtype %v and shape %s, want integers [%d, D]", t.DType, t.ShapeString(), b)
+		case j.run.Params.NgramSemantics.FastDeploy() && t.Dim(1) != j.run.Params.MaxDraftTokens+1:
+			fail("draft_out has shape %s, but FastDeploy's draft buffer is [%d, max_draft_tokens + 1 = %d]", t.ShapeString(), b, j.run.Params.MaxDraftTokens+1)
+		case out.SeqLensThisTime != nil && (!out.SeqLensThisTime.DType.IsInt() || out.SeqLensThisTime.NumElements() != b):
+			fail("seq_lens_this_time_out has dtype %v and shape %s, want integers [%d]", out.SeqLensThisTime.DType, out.SeqLensThisTime.ShapeString(), b)
+		case out.SeqLensThisTime != nil && !j.run.Params.NgramSemantics.FastDeploy():
+			fail("seq_lens_this_time_out is FastDeploy's output: give ngram_semantics fastdeploy or fastdeploy_hybrid to judge it")
 		default:
 			p.draft = true
 		}

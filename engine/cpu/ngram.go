@@ -71,6 +71,9 @@ func (b *Backend) ngramMatch(ctx context.Context, run *engine.Run) (*engine.Outp
 		return nil, 0, fmt.Errorf("ngram_match: input_ids %s, input_ids_len %s, pre_ids %s, step_idx %s disagree on the rows: %w",
 			run.InputIDs.ShapeString(), run.InputIDsLen.ShapeString(), run.PreIDs.ShapeString(), run.StepIdx.ShapeString(), engine.ErrUnsupported)
 	}
+	if run.Params.NgramSemantics.FastDeploy() {
+		return b.fastDeployMatch(ctx, run)
+	}
 	p := run.Params
 	if p.MaxNgramSize < 0 || p.MaxDraftTokens < 0 || p.Threshold < 0 {
 		return nil, 0, fmt.Errorf("ngram_match: max_ngram_size %d, max_draft_tokens %d, threshold %d: none may be negative",

@@ -464,6 +464,9 @@ func specPlan(run *engine.Run) (*plan, error) {
 }
 
 func ngramPlan(run *engine.Run) (*plan, error) {
+	if sem := run.Params.NgramSemantics; sem.FastDeploy() {
+		return nil, fmt.Errorf("ngram_semantics %s (FastDeploy's threshold budget, seq_lens and draft layout) has no CUDA kernel; the cpu backend serves it (--backend cpu): %w", sem, engine.ErrUnsupported)
+	}
 	for _, c := range []struct {
 		t    *engine.Tensor
 		name string

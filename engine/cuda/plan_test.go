@@ -215,3 +215,32 @@ func TestResolveParamsChains(t *testing.T) {
 		})
 	}
 }
+
+// TestNgramFastDeployRefused: FastDeploy's ngram rules have no kernel; the
+// plan refuses them in one sentence that names the cpu backend, and
+// sampviz's own rule still plans.
+func TestNgramFastDeployRefused(t *testing.T) {
+	for _, sem := range []engine.NgramSemantics{engine.NgramSampviz, engine.NgramFastDeploy, engine.NgramFastDeployHybrid} {
+		t.Run(string(sem), func(t *testing.T) {
+			run := &engine.Run{
+				Op:          engine.OpNgramMatch,
+				InputIDs:    engine.FromInts("input_ids", engine.I64, []int{1, 4}, []int64{5, 6, 7, 8}),
+				InputIDsLen: engine.FromInts("input_ids_len", engine.I64, []int{1}, []int64{4}),
+				PreIDs:      engine.FromInts("pre_ids", engine.I64, []int{1, 3}, []int64{6, 0, 0}),
+				StepIdx:     engine.FromInts("step_idx", engine.I64, []int{1}, []int64{1}),
+				Params:      engine.Params{MaxNgramSize: 3, MaxDraftTokens: 2, Threshold: 128, NgramSemantics: sem, MinNgramSize: 1},
+			}
+			_, err := buildPlan(run)
+			if sem == engine.NgramSampviz {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want := fmt.Sprintf("ngram_semantics %s (FastDeploy's threshold budget, seq_lens and draft layout) has no CUDA kernel; the cpu backend serves it (--backend cpu)", sem)
+			if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, engine.ErrUnsupported) {
+				t.Fatalf("error %v, want ErrUnsupported saying %q", err, want)
+			}
+		})
+	}
+}

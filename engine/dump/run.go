@@ -126,6 +126,9 @@ func Inspect(f *File, o engine.Overrides) (*engine.Run, error) {
 	if err := b.trees(); err != nil {
 		return nil, err
 	}
+	if err := b.ngramState(); err != nil {
+		return nil, err
+	}
 	if err := b.params(); err != nil {
 		return nil, err
 	}
@@ -696,6 +699,7 @@ func (b *builder) settings() error {
 		p.Semantics = *s.Semantics
 	}
 	p.MaxNgramSize, p.MaxDraftTokens, p.Threshold = *s.MaxNgramSize, *s.MaxDraftTokens, *s.Threshold
+	p.NgramSemantics, p.MinNgramSize = *s.NgramSemantics, *s.MinNgramSize
 	p.ValidRows = *s.ValidRows
 	p.Method, p.Draws, p.Trials = engine.SampleAuto, 0, 0
 	if b.o.Method != nil {
@@ -707,8 +711,12 @@ func (b *builder) settings() error {
 	if b.o.Trials != nil {
 		p.Trials = *b.o.Trials
 	}
-	// D, the width of draft_out, is a parameter.
+	// D, the width of draft_out, is a parameter: FastDeploy's draft_tokens
+	// hold the current token before the draft.
 	b.dims["D"], b.boundBy["D"] = p.MaxDraftTokens, "max_draft_tokens"
+	if p.NgramSemantics.FastDeploy() {
+		b.dims["D"], b.boundBy["D"] = p.MaxDraftTokens+1, "max_draft_tokens + 1"
+	}
 	return nil
 }
 

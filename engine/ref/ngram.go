@@ -23,6 +23,16 @@ type NgramRow struct {
 	Start  int
 	// Draft is the proposal: the tokens after the match, at most Limit.
 	Draft []int64
+
+	// Under FastDeploy's rules (ngram_semantics fastdeploy and
+	// fastdeploy_hybrid): Offset is the column of draft_out the draft
+	// starts at (1 after the current token; the MTP tokens under the
+	// hybrid), SeqLen the row's seq_lens_this_time after the call, and
+	// Why says, in a few words, why a row drafts nothing ("" when it
+	// drafts, or was searched and nothing matched).
+	Offset int
+	SeqLen int64
+	Why    string
 }
 
 // NgramRows returns how each row of an ngram_match run is drafted
@@ -35,6 +45,9 @@ func NgramRows(run *engine.Run) []NgramRow {
 		return nil
 	}
 	p := &run.Params
+	if p.NgramSemantics.FastDeploy() {
+		return fastDeployRows(run)
+	}
 	width := max(p.MaxDraftTokens, 0)
 	rows := min(pre.Dim(0), in.Dim(0), inLen.NumElements(), step.NumElements())
 	l, m := in.Dim(1), pre.Dim(1)
@@ -56,19 +69,25 @@ func NgramRows(run *engine.Run) []NgramRow {
 
 // NgramMatch returns the exact drafts of an ngram_match run: one row of
 // MaxDraftTokens tokens per batch row, -1 after the draft (NgramRows says
-// how each was found). It returns nil when the run lacks an input.
+// how each was found). Under FastDeploy's rules a row has MaxDraftTokens+1
+// columns and the draft starts at NgramRow.Offset, -1 in every column
+// FastDeploy does not write. It returns nil when the run lacks an input.
 func NgramMatch(run *engine.Run) [][]int64 {
 	rows := NgramRows(run)
 	if rows == nil {
 		return nil
 	}
+	width := max(run.Params.MaxDraftTokens, 0)
+	if run.Params.NgramSemantics.FastDeploy() {
+		width++
+	}
 	out := make([][]int64, len(rows))
 	for r, nr := range rows {
-		draft := make([]int64, max(run.Params.MaxDraftTokens, 0))
+		draft := make([]int64, width)
 		for j := range draft {
 			draft[j] = -1
 		}
-		copy(draft, nr.Draft)
+		copy(draft[min(nr.Offset, width):], nr.Draft)
 		out[r] = draft
 	}
 	return out

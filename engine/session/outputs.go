@@ -48,6 +48,7 @@ func outputTensors(o *engine.Output) []*engine.Tensor {
 	add("spec_accepted", o.SpecAccepted)
 	add("spec_trials", o.SpecTrials)
 	add("draft_out", o.DraftOut)
+	add("seq_lens_this_time_out", o.SeqLensThisTime)
 	add("tree_path", o.TreePath)
 	add("tree_tokens", o.TreeTokens)
 	add("tree_accepted", o.TreeAccepted)
@@ -120,7 +121,8 @@ func readOutputs(path string) (*storedOutputs, error) {
 		Probs: f.Tensor("probs"), Tokens: f.Tensor("tokens"), Samples: f.Tensor("samples"),
 		SpecTokens: f.Tensor("spec_tokens"), SpecEmitted: f.Tensor("spec_emitted"), SpecAccepted: f.Tensor("spec_accepted"),
 		SpecTrials: f.Tensor("spec_trials"), DraftOut: f.Tensor("draft_out"),
-		TreePath: f.Tensor("tree_path"), TreeTokens: f.Tensor("tree_tokens"), TreeAccepted: f.Tensor("tree_accepted"),
+		SeqLensThisTime: f.Tensor("seq_lens_this_time_out"),
+		TreePath:        f.Tensor("tree_path"), TreeTokens: f.Tensor("tree_tokens"), TreeAccepted: f.Tensor("tree_accepted"),
 		TreePathTrials: f.Tensor("tree_path_trials"), TreeTrials: f.Tensor("tree_trials"),
 	}
 	if same, other := f.Tensor(rerunSame), f.Tensor(rerunOther); same != nil && other != nil {
