@@ -78,6 +78,8 @@ var builders = []func() (*scenario, error){
 	logprobsKinds,
 	samplerDiagnoses,
 	specRedrawnDrafts,
+	fastDeployNgram,
+	fastDeployHybrid,
 }
 
 // All builds every scenario, in catalogue order.
