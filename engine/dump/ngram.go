@@ -62,10 +62,13 @@ func (b *builder) ngramState() error {
 		case name == "seq_lens_this_time" && sem == engine.NgramFastDeployHybrid:
 			hi, why = width+1, "the row's MTP tokens, which the draft buffer (max_draft_tokens + 1 columns) must hold"
 		case name == "max_dec_len":
-			hi, why = math.MaxInt64, "a request's length cap, never negative"
+			hi = math.MaxInt64
 		}
 		for r := range t.NumElements() {
-			if v := t.Int(r); v < 0 || v > hi {
+			switch v := t.Int(r); {
+			case v < 0 && name == "max_dec_len":
+				return tensorError(b.file, name, "row %d is %d, but max_dec_len is a request's length cap, never negative", r, v)
+			case v < 0 || v > hi:
 				return tensorError(b.file, name, "row %d is %d, outside [0, %d]: %s", r, v, hi, why)
 			}
 		}

@@ -442,6 +442,38 @@ func more(add func(entry, []byte)) {
 			engine.FromInts("pre_ids", engine.I64, []int{2, 3}, []int64{1, 2, 3, 3, 7, 9}),
 			engine.FromInts("step_idx", engine.I64, []int{2}, []int64{3, 3})))
 
+	// FastDeploy's per-row state is checked as the dump is read, under
+	// ngram_semantics fastdeploy: shapes that disagree with the batch,
+	// negative lengths, draft counts past the draft buffer, a current
+	// token past pre_ids.
+	fd := func(extra ...*engine.Tensor) []*engine.Tensor {
+		return append([]*engine.Tensor{
+			engine.FromInts("input_ids", engine.I64, []int{2, 4}, []int64{1, 2, 3, 4, 1, 2, 3, 4}),
+			engine.FromInts("input_ids_len", engine.I64, []int{2}, []int64{4, 4}),
+			engine.FromInts("pre_ids", engine.I64, []int{2, 3}, []int64{9, 2, 0, 9, 2, 0}),
+			engine.FromInts("step_idx", engine.I64, []int{2}, []int64{1, 1}),
+		}, extra...)
+	}
+	fdMeta := map[string]string{"op": "ngram_match", "ngram_semantics": "fastdeploy", "max_draft_tokens": "4", "threshold": "128"}
+	add(refused("fd_seq_lens_shape.safetensors", "FastDeploy ngram_match with seq_lens_decoder of 3 rows for a batch of 2", `"seq_lens_decoder"`, "shape [3]"),
+		st(fdMeta, fd(engine.FromInts("seq_lens_decoder", engine.I32, []int{3}, []int64{1, 1, 1}))...))
+	add(refused("fd_negative_len.safetensors", "FastDeploy ngram_match with a negative seq_lens_encoder", `"seq_lens_encoder"`, "row 1 is -3", "non-negative"),
+		st(fdMeta, fd(engine.FromInts("seq_lens_encoder", engine.I32, []int{2}, []int64{0, -3}))...))
+	add(refused("fd_draft_num_past_buffer.safetensors", "FastDeploy ngram_match with draft_token_num past max_draft_tokens", `"draft_token_num"`, "row 0 is 9", "outside [0, 4]"),
+		st(fdMeta, fd(engine.FromInts("draft_token_num", engine.I32, []int{2}, []int64{9, 4}))...))
+	add(refused("fd_max_dec_len_negative.safetensors", "FastDeploy ngram_match with a negative max_dec_len", `"max_dec_len"`, "row 1 is -1", "length cap"),
+		st(fdMeta, fd(engine.FromInts("max_dec_len", engine.I64, []int{2}, []int64{64, -1}))...))
+	add(refused("fd_step_past_pre_ids.safetensors", "FastDeploy ngram_match whose current token pre_ids[step_idx] lies past pre_ids", `"step_idx"`, "row 0 is 3", "must be below 3"),
+		st(fdMeta, engine.FromInts("input_ids", engine.I64, []int{2, 4}, []int64{1, 2, 3, 4, 1, 2, 3, 4}),
+			engine.FromInts("input_ids_len", engine.I64, []int{2}, []int64{4, 4}),
+			engine.FromInts("pre_ids", engine.I64, []int{2, 3}, []int64{9, 2, 0, 9, 2, 0}),
+			engine.FromInts("step_idx", engine.I64, []int{2}, []int64{3, 1})))
+	hybridMeta := map[string]string{"op": "ngram_match", "ngram_semantics": "fastdeploy_hybrid", "max_draft_tokens": "4"}
+	add(refused("fd_hybrid_without_mtp.safetensors", "FastDeploy hybrid_mtp_ngram without seq_lens_this_time", `"seq_lens_this_time"`, "not found", "fastdeploy_hybrid needs it"),
+		st(hybridMeta, fd()...))
+	add(refused("fd_hybrid_mtp_past_buffer.safetensors", "FastDeploy hybrid_mtp_ngram with more MTP tokens than the draft buffer holds", `"seq_lens_this_time"`, "row 1 is 7", "outside [0, 5]"),
+		st(hybridMeta, fd(engine.FromInts("seq_lens_this_time", engine.I32, []int{2}, []int64{1, 7}))...))
+
 	// NaN and ±Inf are data to show, not errors: judged (each such row a
 	// finding, so the verdict fails), and the run ends.
 	inf, nan := float32(math.Inf(1)), float32(math.NaN())
