@@ -221,6 +221,15 @@ func ngramDetail(run *engine.Run, outs []*engine.Output, r int) *NgramDetail {
 		for j := range toks {
 			toks[j] = t.Int(r*w + j)
 		}
+		if p.NgramSemantics.FastDeploy() {
+			// FastDeploy's buffer: the draft from the reference's offset,
+			// as long as the output's seq_lens_this_time says.
+			end := len(toks)
+			if sl := o.SeqLensThisTime; sl != nil && r < sl.NumElements() {
+				end = clampInt(int(sl.Int(r)), nr.Offset, len(toks))
+			}
+			toks = toks[min(nr.Offset, end):end]
+		}
 		for len(toks) > 0 && toks[len(toks)-1] == -1 {
 			toks = toks[:len(toks)-1]
 		}
@@ -238,3 +247,6 @@ func options(tol *engine.Tolerances) compare.Options {
 	s, n := tol.Strict, tol.Native
 	return compare.Options{Strict: &s, Native: &n, PValue: tol.PValue}
 }
+
+// clampInt returns x limited to [lo, hi].
+func clampInt(x, lo, hi int) int { return max(lo, min(x, hi)) }

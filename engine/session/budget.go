@@ -121,7 +121,8 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 		}
 	} else {
 		for _, t := range append([]*engine.Tensor{run.Logits, run.TargetLogits, run.DraftTokens, run.DraftTrials, run.DraftProbs,
-			run.Candidates, run.NextToken, run.NextSibling, run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx, run.Valid}, externals(run)...) {
+			run.Candidates, run.NextToken, run.NextSibling, run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx, run.Valid,
+			run.SeqLensEncoder, run.SeqLensDecoder, run.SeqLensThisTime, run.MaxDecLen, run.DraftTokenNum}, externals(run)...) {
 			if t != nil {
 				input += int64(len(t.Data))
 			}
