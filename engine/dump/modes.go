@@ -78,6 +78,9 @@ func (b *builder) outputs() error {
 			return err
 		}
 		if d := b.dims["D"]; len(ts.Dims) == 2 && ts.Dims[1] == "D" && len(t.Shape) == 2 && t.Shape[0] == b.rows && t.Shape[1] != d {
+			if b.run.Params.NgramSemantics.FastDeploy() {
+				return tensorError(b.file, t.Name, "shape %s has %d columns, but FastDeploy's draft buffer has max_draft_tokens + 1 = %d (the current token, then the draft): set max_draft_tokens to %d in the metadata or with the override", t.ShapeString(), t.Shape[1], d, t.Shape[1]-1)
+			}
 			return tensorError(b.file, t.Name, "shape %s has %d columns, but max_draft_tokens is %d: set max_draft_tokens to %d in the metadata or with the override", t.ShapeString(), t.Shape[1], d, t.Shape[1])
 		}
 		delete(b.dims, "N")
