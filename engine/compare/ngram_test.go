@@ -12,7 +12,9 @@ import (
 // seq_lens_this_time_out and the draft columns from the reference's
 // offset, says which in its sentence, and leaves the other columns alone.
 func TestJudgeFastDeployDraft(t *testing.T) {
-	ints := func(name string, shape []int, v ...int64) *engine.Tensor { return engine.FromInts(name, engine.I64, shape, v) }
+	ints := func(name string, shape []int, v ...int64) *engine.Tensor {
+		return engine.FromInts(name, engine.I64, shape, v)
+	}
 	// Three decoding rows, each able to draft [3 4 5 6]; threshold 8: row 0
 	// drafts 4, rows 1 and 2 reach threshold - 1 with the reserved tokens.
 	run := &engine.Run{
