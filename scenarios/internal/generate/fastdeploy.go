@@ -200,15 +200,16 @@ func fastDeployNgram() (*scenario, error) {
 }
 
 // fastDeployHybrid is FastDeploy's hybrid_mtp_ngram on five rows,
-// min_ngram_size 2, max_draft_tokens 4, threshold 17: the MTP drafter wrote
+// min_ngram_size 2, max_draft_tokens 4, threshold 18: the MTP drafter wrote
 // 1, 2, 0, 2 and 1 tokens; each row may add max_draft_tokens - MTP + 1
 // n-gram tokens after them, within the threshold and a token reserved for
 // every later row with a decoder length (row 2, without MTP tokens, keeps
-// its reservation to the end, so row 4 drafts nothing). The output @hybrid is FastDeploy's; the output
+// its reservation to the end: with it, row 4's sum of 16 reaches
+// threshold - 1, and row 4 drafts nothing). The output @hybrid is FastDeploy's; the output
 // @offset_one writes the n-gram draft from column 1, over the MTP tokens,
 // and differs on the rows with 2 MTP tokens that draft.
 func fastDeployHybrid() (*scenario, error) {
-	const maxDraft, threshold = 4, 17
+	const maxDraft, threshold = 4, 18
 	big := int64(1 << 20)
 	rows := []fdRow{{dec: 9, this: 1, capLeft: big}, {dec: 9, this: 2, capLeft: big}, {dec: 9, this: 0, capLeft: big},
 		{dec: 9, this: 2, capLeft: big}, {dec: 9, this: 1, capLeft: big}}
