@@ -165,6 +165,15 @@ type NgramDetail struct {
 	Budget         int `json:"budget"`
 	Limit          int `json:"limit"`
 	MaxDraftTokens int `json:"max_draft_tokens"`
+	// Semantics is the run's ngram_semantics; under FastDeploy's rules
+	// Budget is threshold - sum - the tokens reserved for later rows,
+	// Offset the column the draft starts at, SeqLen the row's
+	// seq_lens_this_time after the call, and Why why the row drafts
+	// nothing ("" when it was searched).
+	Semantics string `json:"ngram_semantics,omitempty"`
+	Offset    int    `json:"offset,omitempty"`
+	SeqLen    int64  `json:"seq_lens_this_time,omitempty"`
+	Why       string `json:"why,omitempty"`
 	// Reference is the reference draft, Drafts every output's (without
 	// the -1 padding).
 	Reference []int64      `json:"reference"`

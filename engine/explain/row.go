@@ -209,6 +209,9 @@ func ngramDetail(run *engine.Run, outs []*engine.Output, r int) *NgramDetail {
 		Budget: nr.Budget, Limit: nr.Limit, MaxDraftTokens: p.MaxDraftTokens,
 		Reference: nr.Draft,
 	}
+	if p.NgramSemantics.FastDeploy() {
+		d.Semantics, d.Offset, d.SeqLen, d.Why = string(p.NgramSemantics), nr.Offset, nr.SeqLen, nr.Why
+	}
 	for _, o := range outs {
 		t := o.DraftOut
 		if t == nil || len(t.Shape) != 2 || r >= t.Dim(0) {

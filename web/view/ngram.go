@@ -94,6 +94,16 @@ func NgramPrompt(n *explain.NgramDetail, names Tokens) []TokenSpan {
 func NgramSentence(n *explain.NgramDetail, names Tokens) string {
 	budget := fmt.Sprintf("Rows draft in order from one shared budget; when this row's turn came %d draft tokens were left, so it could propose min(max_draft_tokens %d, %d) = %d.",
 		n.Budget, n.MaxDraftTokens, n.Budget, n.Limit)
+	if n.Semantics != "" {
+		if n.Why != "" && n.Budget == 0 && n.Limit == 0 {
+			return fmt.Sprintf("Under FastDeploy's rules (%s) this row proposes nothing: %s; seq_lens_this_time is %d.", n.Semantics, n.Why, n.SeqLen)
+		}
+		budget = fmt.Sprintf("Under FastDeploy's rules (%s) the threshold counts every row's tokens so far, this row's own included, and keeps one token for every later active row: %d were left when this row's turn came, so it could propose %d, written from column %d; seq_lens_this_time is %d.",
+			n.Semantics, n.Budget, n.Limit, n.Offset, n.SeqLen)
+		if n.Why != "" {
+			return budget + " It proposes nothing: " + n.Why + "."
+		}
+	}
 	switch {
 	case n.Limit <= 0:
 		return budget + " So it proposes nothing."

@@ -54,6 +54,14 @@ func TestNgramSentence(t *testing.T) {
 			[]string{"No n-gram of the last 2 down to 1 generated tokens occurs earlier"}},
 		{"nothing generated", explain.NgramDetail{Prompt: []int64{1}, MaxNgram: 3, Budget: 5, Limit: 5, MaxDraftTokens: 8},
 			[]string{"Nothing has been generated yet"}},
+		{"FastDeploy: a match", explain.NgramDetail{Prompt: []int64{1, 2, 3, 9}, Generated: []int64{5, 2, 3}, MaxNgram: 3, N: 2, Source: "prompt", Start: 1,
+			Budget: 6, Limit: 4, MaxDraftTokens: 4, Reference: []int64{9}, Semantics: "fastdeploy", Offset: 1, SeqLen: 2},
+			[]string{"first occur in the prompt at position 1", "Under FastDeploy's rules (fastdeploy)", "keeps one token for every later active row: 6 were left", "written from column 1; seq_lens_this_time is 2."}},
+		{"FastDeploy: threshold spent", explain.NgramDetail{Generated: []int64{5, 2}, MaxNgram: 3, Budget: 1, Limit: 1, MaxDraftTokens: 4,
+			Semantics: "fastdeploy", Offset: 1, SeqLen: 1, Why: "the threshold is spent (sum with the reserved tokens reaches threshold - 1)"},
+			[]string{"1 were left", "It proposes nothing: the threshold is spent"}},
+		{"FastDeploy: an encoder row", explain.NgramDetail{MaxNgram: 3, MaxDraftTokens: 4, Semantics: "fastdeploy", SeqLen: 3, Why: "an encoder (prefill) row"},
+			[]string{"this row proposes nothing: an encoder (prefill) row; seq_lens_this_time is 3."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
