@@ -35,6 +35,12 @@ func (b *Backend) fastDeployMatch(ctx context.Context, run *engine.Run) (*engine
 	unprocessed := int64(0)
 	for r := range rows {
 		state[r] = run.FastDeployRow(r)
+		s := state[r]
+		// engine/dump refuses these; a run built in memory gets the same
+		// rule, not a write past its row of the draft buffer.
+		if s.ThisTime < 0 || hybrid && s.ThisTime > int64(width) || s.DraftTokenNum < 0 || s.DraftTokenNum > int64(p.MaxDraftTokens) || s.Encoder < 0 || s.Decoder < 0 {
+			return nil, 0, fmt.Errorf("ngram_match: row %d: FastDeploy state %+v outside its ranges (DUMPS.md, \"FastDeploy's n-gram drafting\")", r, s)
+		}
 		seqLens[r] = state[r].ThisTime
 		if state[r].Decoder > 0 || !hybrid && state[r].Encoder > 0 {
 			unprocessed++
