@@ -15,6 +15,7 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/compare"
+	"github.com/sampviz/sampviz/engine/cpu"
 	"github.com/sampviz/sampviz/engine/session"
 )
 
@@ -269,9 +270,11 @@ func fmtNum(v float64) string {
 }
 
 // newSession returns the session of a command's --backend ("none": no
-// backend, only the dumps' outputs are judged) under its memory budget,
-// which it also sets as the process's memory limit, and the function that
-// closes the backend.
+// backend, only the dumps' outputs are judged; "auto": the GPU's where there
+// is one, with the cpu backend behind it for what its kernels do not
+// serve) under its memory budget, which it also sets as the process's
+// memory limit, and the function that closes the backend. A backend named
+// by the user runs alone: what it cannot run is an error.
 func newSession(backend, kernels string, maxMemory int64) (*session.Session, func(), error) {
 	sess, closer := session.New(), func() {}
 	if backend != session.NoBackend {
@@ -283,6 +286,9 @@ func newSession(backend, kernels string, maxMemory int64) (*session.Session, fun
 			closer = func() { cl.Close() }
 		}
 		sess = session.New(b)
+		if (backend == "auto" || backend == "") && b.Name() != "cpu" {
+			sess = session.New(b, cpu.New())
+		}
 	}
 	sess.MaxMemory = maxMemory
 	limitMemory(maxMemory)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/compare"
@@ -67,8 +69,9 @@ func (s *Session) execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 		f.Close()
 		return nil, nil, nil, err
 	}
+	var fallback string
 	if b = kernels(b, run); b != nil {
-		if ours, err = runBackend(ctx, b, run); err != nil {
+		if ours, b, fallback, err = s.runOrFallBack(ctx, b, run); err != nil {
 			return fail(err)
 		}
 		if run.Op == engine.OpSample {
@@ -89,7 +92,32 @@ func (s *Session) execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 		return fail(err)
 	}
 	rep.Device = device
+	if fallback != "" {
+		rep.Notices = append(slices.Clone(rep.Notices), fallback)
+	}
 	return rep, run, f, nil
+}
+
+// runOrFallBack runs b on run. When b cannot (its kernels do not serve the
+// op, mode or filter chain: engine.ErrUnsupported) and another backend of
+// the session can, our output is that backend's, and notice says so; the
+// backend returned is the one that ran. It never falls back from a fault,
+// a hang or a cancelled run.
+func (s *Session) runOrFallBack(ctx context.Context, b engine.Backend, run *engine.Run) (out *engine.Output, ran engine.Backend, notice string, err error) {
+	out, err = runBackend(ctx, b, run)
+	if err == nil || !errors.Is(err, engine.ErrUnsupported) {
+		return out, b, "", err
+	}
+	for _, other := range s.backends {
+		if other == b {
+			continue
+		}
+		if o, otherErr := runBackend(ctx, other, run); otherErr == nil {
+			why := strings.TrimSuffix(err.Error(), ": "+engine.ErrUnsupported.Error())
+			return o, other, fmt.Sprintf("%s; our output is the %s backend's", why, other.Name()), nil
+		}
+	}
+	return nil, b, "", err
 }
 
 // Rejudge judges the outputs that Execute stored at job.OutputsPath (with
