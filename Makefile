@@ -96,7 +96,7 @@ NVCC_FLAGS    ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 $(NVCC_AR
 GPU_OUT       ?= gpu-out
 GPU_TIMEOUT   ?= 15m
 
-.PHONY: kernels gpu-bundle gpu-test gpu-tree gpu-probe FORCE
+.PHONY: kernels gpu-bundle gpu-test gpu-tree gpu-peers-tree gpu-probe FORCE
 
 kernels: $(KERNEL_LIB)
 
@@ -139,6 +139,14 @@ gpu-test:
 # (csrc/dev/tree_check.sh).
 gpu-tree:
 	GPU_OUT=$(GPU_OUT) bash csrc/dev/tree_check.sh
+
+# `make gpu-peers-tree` (on the GPU machine, torch only: no Go, no kernels)
+# times csrc/dev/tree_peer.py, a torch implementation of spec_tree_verify's
+# rule vectorised over rows (eager and torch.compile), on the bench's tree
+# cases; TREE_PEER_FLAGS passes its options (--cases all, --no-compile, ...).
+TREE_PEER_FLAGS ?=
+gpu-peers-tree:
+	$(GPU_PYTHON) csrc/dev/tree_peer.py $(TREE_PEER_FLAGS)
 
 # `make gpu-probe` (on the GPU machine) times simple reference kernels on the
 # bench's shapes: what a kernel of each op's traffic can reach (docs/PERF.md).
