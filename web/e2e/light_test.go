@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/performance"
 	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
@@ -41,6 +42,25 @@ const (
 	// lightSlowdown is how much longer the run may take with its page open.
 	lightSlowdown = 1.2
 )
+
+// longFrameObserver records, for every animation frame over 100 ms, what
+// it spent on scripts (and which) and on style, layout and paint.
+const longFrameObserver = `
+window.__longframes = [];
+try {
+  new PerformanceObserver(function (list) {
+    list.getEntries().forEach(function (e) {
+      if (e.duration < 100) return;
+      var s = (e.scripts || []).map(function (x) {
+        return x.invoker + ' ' + Math.round(x.duration) + ' ms (' + (x.sourceURL || '').replace(/^.*\//, '') + ')';
+      });
+      window.__longframes.push(Math.round(e.startTime) + ': ' + Math.round(e.duration) + ' ms, render ' +
+        (e.renderStart ? Math.round(e.startTime + e.duration - e.renderStart) : 0) + ' ms, style+layout ' +
+        (e.styleAndLayoutStart ? Math.round(e.startTime + e.duration - e.styleAndLayoutStart) : 0) + ' ms; ' + s.join('; '));
+    });
+  }).observe({type: 'long-animation-frame', buffered: true});
+} catch (e) { window.__longframes = ['no long-animation-frame: ' + e]; }
+`
 
 func lightShape() (rows, vocab int) {
 	if os.Getenv("SAMPVIZ_LIGHT_FULL") == "1" {
@@ -184,6 +204,12 @@ func TestBrowserPageStaysLight(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: longFrameObserver})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
 	browserPID := 0
 	if b := chromedp.FromContext(ctx).Browser; b != nil && b.Process() != nil {
 		browserPID = b.Process().Pid
@@ -283,6 +309,12 @@ func TestBrowserPageStaysLight(t *testing.T) {
 		t.Logf("%d x %d, page open: %d main-thread tasks over %d ms, longest %.0f ms, all over 50 ms: %v (%s)",
 			rows, vocab, n, lightTaskMs, longest, all, loadAverage())
 		checkBudget(t, ctx, "sampviz:stream-open")
+		frames, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__longframes || []`))
+		if err == nil {
+			for _, f := range frames {
+				t.Logf("long frame: %s", f)
+			}
+		}
 	}
 	sb, sw := bare[0]+bare[1], watched[0]+watched[1]
 	ratio := sw.Seconds() / sb.Seconds()
