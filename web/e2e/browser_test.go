@@ -325,6 +325,15 @@ func checkBudget(t *testing.T, ctx context.Context, since string) {
 		worst = math.Max(worst, task[1])
 	}
 	t.Logf("long tasks after %q: %d, longest %.0f ms (before it: longest %.0f ms)", since, len(lt), worst, before)
+	logSteps(t, ctx)
+	if worst > budgetMs {
+		t.Errorf("a main-thread task ran %.0f ms (budget %d ms); all long tasks: %v", worst, budgetMs, lt)
+	}
+}
+
+// logSteps logs the page's own timed steps (its sampviz:NAME measures).
+func logSteps(t *testing.T, ctx context.Context) {
+	t.Helper()
 	steps, err := chromedp.Run(ctx, chromedp.Evaluate[map[string][]float64](`(function () {
 		var m = {};
 		performance.getEntriesByType('measure').forEach(function (e) {
@@ -332,17 +341,15 @@ func checkBudget(t *testing.T, ctx context.Context, since string) {
 		});
 		return m;
 	})()`))
-	if err == nil {
-		for name, ds := range steps {
-			longest := 0.0
-			for _, d := range ds {
-				longest = math.Max(longest, d)
-			}
-			t.Logf("page step %s: %d times, longest %.0f ms (%v)", name, len(ds), longest, ds)
-		}
+	if err != nil {
+		return
 	}
-	if worst > budgetMs {
-		t.Errorf("a main-thread task ran %.0f ms (budget %d ms); all long tasks: %v", worst, budgetMs, lt)
+	for name, ds := range steps {
+		longest := 0.0
+		for _, d := range ds {
+			longest = math.Max(longest, d)
+		}
+		t.Logf("page step %s: %d times, longest %.0f ms (%v)", name, len(ds), longest, ds)
 	}
 }
 
