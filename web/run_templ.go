@@ -823,7 +823,7 @@ func runPage(c view.Chrome, d view.RunPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 86, "\" id=\"jump-row\" data-testid=\"jump-row\" required></label> <button type=\"submit\">open</button></form><span class=\"muted\" id=\"row-count\"></span></div><div class=\"rows-wrap\"><table class=\"rows\" id=\"rows\" data-testid=\"row-table\"><thead id=\"rows-head\"><tr><th>row</th><th>verdict</th><th>what the judge says</th></tr></thead> <tbody id=\"rows-body\"></tbody></table></div><p class=\"muted\" id=\"rows-empty\">Rows appear here as they are judged.</p></section>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 86, "\" id=\"jump-row\" data-testid=\"jump-row\" required></label> <button type=\"submit\">open</button></form><span class=\"muted\" id=\"row-count\"></span></div><div class=\"rows-wrap\"><table class=\"rows live\" id=\"rows\" data-testid=\"row-table\"><thead id=\"rows-head\"><tr><th>row</th><th>verdict</th><th>what the judge says</th></tr></thead> <tbody id=\"rows-body\"></tbody></table></div><p class=\"muted\" id=\"rows-empty\">Rows appear here as they are judged.</p></section>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
