@@ -795,12 +795,9 @@ func TestRetention(t *testing.T) {
 			gate <- struct{}{}
 			ids = append(ids, e.wait(r.ID, "").ID)
 		}
-		// A fourth run, held running: four runs, three of them finished.
-		held := e.uploadRaw(randomDump(3, 8).Bytes())
-		e.waitState(held.ID, "running")
-		// A page watches the oldest: once it has the first message the
-		// server holds its subscription until the page answers the close
-		// (this one never does) or a second passes.
+		// A page watches the oldest, before a fourth run puts the data
+		// directory over its bound (the executor runs retention after
+		// every task, so a watch that came later could come too late).
 		conn, _, err := websocket.DefaultDialer.Dial(wsURL(e, ids[0], ""), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -809,6 +806,9 @@ func TestRetention(t *testing.T) {
 		if _, _, err := conn.ReadMessage(); err != nil {
 			t.Fatal(err)
 		}
+		// A fourth run, held running: four runs, three of them finished.
+		held := e.uploadRaw(randomDump(3, 8).Bytes())
+		e.waitState(held.ID, "running")
 		e.srv.RetainNow()
 		if got, want := e.listIDs(), slices.Sorted(slices.Values([]string{ids[0], ids[2], held.ID})); !slices.Equal(got, want) {
 			t.Errorf("after retention runs %v, want %v: the watched oldest kept, the next one removed, the running one kept", got, want)
@@ -824,14 +824,15 @@ func TestRetention(t *testing.T) {
 			gate <- struct{}{}
 			ids = append(ids, e.wait(r.ID, "").ID)
 		}
-		held := e.uploadRaw(randomDump(3, 8).Bytes())
-		e.waitState(held.ID, "running")
-		// The page of the oldest, finished run: its socket sends everything
-		// and closes, but the page stays open in the browser.
+		// The page of the oldest, finished run, opened before a fourth run
+		// puts the data directory over its bound: its socket sends
+		// everything and closes, but the page stays open in the browser.
 		readAll(t, e.do("GET", "/runs/"+ids[0], nil))
 		if st := watch(t, e, ids[0], ""); !st.final {
 			t.Fatal("the finished run's socket sent no final message")
 		}
+		held := e.uploadRaw(randomDump(3, 8).Bytes())
+		e.waitState(held.ID, "running")
 		e.srv.RetainNow()
 		if got, want := e.listIDs(), slices.Sorted(slices.Values([]string{ids[0], ids[2], held.ID})); !slices.Equal(got, want) {
 			t.Errorf("after retention runs %v, want %v: the run whose page is open kept", got, want)
