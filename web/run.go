@@ -130,12 +130,18 @@ func (s *Server) runJSON(r *http.Request, v *judged) runJSON {
 		tol = &sum.Tolerances
 	}
 	state, msg := runState(v.j, st)
+	verdict := v.j.Verdict
+	if verdict == nil && state == store.Done && sum != nil {
+		// The topic ends before the store: its summary holds the verdict
+		// the store is about to record.
+		verdict = &sum.Verdict
+	}
 	return runJSON{
 		ID: v.run.ID, URL: view.WithQuery("/runs/"+v.run.ID, q), Link: absoluteURL(r, view.WithQuery("/runs/"+v.run.ID, q)), API: view.WithQuery("/api/runs/"+v.run.ID, q),
 		WS: view.WithQuery("/runs/"+v.run.ID+"/ws", q), FileName: v.run.FileName, DumpSHA256: v.run.DumpSHA,
 		DumpSize: v.run.DumpSize, Created: v.run.Created, Info: v.info, Backend: v.run.Backend,
 		Params: v.params, Parent: v.run.Parent, State: state, Message: msg, Progress: st,
-		Verdict: v.j.Verdict, Summary: sum, Tolerances: tol,
+		Verdict: verdict, Summary: sum, Tolerances: tol,
 		ReportJSON: view.WithQuery("/api/runs/"+v.run.ID+"/report.json", q),
 		ReportCSV:  view.WithQuery("/api/runs/"+v.run.ID+"/report.csv", q),
 	}
