@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sampviz/sampviz/engine/compare"
+
 	"github.com/sampviz/sampviz/engine"
 )
 
@@ -160,3 +162,8 @@ func MatchSummary(ms []engine.SemanticsMatch) string {
 	}
 	return fmt.Sprintf("the outputs follow %s (%d of %d presets)", names, len(pass), len(ms))
 }
+
+// LogprobTolerances is the judge's tolerance table for logprobs outputs,
+// by dtype (docs/SEMANTICS.md, "Logprobs"), for pages that say how they
+// are judged.
+func LogprobTolerances() []compare.ToleranceRow { return compare.LogprobTable() }

@@ -9,8 +9,8 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/sampviz/sampviz/engine"
-	"github.com/sampviz/sampviz/engine/compare"
 	"github.com/sampviz/sampviz/engine/explain"
+	"github.com/sampviz/sampviz/engine/session"
 )
 
 // The row page's logprobs sections: each logprobs output's values on the
@@ -234,21 +234,22 @@ func LogprobsNoteWords(notes []string) []string {
 }
 
 // LogprobsToleranceLine says how a run's logprobs outputs are judged: on
-// the log scale, with the logprob table (compare.LogprobTable) unless the
+// the log scale, with the judge's logprob table (session.LogprobTolerances) unless the
 // judgement names its own tolerances (tol).
 func LogprobsToleranceLine(tol *engine.Tolerances) string {
 	if tol != nil {
 		return "on the log scale, in nats, with the tolerances above; each row's atol adds 2^-22·max|logit/T| (docs/SEMANTICS.md, \"Logprobs\")."
 	}
+	table := session.LogprobTolerances()
 	var parts []string
-	for _, r := range compare.LogprobTable() {
+	for _, r := range table {
 		rtol := engine.FormatFloat(r.Tolerance.Rtol)
 		if e := math.Log2(r.Tolerance.Rtol); e == math.Round(e) {
 			rtol = fmt.Sprintf("2^%d", int(e))
 		}
 		parts = append(parts, fmt.Sprintf("%s rtol %s", r.DType, rtol))
 	}
-	atol := compare.LogprobTable()[0].Tolerance.Atol
+	atol := table[0].Tolerance.Atol
 	return fmt.Sprintf("on the log scale, in nats, with a table of their own by the output's dtype: atol %s plus 2^-22·max|logit/T| of the row; %s (docs/SEMANTICS.md, \"Logprobs\").",
 		engine.FormatFloat(atol), strings.Join(parts, ", "))
 }
