@@ -950,31 +950,14 @@
         .finally(function () { busy = false; document.body.classList.remove('busy'); });
     }
 
-    Object.keys(links).forEach(function (k) {
-      const a = links[k];
-      if (!a) return;
-      a.addEventListener('click', function (e) {
-        e.preventDefault();
-        if (!a.classList.contains('disabled')) load(a.href);
-      });
-    });
     const distance = form && form.querySelector('[name="distance"]');
     const distanceValue = document.getElementById('teach-distance-value');
     if (distance && distanceValue) {
       distance.addEventListener('input', function () { distanceValue.textContent = distance.value; });
     }
-    if (form) {
-      const submit = function (e) {
-        if (e) e.preventDefault();
-        const q = new URLSearchParams(new FormData(form));
-        load(form.getAttribute('action') + '?' + q.toString());
-      };
-      form.addEventListener('submit', submit);
-      form.addEventListener('change', function () { submit(null); });
-    }
-    document.addEventListener('keydown', function (e) {
-      if (typing(e) || e.altKey || e.ctrlKey || e.metaKey) return;
-      if (e.key === 'ArrowRight' && links.step) { e.preventDefault(); links.step.click(); }
+    teachControls({
+      links: Object.keys(links).map(function (k) { return links[k]; }), form: form, load: load,
+      right: function () { if (links.step) links.step.click(); },
     });
     // The first draw, one chart per task.
     const first = Object.keys(charts).filter(function (k) { return charts[k] && view.charts && view.charts[k]; });
@@ -984,6 +967,37 @@
       drawChart(charts[k], view.charts[k], true);
       setTimeout(next, 0);
     })();
+  }
+
+  // teachControls wires a teaching page's controls: each link asks the
+  // server for the lesson it names (o.load), the form for the lesson its
+  // fields name as they change, and ← → (or o.prev and o.next) call o.left
+  // and o.right where given, unless the reader is typing in a field.
+  function teachControls(o) {
+    o.links.forEach(function (a) {
+      if (!a) return;
+      a.addEventListener('click', function (e) {
+        e.preventDefault();
+        if (!a.classList.contains('disabled')) o.load(a.href);
+      });
+    });
+    if (o.form) {
+      const submit = function (e) {
+        if (e) e.preventDefault();
+        const q = new URLSearchParams(new FormData(o.form));
+        o.load(o.form.getAttribute('action') + '?' + q.toString());
+      };
+      o.form.addEventListener('submit', submit);
+      o.form.addEventListener('change', function () { submit(null); });
+    }
+    [[o.prev, o.left], [o.next, o.right]].forEach(function (b) {
+      if (b[0] && b[1]) b[0].addEventListener('click', function (e) { e.preventDefault(); b[1](); });
+    });
+    document.addEventListener('keydown', function (e) {
+      if (typing(e) || e.altKey || e.ctrlKey || e.metaKey) return;
+      const f = e.key === 'ArrowRight' ? o.right : e.key === 'ArrowLeft' ? o.left : null;
+      if (f) { e.preventDefault(); f(); }
+    });
   }
 
   // waitForRun reloads a page waiting for its run once the websocket says
@@ -1012,7 +1026,7 @@
   }
 
   // What the other page scripts share (static/tree.js, the draft tree).
-  window.sampviz = { chartFor: chartFor, drawChart: drawChart, typing: typing };
+  window.sampviz = { chartFor: chartFor, drawChart: drawChart, typing: typing, teachControls: teachControls };
 
   // ---- start --------------------------------------------------------------
 

@@ -333,29 +333,9 @@
         .finally(function () { busy = false; document.body.classList.remove('busy'); });
     }
 
-    if (prev) prev.addEventListener('click', function (e) { e.preventDefault(); show(index - 1); });
-    if (next) next.addEventListener('click', function (e) { e.preventDefault(); show(index + 1); });
-    Object.keys(trials).forEach(function (k) {
-      const a = trials[k];
-      if (!a) return;
-      a.addEventListener('click', function (e) {
-        e.preventDefault();
-        if (!a.classList.contains('disabled')) load(a.href);
-      });
-    });
-    if (form) {
-      const submit = function (e) {
-        if (e) e.preventDefault();
-        const q = new URLSearchParams(new FormData(form));
-        load(form.getAttribute('action') + '?' + q.toString());
-      };
-      form.addEventListener('submit', submit);
-      form.addEventListener('change', function () { submit(null); });
-    }
-    document.addEventListener('keydown', function (e) {
-      if (sv.typing(e) || e.altKey || e.ctrlKey || e.metaKey) return;
-      if (e.key === 'ArrowRight') { e.preventDefault(); show(index + 1); }
-      if (e.key === 'ArrowLeft') { e.preventDefault(); show(index - 1); }
+    sv.teachControls({
+      links: Object.keys(trials).map(function (k) { return trials[k]; }), form: form, load: load, prev: prev, next: next,
+      left: function () { show(index - 1); }, right: function () { show(index + 1); },
     });
     show(index);
   }
