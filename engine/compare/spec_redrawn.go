@@ -212,24 +212,11 @@ func (w *worker) judgeRedrawn(p *plan, s *ref.SpecRef, r int, rep *engine.RowRep
 			st.Lossless[j] = engine.Fit{PValue: 1}
 			continue
 		}
-		f, err := stats.GoodnessOfFit(tc.counts[j], laws.target[j], stats.FitOptions{})
-		if err != nil {
-			st.Lossless[j] = engine.Fit{PValue: 1}
-			rep.AddFinding(note(engine.RuleFit, -1, "row %d: position %d: no goodness of fit: %v", r, j, err))
-			continue
+		var t *rowTest
+		st.Lossless[j], t = positionFit(rep, r, j, tc.counts[j], laws.target[j], thr, "the target (drafts drawn per trial make every position's token follow it)")
+		if t != nil {
+			tests = append(tests, *t)
 		}
-		st.Lossless[j] = engineFit(&f, thr)
-		what := fmt.Sprintf("position %d: the %d tokens of the trials that reached it", j, f.Draws)
-		t := rowTest{rule: engine.RuleFit, p: f.PValue, tok: f.Worst.Token, msg: func(threshold float64) string {
-			return fitSentence(&f, what, "the target (drafts drawn per trial make every position's token follow it)", threshold)
-		}}
-		if f.ZeroMassTotal > 0 {
-			z := f.ZeroMassDraws[0]
-			t.hard = fmt.Sprintf("position %d: %d of the %d tokens of the trials that reached it have zero mass under the target (first, token %d drawn %d times)",
-				j, f.ZeroMassTotal, f.Draws, z.Token, z.Count)
-			t.tok = z.Token
-		}
-		tests = append(tests, t)
 	}
 	rep.Spec = st
 	reportTests(rep, r, tests, thr)

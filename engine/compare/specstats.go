@@ -192,28 +192,38 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 		} else {
 			copy(law, laws.target[k])
 		}
-		f, err := stats.GoodnessOfFit(tc.counts[j], law, stats.FitOptions{})
-		if err != nil {
-			st.Lossless[j] = engine.Fit{PValue: 1}
-			rep.AddFinding(note(engine.RuleFit, -1, "row %d: position %d: no goodness of fit: %v", r, j, err))
-			continue
+		var t *rowTest
+		st.Lossless[j], t = positionFit(rep, r, j, tc.counts[j], law, thr, "exact speculative sampling")
+		if t != nil {
+			tests = append(tests, *t)
 		}
-		st.Lossless[j] = engineFit(&f, thr)
-		what := fmt.Sprintf("position %d: the %d tokens of the trials that reached it", j, f.Draws)
-		t := rowTest{rule: engine.RuleFit, p: f.PValue, tok: f.Worst.Token, msg: func(threshold float64) string {
-			return fitSentence(&f, what, "exact speculative sampling", threshold)
-		}}
-		if f.ZeroMassTotal > 0 {
-			z := f.ZeroMassDraws[0]
-			t.hard = fmt.Sprintf("position %d: %d of the %d tokens of the trials that reached it have zero mass under exact speculative sampling (first, token %d drawn %d times)",
-				j, f.ZeroMassTotal, f.Draws, z.Token, z.Count)
-			t.tok = z.Token
-		}
-		tests = append(tests, t)
 	}
 
 	rep.Spec = st
 	reportTests(rep, r, tests, thr)
+}
+
+// positionFit fits the tokens of the trials that reached position j of row
+// r (counts) to law, their law under the rule named by under ("exact
+// speculative sampling"): the position's fit and its test, or no test when
+// no fit can be made (a note says why).
+func positionFit(rep *engine.RowReport, r, j int, counts []int64, law []float64, thr float64, under string) (engine.Fit, *rowTest) {
+	f, err := stats.GoodnessOfFit(counts, law, stats.FitOptions{})
+	if err != nil {
+		rep.AddFinding(note(engine.RuleFit, -1, "row %d: position %d: no goodness of fit: %v", r, j, err))
+		return engine.Fit{PValue: 1}, nil
+	}
+	what := fmt.Sprintf("position %d: the %d tokens of the trials that reached it", j, f.Draws)
+	t := rowTest{rule: engine.RuleFit, p: f.PValue, tok: f.Worst.Token, msg: func(threshold float64) string {
+		return fitSentence(&f, what, under, threshold)
+	}}
+	if f.ZeroMassTotal > 0 {
+		z := f.ZeroMassDraws[0]
+		t.hard = fmt.Sprintf("position %d: %d of the %d tokens of the trials that reached it have zero mass under %s (first, token %d drawn %d times)",
+			j, f.ZeroMassTotal, f.Draws, under, z.Token, z.Count)
+		t.tok = z.Token
+	}
+	return engineFit(&f, thr), &t
 }
 
 // rowTest is one statistical test of a row's trials.
