@@ -19,22 +19,6 @@ import (
 // q and reports another (transformers #47932: drafts from the top-k
 // processed q, the raw q reported) breaks that, and the losslessness with it.
 
-// redrawnTrials reads row r's per-trial drafts ([T, B, K]) as int32 tokens,
-// one slice per trial.
-func redrawnTrials(t *engine.Tensor, r int) [][]int32 {
-	n, rows, k := t.Dim(0), t.Dim(1), t.Dim(2)
-	flat := make([]int32, n*k)
-	all := make([][]int32, n)
-	for d := range n {
-		at := (d*rows + r) * k
-		for i := range k {
-			flat[d*k+i] = int32Token(t.Int(at + i))
-		}
-		all[d] = flat[d*k : (d+1)*k : (d+1)*k]
-	}
-	return all
-}
-
 // countRedrawn counts row r's trials against their own drafts: the emitted
 // length of a trial is the tokens before its -1 fill, less one; a trial
 // without that shape (the structural rules say why) is left out.
@@ -79,7 +63,7 @@ func (w *worker) judgeRedrawn(p *plan, s *ref.SpecRef, r int, rep *engine.RowRep
 	k, v := len(s.Drafts), w.j.vocab
 	steps := k + 1
 	trials := readTrials(p.out.SpecTrials, r, steps)
-	drafts := redrawnTrials(w.j.run.DraftTrials, r)
+	drafts := readTrials(w.j.run.DraftTrials, r, w.j.run.DraftTrials.Dim(2))
 	tc := countRedrawn(trials, k, v)
 
 	// The laws: the target at every position, over the supports the

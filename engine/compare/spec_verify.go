@@ -97,7 +97,8 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 	w.specTrialStats(p, s, &laws, ts, trials, r, rep)
 }
 
-// readTrials returns the trials of row r of spec_trials t ([T, B, steps])
+// readTrials returns the trials of row r of spec_trials t ([T, B, steps];
+// per-trial draft_tokens are read the same way)
 // as int32 tokens (int32Token), in one allocation.
 func readTrials(t *engine.Tensor, r, steps int) [][]int32 {
 	n, rows := t.Dim(0), t.Dim(1)
