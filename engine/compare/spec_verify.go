@@ -97,9 +97,9 @@ func (w *worker) judgeSpec(p *plan, r int, rep *engine.RowReport) {
 	w.specTrialStats(p, s, &laws, ts, trials, r, rep)
 }
 
-// readTrials returns the trials of row r of spec_trials t ([T, B, steps];
-// per-trial draft_tokens are read the same way)
-// as int32 tokens (int32Token), in one allocation.
+// readTrials returns the trials of row r of spec_trials t ([T, B, steps])
+// as int32 tokens (int32Token), in one allocation; per-trial draft_tokens
+// ([T, B, K]) are read the same way.
 func readTrials(t *engine.Tensor, r, steps int) [][]int32 {
 	n, rows := t.Dim(0), t.Dim(1)
 	flat := make([]int32, n*steps)
