@@ -12,6 +12,8 @@ import (
 	"github.com/a-h/templ"
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/lesson"
+	"github.com/sampviz/sampviz/engine/session"
+	"github.com/sampviz/sampviz/web/store"
 	"github.com/sampviz/sampviz/web/view"
 )
 
@@ -49,38 +51,35 @@ func (s *Server) handleTeachAPI(w http.ResponseWriter, r *http.Request) error {
 // row's the tree's (teachtree.go), any other spec_verify's (lessonFor). It
 // returns the lesson's view, for JSON, and its page.
 func (s *Server) teachFor(r *http.Request) (any, templ.Component, error) {
-	_, info, _, err := s.lookupRun(r.PathValue("id"))
+	run, info, p, err := s.lookupRun(r.PathValue("id"))
 	if err != nil {
 		return nil, nil, err
 	}
 	switch info.Op {
 	case engine.OpSample:
-		v, err := s.sampleLessonFor(r)
+		v, err := s.sampleLessonFor(r, run, info, p)
 		if err != nil {
 			return nil, nil, err
 		}
 		return v, sampleTeachPage(s.chrome(), v), nil
 	case engine.OpSpecTreeVerify:
-		v, err := s.treeLessonFor(r)
+		v, err := s.treeLessonFor(r, run, info, p)
 		if err != nil {
 			return nil, nil, err
 		}
 		return v, treeTeachPage(s.chrome(), v), nil
 	}
-	v, err := s.lessonFor(r)
+	v, err := s.lessonFor(r, run, info, p)
 	if err != nil {
 		return nil, nil, err
 	}
 	return v, teachPage(s.chrome(), v), nil
 }
 
-// lessonFor reads the run, row and lesson a teaching URL names and asks the
+// lessonFor reads the row and lesson a teaching URL of run (with its dump's
+// info and parameters p) names and asks the
 // runner for it.
-func (s *Server) lessonFor(r *http.Request) (*view.TeachView, error) {
-	run, info, p, err := s.lookupRun(r.PathValue("id"))
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) lessonFor(r *http.Request, run store.Run, info *session.DumpInfo, p engine.Overrides) (*view.TeachView, error) {
 	row, err := parseRow(r, info.Rows)
 	if err != nil {
 		return nil, err

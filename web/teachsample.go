@@ -10,6 +10,8 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/lesson"
+	"github.com/sampviz/sampviz/engine/session"
+	"github.com/sampviz/sampviz/web/store"
 	"github.com/sampviz/sampviz/web/view"
 )
 
@@ -22,13 +24,9 @@ import (
 // method, draw or seed. teach.go's teachFor hands sample rows to this
 // file.
 
-// sampleLessonFor reads the run, row and draw a sampler teaching URL names
+// sampleLessonFor reads the row and draw a sampler teaching URL of run names
 // and asks the runner for it.
-func (s *Server) sampleLessonFor(r *http.Request) (*view.SampleTeachView, error) {
-	run, info, p, err := s.lookupRun(r.PathValue("id"))
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) sampleLessonFor(r *http.Request, run store.Run, info *session.DumpInfo, p engine.Overrides) (*view.SampleTeachView, error) {
 	row, err := parseRow(r, info.Rows)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/lesson"
+	"github.com/sampviz/sampviz/engine/session"
+	"github.com/sampviz/sampviz/web/store"
 	"github.com/sampviz/sampviz/web/view"
 )
 
@@ -21,13 +23,9 @@ import (
 // asking again, and asks /api/runs/{id}/rows/{r}/teach for another trial
 // or seed. teach.go's teachFor hands tree rows to this file.
 
-// treeLessonFor reads the run, row and walk a tree teaching URL names and
+// treeLessonFor reads the row and walk a tree teaching URL of run names and
 // asks the runner for it.
-func (s *Server) treeLessonFor(r *http.Request) (*view.TreeTeachView, error) {
-	run, info, p, err := s.lookupRun(r.PathValue("id"))
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) treeLessonFor(r *http.Request, run store.Run, info *session.DumpInfo, p engine.Overrides) (*view.TreeTeachView, error) {
 	row, err := parseRow(r, info.Rows)
 	if err != nil {
 		return nil, err
