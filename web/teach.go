@@ -77,8 +77,7 @@ func (s *Server) teachFor(r *http.Request) (any, templ.Component, error) {
 }
 
 // lessonFor reads the row and lesson a teaching URL of run (with its dump's
-// info and parameters p) names and asks the
-// runner for it.
+// info and parameters p) names and asks the runner for it.
 func (s *Server) lessonFor(r *http.Request, run store.Run, info *session.DumpInfo, p engine.Overrides) (*view.TeachView, error) {
 	row, err := parseRow(r, info.Rows)
 	if err != nil {
