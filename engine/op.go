@@ -291,15 +291,6 @@ func OutputSpec(name string) *TensorSpec {
 	return nil
 }
 
-// OutputNames lists the output tensors of DUMPS.md in their order.
-func OutputNames() []string {
-	names := make([]string, len(outputSpecs))
-	for i, s := range outputSpecs {
-		names[i] = s.Name
-	}
-	return names
-}
-
 // KnownTensor reports whether name is a tensor of the dump format: an input
 // of some op, a per-row parameter or an output, or an output or a seed or
 // offset named after a mode (TENSOR@MODE, whatever the mode).

@@ -179,13 +179,6 @@ func (q *queue) drain() []*task {
 	return ts
 }
 
-// length returns the number of waiting tasks.
-func (q *queue) length() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.waiting)
-}
-
 // updatePlacesLocked tells every waiting task's topic how many tasks are
 // ahead of it.
 func (q *queue) updatePlacesLocked() {

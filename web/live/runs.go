@@ -82,9 +82,6 @@ func (r *Runs) Reserve() bool { return r.queue.reserve() }
 // Release gives back a place Reserve took that Enqueue will not use.
 func (r *Runs) Release() { r.queue.release() }
 
-// Waiting returns the number of tasks waiting for the executor.
-func (r *Runs) Waiting() int { return r.queue.length() }
-
 // Enqueue registers the topic of t and queues t in a place Reserve took.
 func (r *Runs) Enqueue(t Task) { r.enqueue(t, true) }
 

@@ -52,29 +52,6 @@ func Bandwidth(bps float64) string {
 	return fmt.Sprintf("%.1f GB/s", bps/1e9)
 }
 
-// PtrText, IntPtrText and UintPtrText write an optional parameter for a
-// form field: "" when it is not set.
-func PtrText(p *float64) string {
-	if p == nil {
-		return ""
-	}
-	return engine.FormatFloat(*p)
-}
-
-func IntPtrText(p *int) string {
-	if p == nil {
-		return ""
-	}
-	return strconv.Itoa(*p)
-}
-
-func UintPtrText(p *uint64) string {
-	if p == nil {
-		return ""
-	}
-	return strconv.FormatUint(*p, 10)
-}
-
 // ShortFloat writes a parameter read from a dump (often a float32 widened
 // to float64) with 4 significant digits: 0.77, not 0.7704528570175171.
 func ShortFloat(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }

@@ -144,12 +144,6 @@ func SemanticsChoices() []Choice {
 	return append(cs, Choice{Value: string(engine.SemanticsAny), Text: "any: which engine does this match?"})
 }
 
-// ChoiceSelected reports whether an override of a choice parameter holds
-// value.
-func ChoiceSelected[T ~string](p *T, value string) bool {
-	return p != nil && string(*p) == value
-}
-
 // HasLogprobs reports whether a dump holds logprobs outputs.
 func HasLogprobs(info session.DumpInfo) bool {
 	for _, n := range info.External {
