@@ -179,6 +179,23 @@ int sv_ngram_match(uint64_t input_ids, int L, uint64_t input_len,
                    int max_ngram, int max_draft, int threshold,
                    uint64_t draft_out);
 
+/* ngram_match under FastDeploy's rules (docs/SEMANTICS.md, "ngram_match
+   under FastDeploy's rules"; hybrid 0: fastdeploy, 1: fastdeploy_hybrid):
+   int32 input_ids [rows, L], input_len [rows], pre_ids [rows, M] (the
+   current token at pre_ids[step_idx]), step_idx, seq_lens_encoder,
+   seq_lens_decoder, seq_lens_this_time (before the call) and
+   draft_token_num [rows], int64 max_dec_len [rows]; n runs from max_ngram
+   down to min_ngram (>= 1). Writes draft_out int32 [rows, max_draft + 1]
+   (the drafts from each row's offset, -1 elsewhere) and seq_lens_out int32
+   [rows] (seq_lens_this_time after the call). */
+int sv_ngram_fastdeploy(uint64_t input_ids, int L, uint64_t input_len,
+                        uint64_t pre_ids, int M, uint64_t step_idx,
+                        uint64_t seq_lens_encoder, uint64_t seq_lens_decoder,
+                        uint64_t seq_lens_this_time, uint64_t max_dec_len,
+                        uint64_t draft_token_num, int rows, int max_ngram,
+                        int min_ngram, int max_draft, int64_t threshold,
+                        int hybrid, uint64_t draft_out, uint64_t seq_lens_out);
+
 /* Test-only launchers for the supervision tests: a kernel that writes far
    out of bounds (an illegal address, sticky) and one that never ends. */
 int sv_fault_out_of_bounds(void);
@@ -230,7 +247,8 @@ enum sv_variant {
   SV_VARIANT_TREE_PREPARE_FILTERED = 33,  /* spec_verify's prepare, a block a node, with filters */
   SV_VARIANT_TREE_PREPARE_LEAN = 34,      /* the same, no filter in the launch */
   SV_VARIANT_TREE_NODES = 35,             /* a block a node: later siblings' thresholds and cuts */
-  SV_VARIANT_TREE_WALK = 36               /* a block per (trial, row): the walk and the draw */
+  SV_VARIANT_TREE_WALK = 36,              /* a block per (trial, row): the walk and the draw */
+  SV_VARIANT_NGRAM_FASTDEPLOY = 37        /* ngram_match under FastDeploy's rules */
 };
 
 #ifdef __cplusplus

@@ -464,9 +464,6 @@ func specPlan(run *engine.Run) (*plan, error) {
 }
 
 func ngramPlan(run *engine.Run) (*plan, error) {
-	if sem := run.Params.NgramSemantics; sem.FastDeploy() {
-		return nil, fmt.Errorf("ngram_semantics %s (FastDeploy's threshold budget, seq_lens and draft layout) has no CUDA kernel; the cpu backend serves it (--backend cpu): %w", sem, engine.ErrUnsupported)
-	}
 	for _, c := range []struct {
 		t    *engine.Tensor
 		name string
@@ -480,6 +477,9 @@ func ngramPlan(run *engine.Run) (*plan, error) {
 	if run.InputIDs.Dim(0) != rows || run.InputIDsLen.Dim(0) != rows || run.StepIdx.Dim(0) != rows {
 		return nil, fmt.Errorf("ngram_match: input_ids %s, input_ids_len %s, pre_ids %s, step_idx %s disagree on the rows: %w",
 			run.InputIDs.ShapeString(), run.InputIDsLen.ShapeString(), run.PreIDs.ShapeString(), run.StepIdx.ShapeString(), engine.ErrUnsupported)
+	}
+	if run.Params.NgramSemantics.FastDeploy() {
+		return fastDeployPlan(run)
 	}
 	pr := run.Params
 	if pr.MaxNgramSize < 0 || pr.MaxDraftTokens < 0 || pr.Threshold < 0 {

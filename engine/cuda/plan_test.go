@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -216,30 +217,123 @@ func TestResolveParamsChains(t *testing.T) {
 	}
 }
 
-// TestNgramFastDeployRefused: FastDeploy's ngram rules have no kernel; the
-// plan refuses them in one sentence that names the cpu backend, and
-// sampviz's own rule still plans.
-func TestNgramFastDeployRefused(t *testing.T) {
-	for _, sem := range []engine.NgramSemantics{engine.NgramSampviz, engine.NgramFastDeploy, engine.NgramFastDeployHybrid} {
-		t.Run(string(sem), func(t *testing.T) {
-			run := &engine.Run{
-				Op:          engine.OpNgramMatch,
-				InputIDs:    engine.FromInts("input_ids", engine.I64, []int{1, 4}, []int64{5, 6, 7, 8}),
-				InputIDsLen: engine.FromInts("input_ids_len", engine.I64, []int{1}, []int64{4}),
-				PreIDs:      engine.FromInts("pre_ids", engine.I64, []int{1, 3}, []int64{6, 0, 0}),
-				StepIdx:     engine.FromInts("step_idx", engine.I64, []int{1}, []int64{1}),
-				Params:      engine.Params{MaxNgramSize: 3, MaxDraftTokens: 2, Threshold: 128, NgramSemantics: sem, MinNgramSize: 1},
+// TestNgramFastDeployPlan: FastDeploy's ngram rules plan for
+// csrc/ngram_fastdeploy.cu with every per-row array resolved (DUMPS.md's
+// defaults where the dump has none) and FastDeploy's output layout;
+// sampviz's own rule still plans for csrc/ngram.cu; a state engine/cpu
+// refuses is refused, and one the kernel cannot take is ErrUnsupported (the
+// session falls back to engine/cpu).
+func TestNgramFastDeployPlan(t *testing.T) {
+	ints := func(name string, v ...int64) *engine.Tensor {
+		return engine.FromInts(name, engine.I64, []int{len(v)}, v)
+	}
+	base := func(sem engine.NgramSemantics) *engine.Run {
+		return &engine.Run{
+			Op:          engine.OpNgramMatch,
+			InputIDs:    engine.FromInts("input_ids", engine.I64, []int{2, 4}, []int64{5, 6, 7, 8, 1, 2, 3, 4}),
+			InputIDsLen: ints("input_ids_len", 4, 3),
+			PreIDs:      engine.FromInts("pre_ids", engine.I64, []int{2, 3}, []int64{6, 7, 0, 2, 9, 9}),
+			StepIdx:     ints("step_idx", 1, 2),
+			Params:      engine.Params{MaxNgramSize: 3, MaxDraftTokens: 2, Threshold: 128, NgramSemantics: sem, MinNgramSize: 2},
+		}
+	}
+	type arrays struct{ enc, dec, now, draftNum, decCap []int64 }
+	tests := []struct {
+		name    string
+		sem     engine.NgramSemantics
+		edit    func(*engine.Run)
+		minN    int
+		want    arrays // the per-row arrays the kernel gets
+		refuse  string // an error saying this
+		unsupp  bool   // and ErrUnsupported
+		widthFD int    // draft_out's columns
+	}{
+		{name: "sampviz", sem: engine.NgramSampviz},
+		{name: "fastdeploy, defaults", sem: engine.NgramFastDeploy, minN: 1, widthFD: 3,
+			want: arrays{[]int64{0, 0}, []int64{1, 1}, []int64{0, 0}, []int64{2, 2}, []int64{engine.NoDecCap, engine.NoDecCap}}},
+		{name: "fastdeploy, state", sem: engine.NgramFastDeploy, minN: 1, widthFD: 3,
+			edit: func(r *engine.Run) {
+				r.SeqLensEncoder, r.SeqLensDecoder = ints("seq_lens_encoder", 7, 0), ints("seq_lens_decoder", 0, 4)
+				r.SeqLensThisTime, r.MaxDecLen, r.DraftTokenNum = ints("seq_lens_this_time", 7, 1), ints("max_dec_len", 9, 3), ints("draft_token_num", 1, 0)
+				r.StepIdx = ints("step_idx", 99, 2) // row 0 is an encoder row: its step is never read
+			},
+			want: arrays{[]int64{7, 0}, []int64{0, 4}, []int64{7, 1}, []int64{1, 0}, []int64{9, 3}}},
+		{name: "hybrid", sem: engine.NgramFastDeployHybrid, minN: 2, widthFD: 3,
+			edit: func(r *engine.Run) { r.SeqLensThisTime = ints("seq_lens_this_time", 3, 0) },
+			want: arrays{[]int64{0, 0}, []int64{1, 1}, []int64{3, 0}, []int64{2, 2}, []int64{engine.NoDecCap, engine.NoDecCap}}},
+		{name: "hybrid, MTP tokens past the buffer", sem: engine.NgramFastDeployHybrid,
+			edit:   func(r *engine.Run) { r.SeqLensThisTime = ints("seq_lens_this_time", 4, 0) },
+			refuse: "row 0: FastDeploy state"},
+		{name: "draft_token_num past max_draft_tokens", sem: engine.NgramFastDeploy,
+			edit:   func(r *engine.Run) { r.DraftTokenNum = ints("draft_token_num", 3, 0) },
+			refuse: "row 0: FastDeploy state"},
+		{name: "current token outside pre_ids", sem: engine.NgramFastDeploy,
+			edit:   func(r *engine.Run) { r.StepIdx = ints("step_idx", 1, 3) },
+			refuse: "row 1: step_idx 3 or input_ids_len 3 outside pre_ids [2, 3]", unsupp: true},
+		{name: "a length past int32", sem: engine.NgramFastDeploy,
+			edit:   func(r *engine.Run) { r.SeqLensDecoder = ints("seq_lens_decoder", 1, 1<<33) },
+			refuse: "does not fit the kernel's int32 lengths", unsupp: true},
+		{name: "a state of the wrong shape", sem: engine.NgramFastDeployHybrid,
+			edit:   func(r *engine.Run) { r.SeqLensThisTime = ints("seq_lens_this_time", 1, 1, 1) },
+			refuse: "seq_lens_this_time has shape [3], want [2]", unsupp: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := base(tt.sem)
+			if tt.edit != nil {
+				tt.edit(run)
 			}
-			_, err := buildPlan(run)
-			if sem == engine.NgramSampviz {
-				if err != nil {
-					t.Fatal(err)
+			p, err := buildPlan(run)
+			if tt.refuse != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.refuse) || errors.Is(err, engine.ErrUnsupported) != tt.unsupp {
+					t.Fatalf("error %v, want one saying %q (ErrUnsupported: %v)", err, tt.refuse, tt.unsupp)
 				}
 				return
 			}
-			want := fmt.Sprintf("ngram_semantics %s (FastDeploy's threshold budget, seq_lens and draft layout) has no CUDA kernel; the cpu backend serves it (--backend cpu)", sem)
-			if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, engine.ErrUnsupported) {
-				t.Fatalf("error %v, want ErrUnsupported saying %q", err, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.sem == engine.NgramSampviz {
+				if p.req.FastDeploy || p.req.Out["draft_out"].Bytes != 4*2*2 {
+					t.Errorf("sampviz's rule planned %+v, want csrc/ngram.cu's [2, 2] draft_out", p.req)
+				}
+				return
+			}
+			if !p.req.FastDeploy || p.req.Hybrid != (tt.sem == engine.NgramFastDeployHybrid) || p.req.MinNgram != tt.minN || p.req.Threshold != 128 {
+				t.Errorf("request %+v, want fastdeploy, hybrid %v, min_ngram %d, threshold 128", p.req, tt.sem == engine.NgramFastDeployHybrid, tt.minN)
+			}
+			shm := make([]byte, p.size)
+			for _, w := range p.writes {
+				w.writeTo(shm)
+			}
+			read := func(name string, size int) []int64 {
+				s, ok := p.req.In[name]
+				if !ok {
+					t.Fatalf("no input %s", name)
+				}
+				var v []int64
+				for off := s.Off; off < s.Off+s.Bytes; off += int64(size) {
+					if size == 4 {
+						v = append(v, int64(int32(binary.LittleEndian.Uint32(shm[off:]))))
+					} else {
+						v = append(v, int64(binary.LittleEndian.Uint64(shm[off:])))
+					}
+				}
+				return v
+			}
+			got := arrays{read("seq_lens_encoder", 4), read("seq_lens_decoder", 4), read("seq_lens_this_time", 4), read("draft_token_num", 4), read("max_dec_len", 8)}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("per-row arrays %+v, want %+v", got, tt.want)
+			}
+			for i := range p.size { // what the kernel writes
+				shm[i] = 0
+			}
+			out := p.decode(shm)
+			if out.DraftOut.ShapeString() != fmt.Sprintf("[2, %d]", tt.widthFD) || out.SeqLensThisTime.ShapeString() != "[2]" {
+				t.Errorf("outputs draft_out %s, seq_lens_this_time_out %s, want [2, %d] and [2]", out.DraftOut.ShapeString(), out.SeqLensThisTime.ShapeString(), tt.widthFD)
+			}
+			if p.req.Out["draft_out"].Poison != poisonDraft || p.req.Out["seq_lens_this_time_out"].Poison != poisonToken {
+				t.Errorf("outputs %+v are not poisoned", p.req.Out)
 			}
 		})
 	}

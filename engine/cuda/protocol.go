@@ -107,6 +107,12 @@ type runRequest struct {
 	InPlace     bool            `json:"in_place,omitempty"`
 	In          map[string]slot `json:"in"`
 	Out         map[string]slot `json:"out"`
+	// FastDeploy picks ngram_match's kernel under FastDeploy's rules
+	// (sv_ngram_fastdeploy); Hybrid its fastdeploy_hybrid variant, which
+	// tries n down to MinNgram.
+	FastDeploy bool `json:"fastdeploy,omitempty"`
+	Hybrid     bool `json:"hybrid,omitempty"`
+	MinNgram   int  `json:"min_ngram,omitempty"`
 }
 
 type runReply struct {

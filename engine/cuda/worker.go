@@ -457,6 +457,16 @@ var launchers = map[engine.Op]func(l *library, r *runRequest, in, out map[string
 			int32(r.TraceTrials), out["trace"]), "spec_tree_verify")
 	},
 	engine.OpNgramMatch: func(l *library, r *runRequest, in, out map[string]uint64) error {
+		if r.FastDeploy {
+			hybrid := int32(0)
+			if r.Hybrid {
+				hybrid = 1
+			}
+			return l.check(l.ngramFD(in["input_ids"], int32(r.L), in["input_len"], in["pre_ids"], int32(r.M), in["step_idx"],
+				in["seq_lens_encoder"], in["seq_lens_decoder"], in["seq_lens_this_time"], in["max_dec_len"], in["draft_token_num"],
+				int32(r.Rows), int32(r.MaxNgram), int32(r.MinNgram), int32(r.MaxDraft), int64(r.Threshold), hybrid,
+				out["draft_out"], out["seq_lens_this_time_out"]), "ngram_match")
+		}
 		return l.check(l.ngram(in["input_ids"], int32(r.L), in["input_len"], in["pre_ids"], int32(r.M), in["step_idx"],
 			int32(r.Rows), int32(r.MaxNgram), int32(r.MaxDraft), int32(r.Threshold), out["draft_out"]), "ngram_match")
 	},
