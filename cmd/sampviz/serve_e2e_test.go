@@ -267,7 +267,7 @@ func (s *served) checkScenario(t *testing.T, sc scenarios.Scenario) {
 	// without a device or a kernel time, on either backend.
 	spec := run.Info.Op.Spec()
 	kernel := spec == nil || !spec.NoKernel
-	// A mode the GPU's kernels do not serve (FastDeploy's n-gram rules)
+	// A mode the GPU's kernels do not serve (filter_order min_p_first)
 	// runs on the cpu backend, and the run says so.
 	fellBack := slices.ContainsFunc(sum.Notices, func(n string) bool {
 		return strings.HasSuffix(n, "our output is the cpu backend's")

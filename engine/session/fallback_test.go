@@ -26,7 +26,9 @@ func (b refusing) Run(context.Context, *engine.Run) (*engine.Output, error) {
 // kernels do not serve (ErrUnsupported) runs on the session's next backend
 // and says so; a fault is never hidden that way.
 func TestExecuteFallsBackWhereKernelsRefuse(t *testing.T) {
-	unsupported := fmt.Errorf("ngram_semantics fastdeploy has no GPU kernel: %w", engine.ErrUnsupported)
+	// The cuda backend's refusal of a filter order it has no kernel for
+	// (engine/cuda resolveParams), as the fake backend gives it.
+	unsupported := fmt.Errorf("filter_order min_p_first has no GPU kernel: %w", engine.ErrUnsupported)
 	fault := errors.New("kernel fault on the GPU: an illegal memory access was encountered")
 	tests := []struct {
 		name     string
@@ -36,7 +38,7 @@ func TestExecuteFallsBackWhereKernelsRefuse(t *testing.T) {
 		err      string
 	}{
 		{"refused, cpu beside it", []engine.Backend{refusing{unsupported}, cpu.New()}, "cpu",
-			"the gpu backend cannot run this dump: ngram_semantics fastdeploy has no GPU kernel; our output is the cpu backend's", ""},
+			"the gpu backend cannot run this dump: filter_order min_p_first has no GPU kernel; our output is the cpu backend's", ""},
 		{"refused, nothing beside it", []engine.Backend{refusing{unsupported}}, "", "", "has no GPU kernel"},
 		{"a fault", []engine.Backend{refusing{fault}, cpu.New()}, "", "", "the gpu backend failed: kernel fault"},
 		{"cpu first", []engine.Backend{cpu.New(), refusing{unsupported}}, "cpu", "", ""},
