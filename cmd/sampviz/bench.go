@@ -108,6 +108,15 @@ func benchCases(quick bool) []benchEntry {
 		{"spec_tree_verify topk4 k50 p0.9", filt(tree(64, 4, false)), benchTarget{}},
 		{"ngram_match", cuda.BenchCase{Op: engine.OpNgramMatch, DType: engine.F32, Rows: 1, PromptLen: 4096, GenLen: 512}, b1},
 		{"ngram_match", cuda.BenchCase{Op: engine.OpNgramMatch, DType: engine.F32, Rows: 128, PromptLen: 4096, GenLen: 512}, benchTarget{}},
+		// Issue 26: FastDeploy's rules at its shapes (input_ids and pre_ids
+		// both of the sequence's length); the targets are FastDeploy's own
+		// ngram_match GPU kernel on an H20, 21 us at B=32, L=512 and 162 us
+		// at B=256, L=131072, which the hybrid is held to as well.
+		{"ngram_match fastdeploy", fastDeployNgram(engine.NgramFastDeploy, 1, 512), benchTarget{}},
+		{"ngram_match fastdeploy", fastDeployNgram(engine.NgramFastDeploy, 32, 512), benchTarget{MaxTime: 21 * time.Microsecond}},
+		{"ngram_match fastdeploy", fastDeployNgram(engine.NgramFastDeploy, 256, 131072), benchTarget{MaxTime: 162 * time.Microsecond}},
+		{"ngram_match fastdeploy_hybrid", fastDeployNgram(engine.NgramFastDeployHybrid, 32, 512), benchTarget{MaxTime: 21 * time.Microsecond}},
+		{"ngram_match fastdeploy_hybrid", fastDeployNgram(engine.NgramFastDeployHybrid, 256, 131072), benchTarget{MaxTime: 162 * time.Microsecond}},
 	}
 	if quick {
 		for i := range cases {
@@ -115,6 +124,12 @@ func benchCases(quick bool) []benchEntry {
 		}
 	}
 	return cases
+}
+
+// fastDeployNgram is an ngram_match case under FastDeploy's rule sem: rows
+// rows whose prompt and generated tokens are both seq long.
+func fastDeployNgram(sem engine.NgramSemantics, rows, seq int) cuda.BenchCase {
+	return cuda.BenchCase{Op: engine.OpNgramMatch, DType: engine.F32, Rows: rows, PromptLen: seq, GenLen: seq, NgramSemantics: sem}
 }
 
 // benchRow is one line of the report (and of --json).

@@ -39,6 +39,16 @@ type BenchCase struct {
 	// pre_ids [Rows, GenLen], 8 draft tokens, n up to 3).
 	PromptLen int `json:"prompt_len,omitempty"`
 	GenLen    int `json:"gen_len,omitempty"`
+	// NgramSemantics picks ngram_match's rule ("" is sampviz's). Under
+	// FastDeploy's (fastdeploy, fastdeploy_hybrid) every row decodes, its
+	// current token the last of pre_ids (step_idx GenLen-1), with
+	// draft_token_num 8, no max_dec_len cap and FastDeploy's default
+	// threshold (128 for fastdeploy, 1024 for the hybrid, whose rows hold
+	// the current token and one MTP token); draft_out has 9 columns and
+	// seq_lens_this_time_out is written too. FastDeploy's own GPU kernel
+	// takes 21 us at B=32, L=M=512 and 162 us at B=256, L=M=131072 on an
+	// H20 (issue 26): the peer figures for these cases.
+	NgramSemantics engine.NgramSemantics `json:"ngram_semantics,omitempty"`
 	// Iters is the number of timed launches (default 100) after Warmup
 	// (default 10).
 	Iters  int `json:"iters,omitempty"`
@@ -88,6 +98,17 @@ func (r *BenchResult) Floor() time.Duration {
 // ngramDraft is the draft length of the ngram_match benchmark.
 const ngramDraft = 8
 
+// fastDeployThreshold is FastDeploy's default threshold of a rule
+// (INFER_WITH_REFERENCE_TOKENUM_THRESHOLD for ngram_match,
+// SPEC_TOKENUM_THRESHOLD for hybrid_mtp_ngram), and whether it is the
+// hybrid.
+func fastDeployThreshold(sem engine.NgramSemantics) (threshold int64, hybrid bool) {
+	if sem == engine.NgramFastDeployHybrid {
+		return 1024, true
+	}
+	return 128, false
+}
+
 func (c *BenchCase) validate() error {
 	switch c.DType {
 	case engine.F32, engine.F16, engine.BF16:
@@ -110,6 +131,11 @@ func (c *BenchCase) validate() error {
 	case engine.OpNgramMatch:
 		if c.PromptLen < 1 || c.GenLen < 1 {
 			return fmt.Errorf("bench: ngram_match needs prompt and generated lengths")
+		}
+		switch c.NgramSemantics {
+		case "", engine.NgramSampviz, engine.NgramFastDeploy, engine.NgramFastDeployHybrid:
+		default:
+			return fmt.Errorf("bench: ngram_semantics %q: %w", c.NgramSemantics, engine.ErrUnsupported)
 		}
 	default:
 		return fmt.Errorf("bench: op %q: %w", c.Op, engine.ErrUnsupported)
@@ -158,6 +184,12 @@ func (c *BenchCase) MinBytes() int64 {
 		}
 		return n
 	case engine.OpNgramMatch:
+		if c.NgramSemantics.FastDeploy() {
+			// Also FastDeploy's state (four int32 arrays and the int64
+			// max_dec_len), the current token's column and
+			// seq_lens_this_time_out.
+			return 4*b*int64(c.PromptLen+c.GenLen+2) + 24*b + 4*b*(ngramDraft+1) + 4*b
+		}
 		return 4*b*int64(c.PromptLen+c.GenLen+2) + 4*b*ngramDraft
 	}
 	return 0
@@ -428,15 +460,35 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 				}
 				return b
 			}
-			for name, b := range map[string][]byte{"input_ids": ids(rows * c.PromptLen), "pre_ids": ids(rows * c.GenLen),
-				"input_len": lens(c.PromptLen), "step_idx": lens(c.GenLen)} {
+			in := map[string][]byte{"input_ids": ids(rows * c.PromptLen), "pre_ids": ids(rows * c.GenLen),
+				"input_len": lens(c.PromptLen), "step_idx": lens(c.GenLen)}
+			draftCols := int64(ngramDraft)
+			if c.NgramSemantics.FastDeploy() {
+				_, hybrid := fastDeployThreshold(c.NgramSemantics)
+				now := 1
+				if hybrid {
+					now = 2
+				}
+				decCap := make([]byte, 8*rows)
+				for r := range rows {
+					binary.LittleEndian.PutUint64(decCap[8*r:], uint64(engine.NoDecCap))
+				}
+				in["step_idx"] = lens(c.GenLen - 1)
+				in["seq_lens_encoder"], in["seq_lens_decoder"], in["seq_lens_this_time"] = lens(0), lens(1), lens(now)
+				in["draft_token_num"], in["max_dec_len"] = lens(ngramDraft), decCap
+				draftCols++
+				if err := output("seq_lens_this_time_out", 4*int64(rows)); err != nil {
+					return nil, err
+				}
+			}
+			for name, b := range in {
 				h, err := upload(b)
 				if err != nil {
 					return nil, err
 				}
 				set.in[name] = h
 			}
-			if err := output("draft_out", 4*int64(rows)*ngramDraft); err != nil {
+			if err := output("draft_out", 4*int64(rows)*draftCols); err != nil {
 				return nil, err
 			}
 		}
@@ -464,6 +516,17 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 			return l.specTreeVerify(set.in["target"], int32(rows), int32(c.Nodes), int32(vocab), int32(treeWidth), params, f,
 				treeBuf, set.in["qprobs"], 1, set.out["path"], set.out["tokens"], set.out["accepted"], 0, 0)
 		case engine.OpNgramMatch:
+			if c.NgramSemantics.FastDeploy() {
+				threshold, hybrid := fastDeployThreshold(c.NgramSemantics)
+				h := int32(0)
+				if hybrid {
+					h = 1
+				}
+				return l.ngramFD(set.in["input_ids"], int32(c.PromptLen), set.in["input_len"], set.in["pre_ids"], int32(c.GenLen),
+					set.in["step_idx"], set.in["seq_lens_encoder"], set.in["seq_lens_decoder"], set.in["seq_lens_this_time"],
+					set.in["max_dec_len"], set.in["draft_token_num"], int32(rows), 3, 1, ngramDraft, threshold, h,
+					set.out["draft_out"], set.out["seq_lens_this_time_out"])
+			}
 			return l.ngram(set.in["input_ids"], int32(c.PromptLen), set.in["input_len"], set.in["pre_ids"], int32(c.GenLen),
 				set.in["step_idx"], int32(rows), 3, ngramDraft, 1<<20, set.out["draft_out"])
 		}

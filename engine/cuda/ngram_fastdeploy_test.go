@@ -309,3 +309,49 @@ func TestFastDeployPlansWithoutFallback(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchNgramFastDeploy: the bench takes FastDeploy's rules and refuses
+// an unknown one, and its floor (MinBytes) is what the plan of the same
+// shape counts plus FastDeploy's per-row state, which the kernel reads too
+// (four int32 arrays and the int64 max_dec_len).
+func TestBenchNgramFastDeploy(t *testing.T) {
+	for _, tt := range []struct {
+		sem     engine.NgramSemantics
+		rows    int
+		seq     int
+		refused bool
+	}{
+		{engine.NgramFastDeploy, 32, 512, false},
+		{engine.NgramFastDeployHybrid, 256, 1024, false},
+		{engine.NgramSampviz, 1, 512, false},
+		{"vllm", 1, 512, true},
+	} {
+		t.Run(string(tt.sem), func(t *testing.T) {
+			c := BenchCase{Op: engine.OpNgramMatch, DType: engine.F32, Rows: tt.rows, PromptLen: tt.seq, GenLen: tt.seq, NgramSemantics: tt.sem}
+			err := c.validate()
+			if tt.refused != (err != nil) {
+				t.Fatalf("validate: %v, want refused %v", err, tt.refused)
+			}
+			if tt.refused {
+				return
+			}
+			ids := func(name string, rows, cols int) *engine.Tensor {
+				return engine.NewTensor(name, engine.I32, rows, cols)
+			}
+			run := &engine.Run{Op: engine.OpNgramMatch, InputIDs: ids("input_ids", tt.rows, tt.seq), PreIDs: ids("pre_ids", tt.rows, tt.seq),
+				InputIDsLen: engine.NewTensor("input_ids_len", engine.I32, tt.rows), StepIdx: engine.NewTensor("step_idx", engine.I32, tt.rows),
+				Params: engine.Params{MaxNgramSize: 3, MaxDraftTokens: ngramDraft, Threshold: 128, NgramSemantics: tt.sem}}
+			p, err := buildPlan(run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := int64(0)
+			if tt.sem.FastDeploy() {
+				state = 24 * int64(tt.rows)
+			}
+			if got, want := c.MinBytes(), p.bytes+state; got != want {
+				t.Errorf("MinBytes %d, want the plan's %d bytes and %d of state", got, p.bytes, state)
+			}
+		})
+	}
+}
