@@ -2,18 +2,18 @@
 // fastdeploy and fastdeploy_hybrid), equal to engine/cpu's fastDeployMatch.
 //
 // The search is ngram.cu's: one block per row, every thread tests start
-// positions s, s + BLOCK, ... and a block minimum gives the leftmost window;
-// the first n that matches wins. A row's search needs no budget: the
+// positions s, s + BLOCK, ... and a block minimum gives the leftmost window
+// (here tile by tile, stopping at the first tile with a match); the first
+// n that matches wins. A row's search needs no budget: the
 // budget only cuts the draft, and a window with nothing after it is passed
 // over whatever the limit (a limit <= 0 drafts nothing anyway), so each
-// block records the match and the row's state reduced to four numbers.
+// block records the match and what the budget needs of the row (FdRow).
 // FastDeploy's threshold budget is sequential across rows (a row's room
 // depends on every earlier row's draft), so the block that finishes last
 // spends it: its threads stage a chunk of rows in shared memory, one thread
 // runs the running sum over them, and then every thread writes that
-// chunk's outputs. (Not done: FastDeploy's own split into a search kernel
-// and a one-block gather kernel; the second launch costs more than the
-// last-block handover at the bench's shapes.)
+// chunk's outputs: one launch, as ngram.cu (FastDeploy itself launches a
+// search kernel and then a one-block kernel for the budget).
 #include "common.cuh"
 
 namespace sv {
@@ -37,23 +37,47 @@ struct FdRow {
 };
 
 // fd_leftmost returns the smallest s with ids[s:s+n] == pat and s + n < len, or INT_MAX.
+// The block scans tiles of BLOCK * kFdUnroll positions in order and stops
+// after the first tile that holds a match: a short pattern matches early in
+// a long haystack, and without the tiles every thread would scan its whole
+// share before the block minimum (ngram.cu's search does). Each thread
+// loads the first token of its kFdUnroll positions of a tile at once (the
+// loads in flight are what a long haystack's scan waits on) and compares
+// the rest of the pattern only where the first token matches.
+constexpr int kFdUnroll = 8;
 template <int BLOCK>
 __device__ int fd_leftmost(const int *ids, int len, const int *pat, int n, typename Reduce<BLOCK>::Shared &sh) {
-  int best = 0x7fffffff;
-  for (int s = threadIdx.x; s + n < len; s += BLOCK) {
-    bool eq = true;
-    for (int j = 0; j < n && eq; j++) eq = ids[s + j] == pat[j];
-    if (eq) {
-      best = s;
-      break;  // later s of this thread are larger
+  constexpr int kTile = BLOCK * kFdUnroll;
+  const int end = len - n;  // s + n < len
+  if (end <= 0) return 0x7fffffff;
+  const int first = __ldg(pat);
+  for (int t0 = 0; t0 < end; t0 += kTile) {
+    int v[kFdUnroll];
+#pragma unroll
+    for (int k = 0; k < kFdUnroll; k++) {
+      const int s = t0 + threadIdx.x + k * BLOCK;
+      v[k] = s < end ? __ldg(ids + s) : ~first;
+    }
+    int best = 0x7fffffff;
+#pragma unroll
+    for (int k = 0; k < kFdUnroll; k++) {
+      const int s = t0 + threadIdx.x + k * BLOCK;
+      if (best == 0x7fffffff && v[k] == first) {
+        bool eq = true;
+        for (int j = 1; j < n && eq; j++) eq = __ldg(ids + s + j) == __ldg(pat + j);
+        if (eq) best = s;  // the thread's positions rise with k
+      }
+    }
+    if (__syncthreads_or(best != 0x7fffffff)) {
+      int r = cub::BlockReduce<int, BLOCK>(sh.s.i).Reduce(best, FdMinIntOp());
+      if (threadIdx.x == 0) sh.i = r;
+      __syncthreads();
+      r = sh.i;
+      __syncthreads();
+      return r;
     }
   }
-  int r = cub::BlockReduce<int, BLOCK>(sh.s.i).Reduce(best, FdMinIntOp());
-  if (threadIdx.x == 0) sh.i = r;
-  __syncthreads();
-  r = sh.i;
-  __syncthreads();
-  return r;
+  return 0x7fffffff;
 }
 
 // FdInputs are the kernel's inputs, FastDeploy's tensors by their names.
