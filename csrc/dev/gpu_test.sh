@@ -38,7 +38,7 @@ if has suite; then
   SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 ./gpu-bundle/cuda.test -test.v -test.count=1 \
     -test.timeout="$timeout" ${SUITE_RUN:+-test.run "$SUITE_RUN"} >"$out/suite.log" 2>&1
   rc=$?
-  grep -E '^(=== RUN|--- FAIL|FAIL|ok|PASS)|gpu_test.go|gpu_tree_test.go|helpers_test.go|variants_test.go|panic' "$out/suite.log" |
+  grep -E '^(=== RUN|--- FAIL|FAIL|ok|PASS)|gpu_test.go|gpu_tree_test.go|ngram_fastdeploy_test.go|helpers_test.go|variants_test.go|panic' "$out/suite.log" |
     grep -v '^=== RUN' | tail -60
   grep '^variant' "$out/suite.log"
   echo "suite exit $rc"; [ $rc -eq 0 ] || status=1
