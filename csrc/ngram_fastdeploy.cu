@@ -187,8 +187,8 @@ __global__ void __launch_bounds__(BLOCK)
       }
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < n * width; e += BLOCK) {
-      const int i = e / width, t = e % width, r = r0 + i;
+    for (long long e = threadIdx.x; e < (long long)n * width; e += BLOCK) {
+      const int i = (int)(e / width), t = (int)(e % width), r = r0 + i;
       const int ori = __ldcg(&state[r].ori), k = t - ori;
       int v = -1;
       if (k >= 0 && k < c_len[i]) {
