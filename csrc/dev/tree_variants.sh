@@ -18,9 +18,15 @@
 #             a column a library ($BENCH_FLAGS adds flags, e.g.
 #             --match "B=64")
 #   suite     the tree tests and TestGPUVariants against engine/cpu on each
-#             variant (the product's are make gpu-tree's); the variants
-#             named in QUICK_SUITE run them in the quick mode
+#             variant (the product's are make gpu-tree's) in the quick
+#             mode, then TestGPUTreeOneHotLean (the launches the cluster
+#             prepare of csrc/dev/tree/split.cu and held.cu takes) in the
+#             full mode but on the variants named in QUICK_SUITE;
+#             FULL_SUITE=1 runs every test in the full mode (minutes a
+#             variant)
 #   memcheck  compute-sanitizer memcheck on the quick tree tests, each
+#             variant but one that is the product's own file (memcheck
+#             clean in run 141)
 #   ncu       the product's kernels timed one by one (gpu__time_duration)
 #             on the bench cases NCU_CASES names (';' between them): ncu
 #             must wrap the worker
@@ -41,10 +47,10 @@ archs=${SAMPVIZ_ARCHS:-sm_90}
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 $(for a in $archs; do echo -n "-gencode arch=compute_${a#sm_},code=$a "; done)"
 names=() libs=()
 pids=""
-bench_product=1
+bench_product=1 is_product=" "
 for v in ${VARIANTS:-}; do
   name=${v%%=*} src=${v#*=}
-  [ "$src" -ef csrc/spec_tree_verify.cu ] && bench_product=0
+  [ "$src" -ef csrc/spec_tree_verify.cu ] && bench_product=0 is_product="$is_product$name "
   mkdir -p "build/variants/$name"
   cp "$src" "build/variants/$name/spec_tree_verify.cu"
   (nvcc $FL -Icsrc -c -o "build/variants/$name/spec_tree_verify.o" "build/variants/$name/spec_tree_verify.cu" \
@@ -102,15 +108,23 @@ for i in "${!names[@]}"; do
   if has suite; then
     echo "### ${names[$i]}" >>"$O/suite.log"
     s=$(left 120)
-    q=; [[ " ${QUICK_SUITE:-} " == *" ${names[$i]} "* ]] && q=1
+    q=1 mode=full; [ "${FULL_SUITE:-}" = 1 ] && q= || mode=quick
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_REQUIRE_TREE=1 SAMPVIZ_GPU_QUICK=$q timeout $((s + 5)) \
       ./gpu-bundle/cuda.test -test.v -test.count=1 -test.timeout=${s}s -test.run 'TestGPUTree|TestGPUVariants|TestTree' \
       >>"$O/suite.log" 2>&1
     rc=$?
+    if [ -n "$q" ] && [[ " ${QUICK_SUITE:-} " != *" ${names[$i]} "* ]]; then
+      s=$(left 90)
+      SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_REQUIRE_TREE=1 timeout $((s + 5)) ./gpu-bundle/cuda.test -test.v \
+        -test.count=1 -test.timeout=${s}s -test.run 'TestGPUTreeOneHotLean' >>"$O/suite.log" 2>&1
+      r2=$?
+      ((rc == 0)) && rc=$r2
+      mode="quick, TestGPUTreeOneHotLean full"
+    fi
     sec=$(sed -n "/^### ${names[$i]}\$/,\$p" "$O/suite.log")
-    note "suite ${names[$i]}${q:+ (quick)} exit $rc: $(grep -c -- '--- PASS' <<<"$sec") passes, failed: $(grep -E -- '--- FAIL' <<<"$sec" | head -5 | tr -s ' ' | tr '\n' ' ')"
+    note "suite ${names[$i]} ($mode) exit $rc: $(grep -c -- '--- PASS' <<<"$sec") passes, failed: $(grep -E -- '--- FAIL' <<<"$sec" | head -5 | tr -s ' ' | tr '\n' ' ')"
   fi
-  if has memcheck; then
+  if has memcheck && [[ "$is_product" != *" ${names[$i]} "* ]]; then
     echo "### ${names[$i]}" >>"$O/memcheck.log"
     s=$(left 90)
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=1 \
