@@ -9,13 +9,24 @@
 #   VARIANTS="old=path/a.cu c2=path/b.cu" bash csrc/dev/tree_variants.sh
 # Each variant is a whole spec_tree_verify.cu, compiled in place of the
 # product's unit and linked with the product's other objects into its own
-# library. Stages (STAGES, default "bench suite memcheck"):
+# library; one that does not build is reported and left out. Stages
+# (STAGES, default "bench suite memcheck"):
 #   bench     `sampviz bench --ops spec_tree_verify` for the product and
-#             each variant, in that order ($BENCH_FLAGS adds flags, e.g.
+#             each variant, in that order (the product's own run is left
+#             out when a variant is csrc/spec_tree_verify.cu itself, e.g.
+#             old=csrc/spec_tree_verify.cu), then a table of the medians,
+#             a column a library ($BENCH_FLAGS adds flags, e.g.
 #             --match "B=64")
 #   suite     the tree tests and TestGPUVariants against engine/cpu on each
-#             variant (the product's are make gpu-tree's)
+#             variant (the product's are make gpu-tree's) in the quick
+#             mode, then TestGPUTreeOneHotLean (the launches the cluster
+#             prepare of csrc/dev/tree/split.cu and held.cu takes) in the
+#             full mode but on the variants named in QUICK_SUITE;
+#             FULL_SUITE=1 runs every test in the full mode (minutes a
+#             variant)
 #   memcheck  compute-sanitizer memcheck on the quick tree tests, each
+#             variant but one that is the product's own file (memcheck
+#             clean in run 141)
 #   ncu       the product's kernels timed one by one (gpu__time_duration)
 #             on the bench cases NCU_CASES names (';' between them): ncu
 #             must wrap the worker
@@ -36,8 +47,10 @@ archs=${SAMPVIZ_ARCHS:-sm_90}
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 $(for a in $archs; do echo -n "-gencode arch=compute_${a#sm_},code=$a "; done)"
 names=() libs=()
 pids=""
+bench_product=1 is_product=" "
 for v in ${VARIANTS:-}; do
   name=${v%%=*} src=${v#*=}
+  [ "$src" -ef csrc/spec_tree_verify.cu ] && bench_product=0 is_product="$is_product$name "
   mkdir -p "build/variants/$name"
   cp "$src" "build/variants/$name/spec_tree_verify.cu"
   (nvcc $FL -Icsrc -c -o "build/variants/$name/spec_tree_verify.o" "build/variants/$name/spec_tree_verify.cu" \
@@ -50,23 +63,44 @@ make -j"$(nproc)" kernels SAMPVIZ_ARCHS="$archs" >"$O/build.log" 2>&1 || { note 
 wait $pids
 objs=$(find "build/obj/${archs// /-}" -name '*.o' ! -path '*/spec_tree_verify.o' | sort)
 product=$PWD/build/libsampviz_kernels.so
+built=()
 for name in "${names[@]}"; do
   d=build/variants/$name
-  nvcc $FL -shared -o "$d/libsampviz_kernels.so" $objs "$d/spec_tree_verify.o" >>"$d/log" 2>&1 ||
-    { note "variant $name does not build:"; grep error "$d/log" | head -10 | tee -a "$S"; exit 1; }
-  libs+=("$PWD/$d/libsampviz_kernels.so")
+  if nvcc $FL -shared -o "$d/libsampviz_kernels.so" $objs "$d/spec_tree_verify.o" >>"$d/log" 2>&1; then
+    built+=("$name")
+    libs+=("$PWD/$d/libsampviz_kernels.so")
+  else
+    note "variant $name does not build (left out):"
+    grep error "$d/log" | head -10 | tee -a "$S"
+  fi
 done
+names=("${built[@]}")
 note "build $(($(date +%s) - s)) s (product and ${#names[@]} variants)"
 if has bench; then
   : >"$O/bench.txt"
-  all_names=(product "${names[@]}") all_libs=("$product" "${libs[@]}")
+  all_names=("${names[@]}") all_libs=("${libs[@]}")
+  ((bench_product)) && all_names=(product "${all_names[@]}") all_libs=("$product" "${all_libs[@]}")
   for i in "${!all_names[@]}"; do
     echo "### ${all_names[$i]}" >>"$O/bench.txt"
     timeout "$(left 120)" ./gpu-bundle/sampviz bench --kernels "${all_libs[$i]}" --ops spec_tree_verify ${BENCH_FLAGS:-} \
       >>"$O/bench.txt" 2>&1
     note "bench ${all_names[$i]} exit $?"
   done
-  grep -E '^###|^ +spec_tree' "$O/bench.txt" | grep -v ' us$' | tee -a "$S"
+  # The table's rows are right-aligned (the longest case name has no
+  # leading space); the progress lines on stderr end in " us".
+  python3 - "$O/bench.txt" <<'PY' | tee -a "$S"
+import re, sys
+cols, rows, name = [], {}, None
+for line in open(sys.argv[1]):
+    if line.startswith("### "):
+        name = line[4:].strip(); cols.append(name); continue
+    f = re.split(r"\s{2,}", line.strip())
+    if name and len(f) >= 3 and f[0].startswith("spec_tree") and not line.rstrip().endswith(" us"):
+        rows.setdefault(f[0] + " " + f[1], {})[name] = f[2]
+print("median us | " + " | ".join(cols))
+for case, got in rows.items():
+    print(case + " | " + " | ".join(got.get(c, "-") for c in cols))
+PY
 fi
 : >"$O/suite.log"; : >"$O/memcheck.log"
 for i in "${!names[@]}"; do
@@ -74,18 +108,31 @@ for i in "${!names[@]}"; do
   if has suite; then
     echo "### ${names[$i]}" >>"$O/suite.log"
     s=$(left 120)
-    SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_REQUIRE_TREE=1 timeout $((s + 5)) ./gpu-bundle/cuda.test -test.v \
-      -test.count=1 -test.timeout=${s}s -test.run 'TestGPUTree|TestGPUVariants|TestTree' >>"$O/suite.log" 2>&1
-    note "suite ${names[$i]} exit $?"
+    q=1 mode=full; [ "${FULL_SUITE:-}" = 1 ] && q= || mode=quick
+    SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_REQUIRE_TREE=1 SAMPVIZ_GPU_QUICK=$q timeout $((s + 5)) \
+      ./gpu-bundle/cuda.test -test.v -test.count=1 -test.timeout=${s}s -test.run 'TestGPUTree|TestGPUVariants|TestTree' \
+      >>"$O/suite.log" 2>&1
+    rc=$?
+    if [ -n "$q" ] && [[ " ${QUICK_SUITE:-} " != *" ${names[$i]} "* ]]; then
+      s=$(left 90)
+      SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_REQUIRE_TREE=1 timeout $((s + 5)) ./gpu-bundle/cuda.test -test.v \
+        -test.count=1 -test.timeout=${s}s -test.run 'TestGPUTreeOneHotLean' >>"$O/suite.log" 2>&1
+      r2=$?
+      ((rc == 0)) && rc=$r2
+      mode="quick, TestGPUTreeOneHotLean full"
+    fi
+    sec=$(sed -n "/^### ${names[$i]}\$/,\$p" "$O/suite.log")
+    note "suite ${names[$i]} ($mode) exit $rc: $(grep -c -- '--- PASS' <<<"$sec") passes, failed: $(grep -E -- '--- FAIL' <<<"$sec" | head -5 | tr -s ' ' | tr '\n' ' ')"
   fi
-  if has memcheck; then
+  if has memcheck && [[ "$is_product" != *" ${names[$i]} "* ]]; then
     echo "### ${names[$i]}" >>"$O/memcheck.log"
     s=$(left 90)
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=1 \
       SAMPVIZ_WORKER_WRAPPER="compute-sanitizer --tool memcheck --error-exitcode 3 --print-limit 50" \
       timeout $((s + 5)) ./gpu-bundle/cuda.test -test.count=1 -test.timeout=${s}s \
       -test.run 'TestGPUTree|TestGPUVariants/spec_tree' >>"$O/memcheck.log" 2>&1
-    note "memcheck ${names[$i]} exit $?: $(grep 'ERROR SUMMARY' "$O/memcheck.log" | tail -1)"
+    rc=$?
+    note "memcheck ${names[$i]} exit $rc: $(sed -n "/^### ${names[$i]}\$/,\$p" "$O/memcheck.log" | grep -o 'ERROR SUMMARY: [0-9]* errors*' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
   fi
 done
 if has ncu; then

@@ -447,6 +447,52 @@ func TestGPUTreeShapes(t *testing.T) {
 	}
 }
 
+// TestGPUTreeOneHotLean runs the launches that csrc/dev/tree's split and
+// held variants prepare with a cluster a node (bf16 target logits, one-hot
+// drafts, no filter in the launch): few nodes and the bench's batch of
+// 64 rows, greedy and tempered rows, rows with a node without a
+// distribution, repeated sibling tokens and vocabularies from 2 to
+// 151936. Every output and the trace must equal engine/cpu's bit for bit,
+// whichever prepare the library takes.
+func TestGPUTreeOneHotLean(t *testing.T) {
+	gpuBackend(t)
+	requireTree(t)
+	rng := newRand(t)
+	type leanCase struct {
+		name                string
+		links               func() ([]int64, []int64)
+		rows, vocab, trials int
+	}
+	kary := func(topk, depth int) func() ([]int64, []int64) {
+		return func() ([]int64, []int64) { return samplertest.KaryTree(topk, depth) }
+	}
+	random := func(nodes, pad, maxKids int) func() ([]int64, []int64) {
+		return func() ([]int64, []int64) { return randomLinks(rng, nodes, pad, maxKids) }
+	}
+	cases := []leanCase{
+		{"topk2 depth5", kary(2, 5), 1, 32003, 64},
+		{"random", random(12, 2, 4), 3, 4099, 32},
+	}
+	if !quick() {
+		for _, v := range []int{2, 111, 4099, 32003, 128256, 151936} {
+			cases = append(cases, leanCase{"random", random(1+rng.IntN(40), rng.IntN(3), 1+rng.IntN(5)), 1 + rng.IntN(3), v, 64})
+		}
+		cases = append(cases,
+			leanCase{"bench topk2 B=1", kary(2, 5), 1, 128256, 64},
+			leanCase{"topk4 depth2", kary(4, 2), 5, 32003, 16},
+			leanCase{"bench topk2 B=64", kary(2, 5), 64, 128256, 2})
+	}
+	for _, c := range cases {
+		t.Run(c.name+"/"+shape{engine.BF16, c.rows, c.vocab}.String(), func(t *testing.T) {
+			next, sibling := c.links()
+			run, invalid := treeRun(rng, engine.BF16, c.rows, c.vocab, next, sibling, c.trials, engine.DTypeInvalid, rng.IntN(2) == 0)
+			run.Params = params(rng, c.rows, c.vocab, false) // no filter in the launch
+			run.Params.Trials = c.trials
+			sameTree(t, run, invalid)
+		})
+	}
+}
+
 // TestGPUTreeChain writes spec_verify chains as trees (node i+1 the only
 // child of node i, with the draft of position i; node i's draft
 // distribution is position i's): the tree kernel must draw spec_verify's
