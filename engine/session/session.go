@@ -107,6 +107,9 @@ type Job struct {
 	// Backend names the backend that runs our kernels ("cpu", "cuda"; ""
 	// the default; NoBackend none).
 	Backend string
+	// Label names the job where the GPUs' state shows which job each runs
+	// (the server's run id); "" shows none.
+	Label string
 	// Overrides replace what the dump says, for every row.
 	Overrides engine.Overrides
 	// Tolerances replace the dtype defaults when not nil; a negative Atol or
