@@ -30,7 +30,6 @@ func openFakePool(t *testing.T, n int, gpus []int) *Pool {
 	return p
 }
 
-
 func TestOpenPoolGPUs(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -202,7 +201,9 @@ func TestPoolFaultIsolation(t *testing.T) {
 			var outGood *engine.Output
 			var wg sync.WaitGroup
 			wg.Go(func() { _, errBad = (&placedRun{pool: p, w: bad, label: "bad"}).Run(context.Background(), runBad) })
-			wg.Go(func() { outGood, errGood = (&placedRun{pool: p, w: good, label: "good"}).Run(context.Background(), runGood) })
+			wg.Go(func() {
+				outGood, errGood = (&placedRun{pool: p, w: good, label: "good"}).Run(context.Background(), runGood)
+			})
 			wg.Wait()
 			if !errors.Is(errBad, tt.kind) || !strings.Contains(errBad.Error(), tt.say) {
 				t.Fatalf("faulted run: %v, want %v saying %q", errBad, tt.kind, tt.say)
