@@ -27,7 +27,8 @@ import (
 )
 
 // Session runs jobs on a set of backends. Its methods are safe for
-// concurrent use; the server calls Execute and Rejudge one at a time.
+// concurrent use; the server calls Execute and Rejudge from one goroutine
+// per GPU of its backend (one without a GPU).
 type Session struct {
 	backends []engine.Backend
 	// Workers is the number of rows judged at once (0: every core).
