@@ -137,7 +137,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 	sess := session.New(backends...)
 	sess.MaxMemory = int64(fl.maxMemory)
-	limitMemory(sess.MaxMemory)
+	// One run at a time per GPU (web: one executor each), each within
+	// --max-memory.
+	limitMemory(sess.MaxMemory * int64(max(1, len(sess.GPUs()))))
 	srv, err := web.New(web.Config{
 		DataDir: fl.data, Runner: sess, Token: fl.token,
 		MaxUpload: int64(fl.maxUpload), Queue: fl.queue, Log: log,
@@ -175,6 +177,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  kernels: %s backend on %s", d.Backend, d.Name)
 	if d.Reason != "" {
 		fmt.Fprintf(stdout, " (%s)", d.Reason)
+	}
+	if gpus := sess.GPUs(); len(gpus) > 1 {
+		fmt.Fprintf(stdout, "\n  gpus:    %d, one worker each; up to %d runs at once", len(gpus), len(gpus))
 	}
 	fmt.Fprintf(stdout, "\n  data:    %s\n", fl.data)
 
