@@ -19,8 +19,8 @@ type GPUState struct {
 	// "" when idle.
 	Run string `json:"run,omitempty"`
 	// Runs is how many runs are placed on it now, running or waiting for
-	// it; Served is how many kernel launches it has finished since the
-	// server started.
+	// it; Served is how many ops it has run since the server started (a
+	// sample run counts its two seed reruns too).
 	Runs   int   `json:"runs"`
 	Served int64 `json:"served"`
 	// Restarts counts the times its worker was killed (a kernel fault, a
