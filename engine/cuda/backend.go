@@ -538,6 +538,13 @@ func (h *health) setDown(why string) {
 	h.down = why
 }
 
+// isDown reports whether the worker's last start failed.
+func (h *health) isDown() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.down != ""
+}
+
 // up records a started worker on the GPU called name.
 func (h *health) up(name string) {
 	h.mu.Lock()

@@ -167,15 +167,17 @@ func (p *Pool) Run(ctx context.Context, run *engine.Run) (*engine.Output, error)
 
 // Place chooses the GPU that serves a run called label (the server's run
 // id, shown in GPUState.Run): the one with the fewest runs placed, the
-// lowest number first among equals. The returned backend runs every op of
-// that run on that GPU; release, called once the run's kernels are done,
-// frees its place. Place never waits.
+// lowest number first among equals, and a GPU whose worker could not start
+// only when every one is so. The returned backend runs every op of that
+// run on that GPU; release, called once the run's kernels are done, frees
+// its place. Place never waits.
 func (p *Pool) Place(label string) (engine.Backend, func()) {
 	p.mu.Lock()
-	best := p.workers[0]
+	best, bestDown := p.workers[0], p.workers[0].b.health.isDown()
 	for _, w := range p.workers[1:] {
-		if w.placed < best.placed {
-			best = w
+		down := w.b.health.isDown()
+		if bestDown && !down || down == bestDown && w.placed < best.placed {
+			best, bestDown = w, down
 		}
 	}
 	best.placed++

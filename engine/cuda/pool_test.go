@@ -272,3 +272,30 @@ func TestPoolThroughSession(t *testing.T) {
 		t.Errorf("session's GPUs after the fault: %+v; want GPU 0 restarted once, GPU 1 never", gpus)
 	}
 }
+
+// TestPoolAvoidsDownGPU makes GPU 0's worker unable to start again after a
+// crash: GPU 0 shows down with the reason, its run fails as unavailable,
+// and the next run is placed on GPU 1 though both have none placed.
+func TestPoolAvoidsDownGPU(t *testing.T) {
+	rng := newRand(t)
+	p := openFakePool(t, 2, nil)
+	w0 := p.worker(0)
+	if err := w0.b.injectFault(context.Background(), "crash", 5*time.Second); !errors.Is(err, ErrCrashed) {
+		t.Fatalf("crash: %v", err)
+	}
+	w0.b.opts.Command = []string{"/nonexistent/sampviz-worker"}
+	run, _ := argmaxRun(rng, 2, 20)
+	_, err := (&placedRun{pool: p, w: w0}).Run(context.Background(), run)
+	if !errors.Is(err, engine.ErrUnavailable) {
+		t.Fatalf("run on a GPU whose worker cannot start: %v, want ErrUnavailable", err)
+	}
+	st := p.GPUs()[0]
+	if st.State != engine.GPUDown || !strings.Contains(st.Fault, "/nonexistent/sampviz-worker") || st.Restarts != 1 {
+		t.Errorf("GPU 0: %+v, want down, saying which worker did not start, 1 restart", st)
+	}
+	b, release := p.Place("next")
+	defer release()
+	if got := b.(*placedRun).w.index; got != 1 {
+		t.Errorf("run placed on GPU %d, want 1 (GPU 0 is down)", got)
+	}
+}
