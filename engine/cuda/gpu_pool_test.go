@@ -94,7 +94,7 @@ func TestGPUTwoGPUs(t *testing.T) {
 			t.Fatalf("run %d on one GPU: %v", i, err)
 		}
 		sequential[i] = rep
-		t.Logf("one GPU, run %d: %v on %s", i, d.Round(time.Millisecond), rep.Device.Name)
+		t.Logf("one GPU, run %d: %v on %s (%s)", i, d.Round(time.Millisecond), rep.Device.Name, backendTime(rep))
 	}
 	oneGPU := time.Since(start)
 	for i, rep := range sequential {
@@ -130,6 +130,7 @@ func TestGPUTwoGPUs(t *testing.T) {
 	if ratio > 0.6 {
 		t.Errorf("two runs on two GPUs took %.2fx the time of one GPU, want at most 0.6x", ratio)
 	}
+	kernelsOnlyRatio(t, p, runs)
 
 	// A fault on GPU 0 beside a run on GPU 1: hold GPU 0 while run 1 is
 	// placed (it goes to GPU 1), then place run 0 on GPU 0, whose worker
@@ -166,6 +167,46 @@ func TestGPUTwoGPUs(t *testing.T) {
 	if _, _, err := execute(0, "after-the-fault"); err != nil {
 		t.Errorf("run after the fault: %v", err)
 	}
+}
+
+// backendTime says how much of a run's wall time its kernels took, with and
+// without their transfers: the rest is the judge on the host.
+func backendTime(rep *engine.Report) string {
+	for _, o := range rep.Outputs {
+		if o.Timing != nil && !o.External {
+			return "backend " + o.Timing.Wall.Round(time.Millisecond).String() + ", kernels " + o.Timing.Kernel.Round(time.Microsecond).String()
+		}
+	}
+	return "no timing"
+}
+
+// kernelsOnlyRatio logs the same figure without the session: the two runs'
+// kernels and transfers one after the other on GPU 0, then together on two
+// GPUs (what one worker per GPU gains before the judge shares the host).
+func kernelsOnlyRatio(t *testing.T, p *Pool, runs []*engine.Run) {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	for _, run := range runs {
+		if _, err := p.workers[0].b.Run(ctx, run); err != nil {
+			t.Errorf("kernels on GPU %d: %v", p.workers[0].index, err)
+			return
+		}
+	}
+	oneGPU := time.Since(start)
+	start = time.Now()
+	var wg sync.WaitGroup
+	for i, run := range runs {
+		wg.Go(func() {
+			if _, err := p.workers[i].b.Run(ctx, run); err != nil {
+				t.Errorf("kernels on GPU %d: %v", p.workers[i].index, err)
+			}
+		})
+	}
+	wg.Wait()
+	twoGPUs := time.Since(start)
+	t.Logf("kernels and transfers alone: one after the other on one GPU %v, together on two GPUs %v, ratio %.2f",
+		oneGPU.Round(time.Millisecond), twoGPUs.Round(time.Millisecond), twoGPUs.Seconds()/oneGPU.Seconds())
 }
 
 // sameJudgement fails unless got judged every row of every output as want
