@@ -200,6 +200,14 @@ extern "C" int sv_init(int device) {
   return SV_OK;
 }
 
+extern "C" int sv_device_count(int *count) {
+  int n = 0;
+  cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) return set_error(SV_ERR_NO_DEVICE, "no CUDA device: %s", cudaGetErrorString(err));
+  if (count) *count = n;
+  return SV_OK;
+}
+
 extern "C" int sv_device_info(char *name, int name_len, int *sms, uint64_t *memory_bytes, uint64_t *l2_bytes,
                               int *cc_major, int *cc_minor) {
   int st = need_init();

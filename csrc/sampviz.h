@@ -77,6 +77,9 @@ typedef enum sv_dtype { SV_F32 = 0, SV_F16 = 1, SV_BF16 = 2 } sv_dtype;
 int sv_abi_version(void);
 const char *sv_last_error(void);
 int sv_init(int device);
+/* How many devices the CUDA runtime sees (after CUDA_VISIBLE_DEVICES); needs
+   no sv_init. A server starts one worker per device it reports. */
+int sv_device_count(int *count);
 int sv_device_info(char *name, int name_len, int *sms, uint64_t *memory_bytes,
                    uint64_t *l2_bytes, int *cc_major, int *cc_minor);
 

@@ -46,6 +46,7 @@ func (s *Server) job(run store.Run, p engine.Overrides, tol *engine.Tolerances) 
 	job := session.Job{
 		DumpPath: s.store.DumpPath(run.DumpSHA, run.DumpExt), FileName: run.FileName,
 		OutputsPath: s.store.OutputsPath(run.ID), Backend: run.Backend, Overrides: p, Tolerances: tol,
+		Label: run.ID,
 	}
 	if run.ID != "" {
 		if path := s.store.TokenizerPath(run.ID); fileExists(path) {

@@ -28,7 +28,7 @@ func (s *Server) homeData(r *http.Request, uploadErr string) (view.Home, error) 
 	if err != nil {
 		return view.Home{}, internal(err)
 	}
-	h := view.Home{Error: uploadErr, MaxUpload: view.FormatBytes(s.cfg.MaxUpload), Origin: "http://" + r.Host}
+	h := view.Home{Error: uploadErr, MaxUpload: view.FormatBytes(s.cfg.MaxUpload), Origin: "http://" + r.Host, GPUs: s.gpus()}
 	for _, sc := range s.cfg.Scenarios {
 		h.Scenarios = append(h.Scenarios, view.Scenario{Name: sc.Name, Title: sc.Title, Summary: sc.Summary})
 	}

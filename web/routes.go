@@ -47,6 +47,7 @@ func (s *Server) routes() *http.ServeMux {
 	m.Handle("POST /api/runs/{id}/judgements", s.api(s.handleJudgeAPI))
 	m.Handle("POST /api/runs/{id}/cancel", s.api(s.handleCancelAPI))
 	m.Handle("DELETE /api/runs/{id}", s.api(s.handleDeleteAPI))
+	m.Handle("GET /api/gpus", s.api(s.handleGPUsAPI))
 
 	m.Handle("/", s.page(func(w http.ResponseWriter, r *http.Request) error {
 		return notFound("There is no page at " + r.URL.Path + ".")

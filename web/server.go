@@ -154,7 +154,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: cfg.Log, store: st, runner: cfg.Runner,
 		runs: live.Start(ctx, live.Config{Store: st, Judge: cfg.Runner, Queue: cfg.Queue, Log: cfg.Log,
-			KeepRuns: cfg.KeepRuns, MaxData: cfg.MaxData}),
+			KeepRuns: cfg.KeepRuns, MaxData: cfg.MaxData, Executors: executors(cfg.Runner)}),
 		socket: cfg.Socket.withDefaults(),
 		ctx:    ctx, cancel: cancel,
 		rowSlots: make(chan struct{}, 2), diffSlots: make(chan struct{}, 1),

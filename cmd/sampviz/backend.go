@@ -57,17 +57,23 @@ func findKernels(kernels string) (string, error) {
 // picked and why. The returned backend implements io.Closer and must be
 // closed: the cuda backend holds a worker process.
 func openBackend(name, kernels string) (engine.Backend, error) {
+	return openBackendOn(name, kernels, 0)
+}
+
+// openBackendOn is openBackend with the cuda backend on GPU gpu (check's
+// --gpu).
+func openBackendOn(name, kernels string, gpu int) (engine.Backend, error) {
 	switch name {
 	case "cpu":
 		return withReason{cpu.New(), "--backend cpu"}, nil
 	case "cuda":
-		b, err := openCUDA(kernels, "--backend cuda")
+		b, err := openCUDA(kernels, "--backend cuda", gpu)
 		if err != nil {
 			return nil, fmt.Errorf("--backend cuda: %w", err)
 		}
 		return b, nil
 	case "auto", "":
-		b, err := openCUDA(kernels, "")
+		b, err := openCUDA(kernels, "", gpu)
 		if err != nil {
 			return withReason{cpu.New(), "--backend auto: cpu, because " + err.Error()}, nil
 		}
@@ -76,15 +82,16 @@ func openBackend(name, kernels string) (engine.Backend, error) {
 	return nil, fmt.Errorf("unknown backend %q (want auto, cpu or cuda)", name)
 }
 
-// openCUDA starts the CUDA backend; reason "" means "--backend auto: cuda (device)".
-func openCUDA(kernels, reason string) (*cuda.Backend, error) {
+// openCUDA starts the CUDA backend on GPU gpu; reason "" means "--backend
+// auto: cuda (device)".
+func openCUDA(kernels, reason string, gpu int) (*cuda.Backend, error) {
 	path, err := findKernels(kernels)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b, err := cuda.Open(ctx, cuda.Options{Kernels: path, Reason: reason})
+	b, err := cuda.Open(ctx, cuda.Options{Kernels: path, Reason: reason, Device: gpu})
 	if err != nil {
 		if errors.Is(err, engine.ErrUnavailable) {
 			return nil, fmt.Errorf("no GPU answered through %s: %v", path, err)

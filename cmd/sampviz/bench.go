@@ -180,6 +180,8 @@ func runBench(args []string) int {
 	only := fs.String("ops", "", "comma-separated ops to run (default: all)")
 	quick := fs.Bool("quick", false, "10 timed launches per case instead of 100")
 	match := fs.String("match", "", "run only the cases whose name and shape contain this text")
+	var gpu gpuNumber
+	fs.Var(&gpu, "gpu", "the GPU to benchmark, as CUDA numbers them (default 0)")
 	if err := fs.Parse(args); err != nil {
 		return exitUnusable
 	}
@@ -189,7 +191,7 @@ func runBench(args []string) int {
 		return exitUnusable
 	}
 	ctx := context.Background()
-	b, err := cuda.Open(ctx, cuda.Options{Kernels: path, Reason: "sampviz bench", Stderr: os.Stderr})
+	b, err := cuda.Open(ctx, cuda.Options{Kernels: path, Reason: "sampviz bench", Stderr: os.Stderr, Device: int(gpu)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sampviz bench:", err)
 		return exitUnusable

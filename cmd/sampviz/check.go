@@ -40,6 +40,7 @@ type checkFlags struct {
 	maxRows    int
 	maxMemory  byteSize
 	tokenizer  string
+	gpu        gpuNumber
 
 	atol, rtol             float64
 	nativeAtol, nativeRtol float64
@@ -65,6 +66,7 @@ func newCheckFlags(stderr io.Writer) *checkFlags {
 	}
 	fs.StringVar(&c.backend, "backend", "auto", "where our kernels run: cpu, cuda, auto, or none (judge only the dump's external outputs)")
 	fs.StringVar(&c.kernels, "kernels", "", "path of libsampviz_kernels.so (default: $SAMPVIZ_KERNELS, next to the binary, ./build)")
+	fs.Var(&c.gpu, "gpu", "the GPU the cuda backend runs on, as CUDA numbers them (one run uses one GPU)")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&c.junit, "junit", "", "also write a JUnit XML report to this file: a test case per dump, a failure per failing row")
 	fs.StringVar(&c.format, "format", "text", "text, or github: GitHub Actions annotations (::error file=...::) per failing row")
@@ -156,7 +158,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	sess, closeBackend, err := newSession(c.backend, c.kernels, int64(c.maxMemory))
+	sess, closeBackend, err := newSessionOn(c.backend, c.kernels, int64(c.maxMemory), int(c.gpu))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -276,9 +278,14 @@ func fmtNum(v float64) string {
 // memory limit, and the function that closes the backend. A backend named
 // by the user runs alone: what it cannot run is an error.
 func newSession(backend, kernels string, maxMemory int64) (*session.Session, func(), error) {
+	return newSessionOn(backend, kernels, maxMemory, 0)
+}
+
+// newSessionOn is newSession with the cuda backend on GPU gpu (check's --gpu).
+func newSessionOn(backend, kernels string, maxMemory int64, gpu int) (*session.Session, func(), error) {
 	sess, closer := session.New(), func() {}
 	if backend != session.NoBackend {
-		b, err := openBackend(backend, kernels)
+		b, err := openBackendOn(backend, kernels, gpu)
 		if err != nil {
 			return nil, nil, err
 		}

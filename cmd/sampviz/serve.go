@@ -39,6 +39,7 @@ type serveFlags struct {
 	maxMemory, maxData  byteSize
 	queue, keepRuns     int
 	allowHosts          hostList
+	gpus                gpuList
 }
 
 // hostList is a repeatable flag of host names.
@@ -99,6 +100,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&fl.insecure, "insecure", false, "serve a non-loopback address without --token")
 	fs.StringVar(&fl.backend, "backend", "auto", "kernels to run: auto (cuda when a GPU answers, else cpu), cpu or cuda")
 	fs.StringVar(&fl.kernels, "kernels", "", "path of libsampviz_kernels.so for the cuda backend")
+	fs.Var(&fl.gpus, "gpus", "GPUs to run kernels on, one worker each, as CUDA numbers them (0,2); default: every GPU")
 	fs.Var(&fl.maxUpload, "max-upload", "largest dump an upload may carry (4GiB, 500MB, ...)")
 	fs.IntVar(&fl.queue, "queue", web.DefaultQueue, "runs that may wait for the kernel executor before uploads get 429")
 	fl.maxMemory = byteSize(defaultMaxMemory())
@@ -126,7 +128,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
-	backends, closeBackends, err := serveBackends(fl.backend, fl.kernels)
+	backends, closeBackends, err := serveBackends(fl.backend, fl.kernels, fl.gpus)
 	if err != nil {
 		fmt.Fprintf(stderr, "sampviz serve: %v\n", err)
 		return exitUnusable
@@ -135,7 +137,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 	sess := session.New(backends...)
 	sess.MaxMemory = int64(fl.maxMemory)
-	limitMemory(sess.MaxMemory)
+	// One run at a time per GPU (web: one executor each), each within
+	// --max-memory.
+	limitMemory(sess.MaxMemory * int64(max(1, len(sess.GPUs()))))
 	srv, err := web.New(web.Config{
 		DataDir: fl.data, Runner: sess, Token: fl.token,
 		MaxUpload: int64(fl.maxUpload), Queue: fl.queue, Log: log,
@@ -174,6 +178,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if d.Reason != "" {
 		fmt.Fprintf(stdout, " (%s)", d.Reason)
 	}
+	if gpus := sess.GPUs(); len(gpus) > 1 {
+		fmt.Fprintf(stdout, "\n  gpus:    %d, one worker each; up to %d runs at once", len(gpus), len(gpus))
+	}
 	fmt.Fprintf(stdout, "\n  data:    %s\n", fl.data)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -193,11 +200,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// serveBackends opens the chosen backend, and the CPU backend beside it
-// when the chosen one is not the CPU, so that a rerun can pick either. The
-// returned function closes what needs closing.
-func serveBackends(name, kernels string) ([]engine.Backend, func(), error) {
-	primary, err := openBackend(name, kernels)
+// serveBackends opens the chosen backend (serveBackend: one worker per GPU
+// of gpus), and the CPU backend beside it when the chosen one is not the
+// CPU, so that a rerun can pick either. The returned function closes what
+// needs closing.
+func serveBackends(name, kernels string, gpus []int) ([]engine.Backend, func(), error) {
+	primary, err := serveBackend(name, kernels, gpus)
 	if err != nil {
 		return nil, nil, err
 	}

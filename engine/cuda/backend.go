@@ -78,6 +78,25 @@ type Backend struct {
 	treeKernel bool
 	closed     bool
 	nextID     uint64
+	// deviceCount is what the worker's hello reported (0: not known).
+	deviceCount int
+	// planted is a fault the next Run asks its worker for before its
+	// kernels (plantFault: the pool's fault tests).
+	planted string
+	// health is what GPUState reports; it has its own lock because b.mu
+	// is held for a whole run.
+	health health
+}
+
+// health is a worker's record: its GPU's name, its restarts and last fault,
+// and why it could not start, when it could not.
+type health struct {
+	mu       sync.Mutex
+	name     string
+	restarts int
+	fault    string
+	faultAt  time.Time
+	down     string
 }
 
 // Open starts a worker, loads the kernel library in it, binds the GPU and
@@ -168,6 +187,15 @@ func (b *Backend) run(ctx context.Context, run *engine.Run, inPlace bool) (*engi
 	if run.Op == engine.OpSpecTreeVerify && !b.treeKernel {
 		return nil, errNoTreeKernel
 	}
+	if name := b.planted; name != "" {
+		b.planted = ""
+		if _, err := b.call(ctx, pr, &request{Kind: kindFault, Fault: name}, b.opts.Watchdog, run.Op); err != nil {
+			return nil, err
+		}
+		if pr, err = b.ensure(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if p.size > pr.shm.size() {
 		if err := pr.shm.resize((p.size + initialShared - 1) / initialShared * initialShared); err != nil {
 			return nil, fmt.Errorf("cuda: %w", err)
@@ -237,6 +265,16 @@ func (b *Backend) injectFault(ctx context.Context, name string, timeout time.Dur
 	return err
 }
 
+// plantFault makes the next Run fail as a kernel would: its worker is
+// asked for fault name ("out_of_bounds" on the GPU, "sticky" on the fake
+// device; see injectFault) in place of that run's kernels (the pool's tests
+// and the two-GPU test).
+func (b *Backend) plantFault(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.planted = name
+}
+
 // workerPID returns the running worker's process id, or 0 (the tests).
 func (b *Backend) workerPID() int {
 	b.mu.Lock()
@@ -282,7 +320,9 @@ func (b *Backend) ensure(ctx context.Context) (*proc, error) {
 	}
 	pr, err := startProc(b.opts)
 	if err != nil {
-		return nil, &WorkerError{Kind: engine.ErrUnavailable, Detail: err.Error()}
+		we := &WorkerError{Kind: engine.ErrUnavailable, Detail: err.Error()}
+		b.health.setDown(we.Error())
+		return nil, we
 	}
 	rep, err := b.call(ctx, pr, &request{Kind: kindHello, Hello: &helloRequest{Kernels: b.opts.Kernels, Device: b.opts.Device}},
 		b.opts.StartTimeout, "")
@@ -294,6 +334,7 @@ func (b *Backend) ensure(ctx context.Context) (*proc, error) {
 			we.Kind = engine.ErrUnavailable
 		}
 		b.proc = nil
+		b.health.setDown(err.Error())
 		return nil, err
 	}
 	h := rep.Hello
@@ -305,7 +346,8 @@ func (b *Backend) ensure(ctx context.Context) (*proc, error) {
 		CopyBandwidth: h.CopyBandwidth,
 		Reason:        b.opts.Reason,
 	}
-	b.l2, b.cc, b.treeKernel = h.L2Bytes, h.Capability, h.TreeKernel
+	b.l2, b.cc, b.treeKernel, b.deviceCount = h.L2Bytes, h.Capability, h.TreeKernel, h.DeviceCount
+	b.health.up(h.Name)
 	b.proc = pr
 	return pr, nil
 }
@@ -319,10 +361,12 @@ func (b *Backend) call(ctx context.Context, pr *proc, req *request, timeout time
 	req.ShmSize = pr.shm.size()
 	restart := func(kind error, detail string) error {
 		pr.kill()
+		we := &WorkerError{Kind: kind, Op: op, Detail: detail, Stderr: pr.stderr.String(), Restarted: true}
 		if b.proc == pr {
 			b.proc = nil
+			b.health.restarted(we, ctx.Err() != nil)
 		}
-		return &WorkerError{Kind: kind, Op: op, Detail: detail, Stderr: pr.stderr.String(), Restarted: true}
+		return we
 	}
 	if err := pr.enc.Encode(req); err != nil {
 		return nil, restart(ErrCrashed, fmt.Sprintf("send request: %v", err))
@@ -485,4 +529,50 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.TrimSpace(string(t.buf))
+}
+
+// setDown records that the worker could not start, and why.
+func (h *health) setDown(why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.down = why
+}
+
+// isDown reports whether the worker's last start failed.
+func (h *health) isDown() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.down != ""
+}
+
+// up records a started worker on the GPU called name.
+func (h *health) up(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.name, h.down = name, ""
+}
+
+// restarted records a killed worker; a cancelled run is a restart but no
+// fault.
+func (h *health) restarted(we *WorkerError, cancelled bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.restarts++
+	if !cancelled {
+		// The message without the worker's stderr: one sentence for a page.
+		short := *we
+		short.Stderr = ""
+		h.fault, h.faultAt = short.Error(), time.Now()
+	}
+}
+
+// state fills what st says of the worker's health: name, restarts, last
+// fault, and down with its reason when it could not start.
+func (h *health) state(st *engine.GPUState) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st.Name, st.Restarts, st.Fault, st.FaultAt = h.name, h.restarts, h.fault, h.faultAt
+	if h.down != "" {
+		st.State, st.Fault = engine.GPUDown, h.down
+	}
 }

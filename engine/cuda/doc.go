@@ -17,10 +17,25 @@
 // run starts a fresh one. Errors the context survives (ErrKernel) leave the
 // worker running.
 //
+// A host with several GPUs gets one worker per GPU: Pool holds a Backend
+// per GPU, each worker bound to its device by the device number in its
+// hello (so its CUDA context lives on that GPU alone). The first worker
+// reports how many GPUs the CUDA runtime sees (sv_device_count, after
+// CUDA_VISIBLE_DEVICES): the count comes from the same runtime that runs
+// the kernels, with no cgo, no NVML and no nvidia-smi to parse, and the
+// numbers are CUDA's (the order of CUDA_DEVICE_ORDER). Pool.Place puts a
+// whole run (its kernels and seed reruns) on the GPU with the fewest runs
+// placed; each GPU serves its runs one at a time, so a fault restarts that
+// GPU's worker alone while the others' runs go on. Pool.GPUs reports each
+// GPU's state (idle or busy with which run, restarts, last fault) for the
+// home page. `sampviz serve --gpus 0,2` drives the GPUs named; `check` and
+// `bench` use one GPU (--gpu N).
+//
 // Two environment variables serve testing and profiling. SAMPVIZ_WORKER_FAKE=1
 // in a worker's environment replaces the kernel library with a fake device
 // that serves argmax in Go (the supervision tests run without a GPU with
-// it). SAMPVIZ_WORKER_WRAPPER (WrapperEnv) runs the worker under a tool such
+// it; SAMPVIZ_WORKER_FAKE_GPUS=N makes it a host of N GPUs and
+// SAMPVIZ_WORKER_FAKE_DELAY a run take that long, for the pool's tests). SAMPVIZ_WORKER_WRAPPER (WrapperEnv) runs the worker under a tool such
 // as compute-sanitizer or ncu, which must see the process that launches the
 // kernels.
 //

@@ -4,21 +4,54 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
+	"strconv"
+	"time"
 
 	"github.com/sampviz/sampviz/engine"
+)
+
+// fakeGPUsEnv and fakeDelayEnv shape the fake device for the pool's tests:
+// how many GPUs it pretends the host has (1 when unset), and how long each
+// run takes (a Go duration; none when unset), so that two runs can be in
+// flight at once.
+const (
+	fakeGPUsEnv  = "SAMPVIZ_WORKER_FAKE_GPUS"
+	fakeDelayEnv = "SAMPVIZ_WORKER_FAKE_DELAY"
 )
 
 // fakeExec is the worker's fake device (SAMPVIZ_WORKER_FAKE=1), for testing
 // the supervision on machines without a GPU: it serves argmax in Go and
 // turns the "error" and "sticky" faults into the errors a real device
 // reports. It is never selected unless that variable is set.
-type fakeExec struct{}
-
-func (fakeExec) hello(*helloRequest) (*helloReply, error) {
-	return &helloReply{Name: "fake GPU (SAMPVIZ_WORKER_FAKE)", SMs: 1, Capability: "0.0", CopyBandwidth: 1e9}, nil
+type fakeExec struct {
+	delay time.Duration
 }
 
-func (fakeExec) run(r *runRequest, shm []byte) (*runReply, error) {
+func (f *fakeExec) hello(h *helloRequest) (*helloReply, error) {
+	count := 1
+	if s := os.Getenv(fakeGPUsEnv); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s=%q is not a count of GPUs", fakeGPUsEnv, s)
+		}
+		count = n
+	}
+	if h.Device < 0 || h.Device >= count {
+		return nil, &wireError{Kind: wireNoDevice, Message: fmt.Sprintf("init: no CUDA device %d (%d present)", h.Device, count)}
+	}
+	if s := os.Getenv(fakeDelayEnv); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q is not a duration", fakeDelayEnv, s)
+		}
+		f.delay = d
+	}
+	return &helloReply{Name: "fake GPU (SAMPVIZ_WORKER_FAKE)", SMs: 1, Capability: "0.0", CopyBandwidth: 1e9, DeviceCount: count}, nil
+}
+
+func (f *fakeExec) run(r *runRequest, shm []byte) (*runReply, error) {
+	time.Sleep(f.delay)
 	if r.Op != engine.OpArgmax {
 		return nil, &wireError{Kind: wireUnsupported, Message: fmt.Sprintf("the fake device serves argmax, not %s", r.Op)}
 	}
@@ -42,13 +75,15 @@ func (fakeExec) run(r *runRequest, shm []byte) (*runReply, error) {
 	return &runReply{KernelNS: 1000}, nil
 }
 
-func (fakeExec) bench(*BenchCase) (*BenchResult, error) {
+func (*fakeExec) bench(*BenchCase) (*BenchResult, error) {
 	return nil, &wireError{Kind: wireUnsupported, Message: "the fake device does not benchmark"}
 }
 
-func (fakeExec) copyBandwidth() (float64, error) { return 1e9, nil }
+func (*fakeExec) copyBandwidth() (float64, error) { return 1e9, nil }
 
-func (fakeExec) fault(name string) error {
+// fault fails as a kernel that ran for the run delay and then hit name.
+func (f *fakeExec) fault(name string) error {
+	time.Sleep(f.delay)
 	switch name {
 	case "error":
 		return &wireError{Kind: wireCUDA, Message: "fault injected: out of memory"}
@@ -58,5 +93,5 @@ func (fakeExec) fault(name string) error {
 	return fmt.Errorf("unknown fault %q", name)
 }
 
-func (fakeExec) pin([]byte) {}
-func (fakeExec) unpin()     {}
+func (*fakeExec) pin([]byte) {}
+func (*fakeExec) unpin()     {}

@@ -74,6 +74,9 @@ type library struct {
 	// specTreeVerify is nil where the library was built without the tree
 	// kernel (make kernels SV_TREE=0).
 	specTreeVerify func(target uint64, rows, nodes, vocab, width int32, params uint64, flags int32, tree, qprobs uint64, trials int32, path, tokens, accepted uint64, traceTrials int32, trace uint64) int32
+	// deviceCount is nil in a library older than sv_device_count (the
+	// worker then reports no count, and a pool drives only the GPUs named).
+	deviceCount func(count *int32) int32
 }
 
 // loadLibrary dlopens path and binds every symbol; a missing symbol or a
@@ -111,6 +114,9 @@ func loadLibrary(path string) (*library, error) {
 	// backend refuses spec_tree_verify (Backend.Run).
 	if sym, err := purego.Dlsym(h, "sv_spec_tree_verify"); err == nil {
 		purego.RegisterFunc(&l.specTreeVerify, sym)
+	}
+	if sym, err := purego.Dlsym(h, "sv_device_count"); err == nil {
+		purego.RegisterFunc(&l.deviceCount, sym)
 	}
 	if v := l.abiVersion(); v != abiVersion {
 		return nil, fmt.Errorf("load %s: ABI version %d, want %d (rebuild with make kernels)", path, v, abiVersion)

@@ -64,6 +64,10 @@ type helloReply struct {
 	// TreeKernel says that the library has spec_tree_verify's kernel (it
 	// is built without it under SV_TREE=0).
 	TreeKernel bool `json:"tree_kernel,omitempty"`
+	// DeviceCount is how many GPUs the worker's CUDA runtime sees
+	// (cudaGetDeviceCount, after CUDA_VISIBLE_DEVICES); 0 from a library
+	// without sv_device_count.
+	DeviceCount int `json:"device_count,omitempty"`
 }
 
 // slot is a byte range of the shared memory. Output slots are filled with

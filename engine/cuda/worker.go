@@ -259,6 +259,13 @@ func (g *gpuExec) hello(h *helloRequest) (*helloReply, error) {
 		Capability:  fmt.Sprintf("%d.%d", maj, mnr),
 		TreeKernel:  g.lib.specTreeVerify != nil,
 	}
+	if g.lib.deviceCount != nil {
+		var count int32
+		if err := g.lib.check(g.lib.deviceCount(&count), "device count"); err != nil {
+			return nil, err
+		}
+		g.info.DeviceCount = int(count)
+	}
 	bw, err := g.copyBandwidth()
 	if err != nil {
 		return nil, err

@@ -71,13 +71,18 @@ func (s *Session) execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 	}
 	var fallback string
 	if b = kernels(b, run); b != nil {
-		if ours, b, fallback, err = s.runOrFallBack(ctx, b, run); err != nil {
-			return fail(err)
-		}
-		if run.Op == engine.OpSample {
+		// One device runs the job's kernels and its seed reruns, and is
+		// free for the next job while this one is judged (gpus.go).
+		placed, release := place(b, job.Label)
+		ours, b, fallback, err = s.runOrFallBack(ctx, placed, run)
+		if err == nil && run.Op == engine.OpSample {
 			if reruns, err = seedReruns(ctx, b, run); err != nil {
-				return fail(fmt.Errorf("%w (seed reruns)", err))
+				err = fmt.Errorf("%w (seed reruns)", err)
 			}
+		}
+		release()
+		if err != nil {
+			return fail(err)
 		}
 		d := b.Device()
 		device = &d
@@ -109,7 +114,7 @@ func (s *Session) runOrFallBack(ctx context.Context, b engine.Backend, run *engi
 		return out, b, "", err
 	}
 	for _, other := range s.backends {
-		if other == b {
+		if other == b || other.Name() == b.Name() {
 			continue
 		}
 		if o, otherErr := runBackend(ctx, other, run); otherErr == nil {

@@ -27,7 +27,8 @@ import (
 )
 
 // Session runs jobs on a set of backends. Its methods are safe for
-// concurrent use; the server calls Execute and Rejudge one at a time.
+// concurrent use; the server calls Execute and Rejudge from one goroutine
+// per GPU of its backend (one without a GPU).
 type Session struct {
 	backends []engine.Backend
 	// Workers is the number of rows judged at once (0: every core).
@@ -107,6 +108,9 @@ type Job struct {
 	// Backend names the backend that runs our kernels ("cpu", "cuda"; ""
 	// the default; NoBackend none).
 	Backend string
+	// Label names the job where the GPUs' state shows which job each runs
+	// (the server's run id); "" shows none.
+	Label string
 	// Overrides replace what the dump says, for every row.
 	Overrides engine.Overrides
 	// Tolerances replace the dtype defaults when not nil; a negative Atol or

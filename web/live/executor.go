@@ -15,8 +15,9 @@ import (
 	"github.com/sampviz/sampviz/web/view"
 )
 
-// Judge is the part of the judging session the executor calls
-// (engine/session implements it), from one goroutine at a time.
+// Judge is the part of the judging session the executors call
+// (engine/session implements it), from as many goroutines at a time as
+// Config.Executors says.
 type Judge interface {
 	// Execute and Rejudge judge a job, telling sink every row as it is
 	// judged (session.Session.Execute, Rejudge).
@@ -24,8 +25,9 @@ type Judge interface {
 	Rejudge(ctx context.Context, job session.Job, sink session.Sink) (*engine.Report, error)
 }
 
-// executor runs the queued tasks, one at a time, through the judging
-// session, and records how each ended in the store.
+// executor runs the queued tasks through the judging session, one at a
+// time in each of Config.Executors goroutines, and records how each ended
+// in the store.
 type executor struct {
 	queue *queue
 	judge Judge

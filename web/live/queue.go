@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/sampviz/sampviz/engine/session"
@@ -33,17 +34,17 @@ type task struct {
 	done      chan struct{}
 }
 
-// queue holds the tasks waiting for the one executor. Room is reserved
-// before an upload is read, so that a full queue refuses at once and a
-// refused upload stores nothing.
+// queue holds the tasks waiting for the executors (one, or one per GPU).
+// Room is reserved before an upload is read, so that a full queue refuses
+// at once and a refused upload stores nothing. The judgements of one run
+// are handed out one at a time, in the order they were queued.
 type queue struct {
 	mu       sync.Mutex
 	limit    int
 	reserved int
 	waiting  []*task
-	busy     bool
-	// current is the task the executor holds, nil between tasks.
-	current *task
+	// current holds the tasks the executors hold.
+	current []*task
 	wake    chan struct{}
 }
 
@@ -81,28 +82,30 @@ func (q *queue) push(t *task, reserved bool) {
 	q.waiting = append(q.waiting, t)
 	q.updatePlacesLocked()
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
+	q.signal()
 }
 
-// pop waits for the next task, or for ctx to end, and holds it as the
-// current task with a context of its own, derived from ctx.
+// pop waits for the next task whose run has no task held, or for ctx to
+// end, and holds it as a current task with a context of its own, derived
+// from ctx.
 func (q *queue) pop(ctx context.Context) (*task, context.Context, error) {
 	for {
 		q.mu.Lock()
-		if len(q.waiting) > 0 {
-			t := q.waiting[0]
-			q.waiting = q.waiting[1:]
-			q.busy = true
+		if i := q.nextLocked(); i >= 0 {
+			t := q.waiting[i]
+			q.waiting = slices.Delete(q.waiting, i, i+1)
 			tctx, cancel := context.WithCancel(ctx)
-			t.cancel, q.current = cancel, t
+			t.cancel = cancel
+			q.current = append(q.current, t)
 			q.updatePlacesLocked()
+			more := len(q.waiting) > 0
 			q.mu.Unlock()
+			if more {
+				// Another executor may take the next one.
+				q.signal()
+			}
 			return t, tctx, nil
 		}
-		q.busy = false
 		q.mu.Unlock()
 		select {
 		case <-q.wake:
@@ -112,20 +115,54 @@ func (q *queue) pop(ctx context.Context) (*task, context.Context, error) {
 	}
 }
 
-// letGo ends the executor's hold on t.
+// nextLocked returns the index of the first waiting task whose run has no
+// task held, or -1.
+func (q *queue) nextLocked() int {
+	for i, t := range q.waiting {
+		if !q.heldLocked(t.RunID) {
+			return i
+		}
+	}
+	return -1
+}
+
+// heldLocked reports whether an executor holds a task of run runID.
+func (q *queue) heldLocked(runID string) bool {
+	for _, c := range q.current {
+		if c.RunID == runID {
+			return true
+		}
+	}
+	return false
+}
+
+// signal wakes one waiting executor, if none is awake already.
+func (q *queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// letGo ends the executor's hold on t, and wakes an executor for a task of
+// t's run that waited for it.
 func (q *queue) letGo(t *task) {
 	q.mu.Lock()
-	if q.current == t {
-		q.current = nil
-	}
+	q.current = slices.DeleteFunc(q.current, func(c *task) bool { return c == t })
+	more := len(q.waiting) > 0
+	q.updatePlacesLocked()
 	q.mu.Unlock()
 	t.cancel()
 	close(t.done)
+	if more {
+		q.signal()
+	}
 }
 
 // cancel cancels every task of run runID: it takes the waiting ones out of
-// the queue (returned, for the caller to record) and cancels the current
-// one's context (returned as running, with its done channel to wait on).
+// the queue (returned, for the caller to record) and cancels the context of
+// the one an executor holds (returned as running, with its done channel to
+// wait on).
 func (q *queue) cancel(runID string) (waiting []*task, running *task) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -139,10 +176,12 @@ func (q *queue) cancel(runID string) (waiting []*task, running *task) {
 		}
 	}
 	q.waiting = kept
-	if c := q.current; c != nil && c.RunID == runID {
-		c.cancelled = true
-		c.cancel()
-		running = c
+	for _, c := range q.current {
+		if c.RunID == runID {
+			c.cancelled = true
+			c.cancel()
+			running = c
+		}
 	}
 	q.updatePlacesLocked()
 	return waiting, running
@@ -159,7 +198,7 @@ func (q *queue) isCancelled(t *task) bool {
 func (q *queue) active(runID string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.current != nil && q.current.RunID == runID {
+	if q.heldLocked(runID) {
 		return true
 	}
 	for _, t := range q.waiting {
@@ -180,12 +219,9 @@ func (q *queue) drain() []*task {
 }
 
 // updatePlacesLocked tells every waiting task's topic how many tasks are
-// ahead of it.
+// ahead of it (those held count as ahead).
 func (q *queue) updatePlacesLocked() {
-	ahead := 0
-	if q.busy {
-		ahead = 1
-	}
+	ahead := len(q.current)
 	for i, t := range q.waiting {
 		t.topic.setQueued(ahead + i)
 	}

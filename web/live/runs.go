@@ -1,8 +1,8 @@
 // Package live holds the live state of the runs that sampviz serve judges:
-// the queue of judgements waiting for the one executor, the executor that
-// hands them to the judging session, and the topic of each judgement that
-// the pages watching it read (its status, rows, chart data and summary,
-// kept in stream.json once it is finished).
+// the queue of judgements waiting for the executors (one, or one per GPU),
+// the executors that hand them to the judging session, and the topic of
+// each judgement that the pages watching it read (its status, rows, chart
+// data and summary, kept in stream.json once it is finished).
 //
 // It never speaks HTTP and never renders a page: web reads its topics and
 // answers requests. It never judges anything itself either: the session
@@ -32,6 +32,9 @@ type Config struct {
 	// Queue bounds the tasks waiting for the executor, reserved places
 	// included.
 	Queue int
+	// Executors is how many tasks run at once (0: one): one per GPU of
+	// the session's backend, so that each GPU has a run to serve.
+	Executors int
 	// Log receives what went wrong with a run.
 	Log *slog.Logger
 	// KeepRuns and MaxData bound what the data directory keeps (0: no
@@ -61,11 +64,13 @@ type Runs struct {
 func Start(ctx context.Context, cfg Config) *Runs {
 	r := &Runs{store: cfg.Store, log: cfg.Log, queue: newQueue(cfg.Queue), topics: newTopics(), keep: cfg.KeepRuns, maxData: cfg.MaxData}
 	e := &executor{queue: r.queue, judge: cfg.Judge, store: cfg.Store, log: cfg.Log, after: r.Retain}
-	r.done.Add(1)
-	go func() {
-		defer r.done.Done()
-		e.run(ctx)
-	}()
+	for range max(cfg.Executors, 1) {
+		r.done.Add(1)
+		go func() {
+			defer r.done.Done()
+			e.run(ctx)
+		}()
+	}
 	return r
 }
 

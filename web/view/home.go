@@ -34,4 +34,6 @@ type Home struct {
 	Error     string
 	MaxUpload string
 	Origin    string // scheme://host, for the curl example
+	// GPUs is what each GPU of the server is doing (none without a GPU).
+	GPUs []engine.GPUState
 }

@@ -43,6 +43,8 @@ type Runner struct {
 	// TeachSampleFunc is TeachSample; the fake pipeline leaves it nil.
 	TeachSampleFunc func(ctx context.Context, job session.Job, r int, l lesson.SampleLesson) (*lesson.SampleState, error)
 	DiffFunc        func(ctx context.Context, a, b session.Job) (*diff.Diff, error)
+	// GPUsFunc is GPUs; nil reports none.
+	GPUsFunc func() []engine.GPUState
 }
 
 var errNotSet = errors.New("webtest: function not set")
@@ -53,6 +55,14 @@ func (f *Runner) Backends() []engine.Device {
 		return nil
 	}
 	return f.BackendsFunc()
+}
+
+// GPUs is what the server shows of its GPUs (session.Session.GPUs).
+func (f *Runner) GPUs() []engine.GPUState {
+	if f.GPUsFunc == nil {
+		return nil
+	}
+	return f.GPUsFunc()
 }
 
 // Admit implements web.Runner: AdmitFunc, else Inspect of the job's dump.
