@@ -6,6 +6,7 @@ when torch does not import. They need torch and skip without it, unless
 SAMPVIZ_REQUIRE_PYTHON=1.
 """
 
+import argparse
 import json
 import os
 import struct
@@ -148,3 +149,57 @@ class ServeTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CompileTest(unittest.TestCase):
+    """The compiled peers' path with a stand-in torch.compile (Debian's
+    torch has none): its time is reported apart, and a compile that fails
+    is that peer's error while the other peers of the case go on."""
+
+    def setUp(self):
+        self.had = hasattr(torch, "compile")
+        self.old = getattr(torch, "compile", None)
+
+    def tearDown(self):
+        if self.had:
+            torch.compile = self.old
+        else:
+            del torch.compile
+
+    def server(self):
+        args = argparse.Namespace(
+            device="cpu", no_compile=False, no_triton=True, compile_budget=100, compile_timeout=40, ops="", match="")
+        return peers.Server(args)
+
+    def case(self):
+        g = torch.Generator().manual_seed(2)
+        inputs = {"logits": (torch.randn(1, 3, 16, generator=g) * 2).to(torch.bfloat16)}
+        return peers.case_peers({"op": "softmax", "rows": 3, "vocab": 16, "temperature": 0.7}, inputs, "cpu")
+
+    def test_compiled(self):
+        compiled = []
+
+        def fake_compile(fn, dynamic=None):
+            compiled.append(fn)
+            return fn
+
+        torch.compile = fake_compile
+        sets, ps = self.case()
+        s = self.server()
+        res = [s.time_peer(p, sets, 3, 1) for p in ps]
+        self.assertEqual(compiled, [peers.softmax_peer])
+        self.assertEqual(res[1]["peer"], "torch.compile")
+        self.assertGreater(res[1]["median_us"], 0)
+        self.assertIn("compile_s", res[1])
+
+    def test_compile_failure_is_that_peers_error(self):
+        def fake_compile(fn, dynamic=None):
+            def broken(*a):
+                raise RuntimeError("Inductor said no\nmore lines")
+            return broken
+
+        torch.compile = fake_compile
+        sets, ps = self.case()
+        res = [self.server().time_peer(p, sets, 3, 1) for p in ps]
+        self.assertEqual(res[1]["error"], "compile failed: RuntimeError: Inductor said no")
+        self.assertGreater(res[0]["median_us"], 0)  # the eager peer was timed all the same
