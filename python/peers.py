@@ -470,7 +470,10 @@ def triton_kernels():
         def gumbel_race(x, temperature):
             B, V = x.shape
             out = torch.empty(B, dtype=torch.int64, device=x.device)
-            Kernels.seed = (Kernels.seed + 1) & 0x7FFFFFFF  # fresh draws each call, no recompile
+            # Fresh draws each call; seed % 16 == 3 always, so that Triton's
+            # specialisation of integer arguments (== 1, % 16 == 0) never
+            # recompiles the kernel inside a timed call.
+            Kernels.seed = ((Kernels.seed + 16) & 0x7FFFFFF0) | 3
             _gumbel_race[(B,)](x, out, V, 1.0 / temperature, Kernels.seed, BLOCK=2048, num_warps=8)
             return out
 
