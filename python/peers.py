@@ -105,7 +105,9 @@ def load_safetensors(path, device="cpu"):
             raise ValueError("%s: not a safetensors file (shorter than its 8-byte header length)" % path)
         (n,) = struct.unpack("<Q", raw)
         header = json.loads(f.read(n))
-        data = bytearray(f.read())
+        data = bytearray(os.fstat(f.fileno()).st_size - 8 - n)  # read once, into the buffer the tensors view
+        if f.readinto(data) != len(data):
+            raise ValueError("%s: shorter than its header says" % path)
     meta = header.pop("__metadata__", {}) or {}
     out = {}
     for name, info in header.items():
