@@ -212,7 +212,7 @@ func runBench(args []string) int {
 		peers, inputsDir, err = openPeers(*python, *peerScript)
 		if err != nil {
 			rep.PeersOff = strings.TrimPrefix(err.Error(), errPeersOff.Error()+": ")
-			fmt.Printf("peers: %s; timing ours alone\n", rep.PeersOff)
+			fmt.Fprintf(os.Stderr, "sampviz bench: peers: %s; timing ours alone\n", rep.PeersOff)
 		} else {
 			defer os.RemoveAll(inputsDir)
 			defer peers.Close()
