@@ -779,7 +779,13 @@ class Server:
 
 
 def serve(args):
-    out = sys.stdout
+    # The protocol gets its own copy of stdout; fd 1 and sys.stdout then
+    # point to stderr, so that nothing a library prints (Inductor, Triton's
+    # compilers) can fall between the protocol's lines.
+    sys.stdout.flush()
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     if torch is None:
         out.write(json.dumps({"ready": False, "why": TORCH_IMPORT_ERROR}) + "\n")
         out.flush()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -86,11 +87,12 @@ type peerTime struct {
 
 // peerSession is one serve-mode process of python/peers.py.
 type peerSession struct {
-	Hello peerHello
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	lines chan string
-	done  chan error
+	Hello  peerHello
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	stderr io.Writer
+	lines  chan string
+	done   chan error
 }
 
 // errPeersOff wraps every reason the peers cannot run; its message is the
@@ -141,6 +143,7 @@ func findPeerScript(script string) (string, error) {
 // why the peers cannot run (no python, torch does not import, no CUDA
 // device for torch), and never leaves a process behind.
 func startPeers(python, script string, args []string, stderr io.Writer) (*peerSession, error) {
+	stderr = &lockedWriter{w: stderr} // the script's stderr and its stray stdout lines share it
 	cmd := exec.Command(python, append([]string{script, "serve"}, args...)...)
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
@@ -154,7 +157,7 @@ func startPeers(python, script string, args []string, stderr io.Writer) (*peerSe
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: %s could not start: %v", errPeersOff, python, err)
 	}
-	s := &peerSession{cmd: cmd, in: in, lines: make(chan string), done: make(chan error, 1)}
+	s := &peerSession{cmd: cmd, in: in, stderr: stderr, lines: make(chan string), done: make(chan error, 1)}
 	go func() {
 		r := bufio.NewReaderSize(out, 1<<16)
 		for {
@@ -189,22 +192,30 @@ func startPeers(python, script string, args []string, stderr io.Writer) (*peerSe
 	return s, nil
 }
 
-// next returns the script's next line, or an error when it ended or sent
-// nothing within wait.
+// next returns the script's next protocol line (one that starts with
+// "{"; any other goes to stderr), or an error when it ended or sent none
+// within wait.
 func (s *peerSession) next(wait time.Duration) (string, error) {
-	select {
-	case line, ok := <-s.lines:
-		if !ok {
-			err := <-s.done
-			s.done <- err
-			if err == nil {
-				return "", errors.New("it exited")
+	deadline := time.After(wait)
+	for {
+		select {
+		case line, ok := <-s.lines:
+			if !ok {
+				err := <-s.done
+				s.done <- err
+				if err == nil {
+					return "", errors.New("it exited")
+				}
+				return "", fmt.Errorf("it exited: %v", err)
 			}
-			return "", fmt.Errorf("it exited: %v", err)
+			if !strings.HasPrefix(strings.TrimSpace(line), "{") {
+				fmt.Fprint(s.stderr, line)
+				continue
+			}
+			return line, nil
+		case <-deadline:
+			return "", fmt.Errorf("no answer in %s", wait)
 		}
-		return line, nil
-	case <-time.After(wait):
-		return "", fmt.Errorf("no answer in %s", wait)
 	}
 }
 
@@ -371,4 +382,16 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// lockedWriter serialises the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -66,17 +66,22 @@ func TestPeersOff(t *testing.T) {
 		{"no python", filepath.Join(t.TempDir(), "python3"), fakePeers, "ready", "could not start"},
 		{"no torch", "sh", fakePeers, "notorch", "import torch failed: No module named 'torch'"},
 		{"no hello", "sh", fakePeers, "silent", "gave no hello: it exited: exit status 3"},
-		{"not json", "sh", fakePeers, "garbage", `hello "Traceback (most recent call last):" is not JSON`},
+		{"not json", "sh", fakePeers, "garbage", "gave no hello: it exited: exit status 1"},
+		{"bad json", "sh", fakePeers, "badjson", `hello "{ready: yes}" is not JSON`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := startPeers(tc.python, tc.script, []string{tc.mode}, io.Discard)
+			var stderr bytes.Buffer
+			s, err := startPeers(tc.python, tc.script, []string{tc.mode}, &stderr)
 			if err == nil {
 				s.Close()
 				t.Fatal("the peers started")
 			}
 			if !errors.Is(err, errPeersOff) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q, want errPeersOff saying %q", err, tc.want)
+			}
+			if tc.mode == "garbage" && !strings.Contains(stderr.String(), "Traceback") {
+				t.Errorf("the script's other lines did not reach stderr: %q", stderr.String())
 			}
 		})
 	}
