@@ -10,17 +10,19 @@ torch.compile, and a Triton kernel where one makes sense:
   softmax           softmax(x.float() / T); compiled; an online softmax in
                     Triton (running max and sum per lane, then one pass that
                     writes).
-  renorm            vLLM's top-k/top-p mask (below) then softmax; compiled;
-                    no Triton peer.
+  renorm            the filters below, then softmax; compiled; no Triton
+                    peer.
   sample, filters   vLLM's torch path, vllm-project/vllm
                     vllm/v1/sample/ops/topk_topp_sampler.py (commit 01fa3fe7):
-                    logits in float32 divided by T, apply_top_k_top_p_pytorch
-                    (an ascending sort, the k-th largest as a threshold, the
-                    top-p mask from softmax and cumsum of the sorted row, the
-                    scatter back), softmax, then random_sample's exponential
-                    race: q = torch.empty_like(probs).exponential_(),
-                    argmax(probs / q). Compiled; no Triton peer (top-k and
-                    top-p need a sort or a selection).
+                    logits in float32 divided by T; with top-k, torch.topk's
+                    k candidates (as its apply_top_k_only) and on them the
+                    top-p mask of apply_top_k_top_p_pytorch (softmax and
+                    cumsum ascending, masked where at most 1 - p); top-p
+                    alone, apply_top_k_top_p_pytorch on the sorted row
+                    (sort, mask, scatter back); softmax, then random_sample's
+                    exponential race: q = torch.empty_like(probs)
+                    .exponential_(), argmax(probs / q). Compiled; no Triton
+                    peer (top-k and top-p need a sort or a selection).
   sample, no filter vLLM's random_sample on softmax(x / T) (the exponential
                     race); compiled; a Triton Gumbel race (argmax of x / T
                     - log(-log u), u from tl.rand: one read, no probs).
@@ -161,6 +163,26 @@ def apply_top_k_top_p(logits, k, p):
     return logits.scatter_(dim=-1, index=logits_idx, src=logits_sort)
 
 
+def top_k_top_p_candidates(logits, kmax, k, p):
+    """vLLM's top-k/top-p rule over torch.topk's candidates rather than a
+    sorted row (as vLLM's apply_top_k_only does for top-k alone): the kmax
+    largest logits of each row, descending, those under the row's k-th
+    largest masked, then vLLM's top-p mask on them (ascending softmax and
+    cumsum, masked where at most 1 - p, the largest kept). Returns (the
+    kept logits [B, kmax], -inf where masked; their token ids). kmax is a
+    Python int (no device sync), at least every row's k."""
+    vals, idx = logits.topk(kmax, dim=-1)
+    kth = vals.gather(1, (k.long() - 1).clamp(0, kmax - 1)[:, None])
+    vals = vals.masked_fill(vals < kth, -float("inf"))
+    if p is not None:
+        asc = vals.flip(-1)
+        probs_sum = asc.softmax(dim=-1).cumsum(dim=-1)
+        top_p_mask = probs_sum <= 1 - p.unsqueeze(dim=1)
+        top_p_mask[:, -1] = False
+        vals = asc.masked_fill(top_p_mask, -float("inf")).flip(-1)
+    return vals, idx
+
+
 def random_sample(probs):
     """vLLM's random_sample without per-request generators: the exponential
     race argmax(probs / q), q ~ Exp(1), probs overwritten."""
@@ -169,16 +191,27 @@ def random_sample(probs):
     return probs.div_(q).argmax(dim=-1).view(-1)
 
 
-def renorm_peer(x, temperature, k, p):
-    """The filtered distribution: vLLM's mask, then softmax (float32)."""
+def renorm_peer(x, temperature, k, p, kmax=0):
+    """The filtered distribution in float32: with top-k (kmax > 0) softmax
+    over top_k_top_p_candidates scattered back into the row, else vLLM's
+    sorted mask, then softmax."""
     logits = x.to(torch.float32, copy=True).div_(temperature)
+    if k is not None and kmax > 0:
+        vals, idx = top_k_top_p_candidates(logits, kmax, k, p)
+        return torch.zeros_like(logits).scatter_(1, idx, vals.softmax(dim=-1))
     return apply_top_k_top_p(logits, k, p).softmax(dim=-1, dtype=torch.float32)
 
 
-def sample_peer(x, temperature, k, p):
-    """vLLM's forward_native: temperature, top-k/top-p, softmax, the
-    exponential race."""
+def sample_peer(x, temperature, k, p, kmax=0):
+    """vLLM's sampling in torch: temperature, top-k/top-p, softmax, the
+    exponential race. With top-k (kmax > 0) over torch.topk's candidates
+    (top_k_top_p_candidates), else over vLLM's sorted row
+    (apply_top_k_top_p; the whole row without filters)."""
     logits = x.to(torch.float32, copy=True).div_(temperature)
+    if k is not None and kmax > 0:
+        vals, idx = top_k_top_p_candidates(logits, kmax, k, p)
+        pick = random_sample(vals.softmax(dim=-1, dtype=torch.float32))
+        return idx.gather(1, pick[:, None]).squeeze(1)
     logits = apply_top_k_top_p(logits, k, p)
     probs = logits.softmax(dim=-1, dtype=torch.float32)
     return random_sample(probs)
@@ -536,11 +569,13 @@ def case_peers(case, inputs, device):
                 Peer("triton", "online softmax", lambda s: tk.softmax(s[0], t)) if tk else
                 Peer("triton", "", none=TRITON_IMPORT_ERROR)]
         k, p = filters(case, rows, device)
+        kmax = case.get("top_k", 0) if k is not None else 0
+        how = "torch.topk, then" if kmax else "sort,"
         if op == "renorm":
+            what = "vLLM-style: %s the top-p sort/cumsum mask, softmax" % how
             return sets, [
-                Peer("torch", "vLLM top-k/top-p mask, softmax", lambda s: renorm_peer(s[0], t, k, p)),
-                Peer("torch.compile", "vLLM top-k/top-p mask, softmax",
-                     compile_fns=(renorm_peer, lambda f: (lambda s: f(s[0], t, k, p)))),
+                Peer("torch", what, lambda s: renorm_peer(s[0], t, k, p, kmax)),
+                Peer("torch.compile", what, compile_fns=(renorm_peer, lambda f: (lambda s: f(s[0], t, k, p, kmax)))),
                 Peer("triton", "", none="no Triton peer")]
         if k is None and p is None:
             tk = triton_kernels()
@@ -550,11 +585,10 @@ def case_peers(case, inputs, device):
                      compile_fns=(sample_peer, lambda f: (lambda s: f(s[0], t, None, None)))),
                 Peer("triton", "Gumbel race, one read", lambda s: tk.gumbel_race(s[0], t)) if tk else
                 Peer("triton", "", none=TRITON_IMPORT_ERROR)]
+        what = "vLLM-style: %s the top-p sort/cumsum mask, softmax, exponential race" % how
         return sets, [
-            Peer("torch", "vLLM forward_native (sort top-k/top-p, softmax, exponential race)",
-                 lambda s: sample_peer(s[0], t, k, p)),
-            Peer("torch.compile", "vLLM forward_native",
-                 compile_fns=(sample_peer, lambda f: (lambda s: f(s[0], t, k, p)))),
+            Peer("torch", what, lambda s: sample_peer(s[0], t, k, p, kmax)),
+            Peer("torch.compile", what, compile_fns=(sample_peer, lambda f: (lambda s: f(s[0], t, k, p, kmax)))),
             Peer("triton", "", none="no Triton peer")]
     if op == "spec_verify":
         if t <= 0:
@@ -897,18 +931,20 @@ def run_checks(device="cpu", trials=40000, seed=5):
     err = max(abs(float(g) - w) for gr, wr in zip(got, ref) for g, w in zip(gr, wr))
     record("softmax", err < 1e-6, "largest error %.2g" % err)
     # renorm: vLLM's mask against the naive rule, for the bench's filters.
-    for k, p in ((3, 0.9), (0, 0.8), (4, 0)):
+    for k, p, kmax in ((3, 0.9, 0), (3, 0.9, 5), (0, 0.8, 0), (4, 0, 0), (4, 0, 4)):
         kt = torch.full((3,), k, dtype=torch.int32, device=dev) if k else None
         pt = torch.full((3,), p, dtype=torch.float32, device=dev) if p else None
-        got = renorm_peer(logits.to(dev), t, kt, pt).cpu()
+        got = renorm_peer(logits.to(dev), t, kt, pt, kmax).cpu()
         ref = [naive_filtered(r.tolist(), t, k, p) for r in logits]
         err = max(abs(float(g) - w) for gr, wr in zip(got, ref) for g, w in zip(gr, wr))
-        record("renorm k=%d p=%g" % (k, p), err < 1e-5, "largest error %.2g" % err)
+        record("renorm k=%d p=%g (%s)" % (k, p, "topk %d" % kmax if kmax else "sort"), err < 1e-5,
+               "largest error %.2g" % err)
     # The samplers: the law of many draws from one row.
     row = logits[0]
     many = row.expand(trials, V).contiguous().to(dev)
-    for name, fn, k, p in (("sample k3 p0.9 (vLLM)", sample_peer, 3, 0.9),
-                           ("sample p0.8 (vLLM)", sample_peer, 0, 0.8),
+    for name, fn, k, p in (("sample k3 p0.9 (sort)", sample_peer, 3, 0.9),
+                           ("sample k3 p0.9 (topk 5)", lambda x, t, k, p: sample_peer(x, t, k, p, 5), 3, 0.9),
+                           ("sample p0.8 (sort)", sample_peer, 0, 0.8),
                            ("sample plain (vLLM race)", sample_peer, 0, 0),
                            ("Gumbel race (log space)", lambda x, t, k, p: gumbel_race_peer(x, t), 0, 0)):
         kt = torch.full((trials,), k, dtype=torch.int32, device=dev) if k else None
