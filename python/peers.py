@@ -89,8 +89,15 @@ except ImportError as e:  # serve says why in its hello line
 else:
     TORCH_IMPORT_ERROR = ""
 
-TRITON_IMPORT_ERROR = "not imported yet"
-_TRITON = None
+try:
+    import triton
+    import triton.language as tl
+except Exception as e:  # ImportError, or a broken install; torch's peers go on
+    triton = tl = None
+    TRITON_IMPORT_ERROR = "import triton failed: %s" % e
+else:
+    TRITON_IMPORT_ERROR = ""
+_TRITON = None  # the Kernels class below, where Triton imports
 
 
 # --- inputs -----------------------------------------------------------------------
@@ -407,19 +414,9 @@ def tree_verify(logits, q, tokens, first_child, next_sibling, levels, siblings, 
 # --- the Triton peers ------------------------------------------------------------------
 
 
-def triton_kernels():
-    """The Triton peers (a namespace with argmax, softmax and gumbel_race
-    launchers), or None with TRITON_IMPORT_ERROR saying why."""
-    global _TRITON, TRITON_IMPORT_ERROR
-    if _TRITON is not None or TRITON_IMPORT_ERROR != "not imported yet":
-        return _TRITON
-    try:
-        import triton
-        import triton.language as tl
-    except Exception as e:  # ImportError, or a broken install
-        TRITON_IMPORT_ERROR = "import triton failed: %s" % e
-        return None
-    TRITON_IMPORT_ERROR = ""
+# The Triton peers are defined at module level (Triton resolves the names
+# a kernel uses in its module's globals) when Triton imports.
+if triton is not None:
 
     @triton.jit
     def _argmax_rows(x_ptr, out_ptr, V, BLOCK: tl.constexpr):
@@ -513,6 +510,11 @@ def triton_kernels():
             return out
 
     _TRITON = Kernels
+
+
+def triton_kernels():
+    """The Triton peers (a class with argmax, softmax and gumbel_race
+    launchers), or None with TRITON_IMPORT_ERROR saying why."""
     return _TRITON
 
 
