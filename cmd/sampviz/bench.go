@@ -256,6 +256,9 @@ func runBench(args []string) int {
 				fmt.Fprintln(os.Stderr, "sampviz bench: peers:", rep.PeersOff)
 				peers.Close()
 				peers = nil
+			} else if pr.Error != "" {
+				fmt.Fprintf(os.Stderr, "sampviz bench: peers of %s %s: %s\n", e.name, shape(e.c), pr.Error)
+				row.Peers = []peerTime{{Peer: peerLabels[0], Error: "python/peers.py: " + pr.Error}}
 			} else {
 				row.Peers = withSpeedups(pr.Peers, r.Median)
 				for _, p := range row.Peers {

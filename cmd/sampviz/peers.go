@@ -219,7 +219,9 @@ func (s *peerSession) next(wait time.Duration) (string, error) {
 	}
 }
 
-// Time asks for one case's peers and waits for the reply.
+// Time asks for one case's peers and waits for the reply. A case the
+// script could not time comes back with the reply's Error set (the
+// session goes on); the error is for a session that no longer answers.
 func (s *peerSession) Time(req peerRequest) (*peerReply, error) {
 	data, err := json.Marshal(req)
 	if err != nil {
@@ -235,9 +237,6 @@ func (s *peerSession) Time(req peerRequest) (*peerReply, error) {
 	var rep peerReply
 	if err := json.Unmarshal([]byte(line), &rep); err != nil {
 		return nil, fmt.Errorf("peer reply %q: %w", strings.TrimSpace(line), err)
-	}
-	if rep.Error != "" {
-		return nil, fmt.Errorf("peer script: %s", rep.Error)
 	}
 	return &rep, nil
 }

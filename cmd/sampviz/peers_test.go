@@ -50,9 +50,13 @@ func TestPeerSession(t *testing.T) {
 	if p := rep.Peers[1]; p.Error == "" {
 		t.Errorf("compile peer %+v, want its error", p)
 	}
-	_, err = s.Time(peerRequest{Name: "softmax", Shape: shape(c), Case: c, Inputs: inputs + ".gone"})
-	if err == nil || !strings.Contains(err.Error(), "FileNotFoundError") {
-		t.Errorf("missing inputs: %v, want the script's error", err)
+	rep, err = s.Time(peerRequest{Name: "softmax", Shape: shape(c), Case: c, Inputs: inputs + ".gone"})
+	if err != nil || !strings.Contains(rep.Error, "FileNotFoundError") {
+		t.Errorf("missing inputs: %+v, %v; want the script's error in the reply", rep, err)
+	}
+	// The session goes on after a case the script could not time.
+	if rep, err = s.Time(peerRequest{Name: "again", Shape: shape(c), Case: c, Inputs: inputs}); err != nil || rep.Name != "again" {
+		t.Errorf("after a failed case: %+v, %v", rep, err)
 	}
 }
 
