@@ -96,7 +96,7 @@ NVCC_FLAGS    ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 $(NVCC_AR
 GPU_OUT       ?= gpu-out
 GPU_TIMEOUT   ?= 15m
 
-.PHONY: kernels gpu-bundle gpu-test gpu-tree gpu-peers-tree gpu-probe FORCE
+.PHONY: kernels gpu-bundle gpu-test gpu-tree gpu-peers-tree gpu-peers gpu-probe FORCE
 
 kernels: $(KERNEL_LIB)
 
@@ -147,6 +147,21 @@ gpu-tree:
 TREE_PEER_FLAGS ?=
 gpu-peers-tree:
 	$(GPU_PYTHON) csrc/dev/tree_peer.py $(TREE_PEER_FLAGS)
+
+# `make gpu-peers` (on the GPU machine, after make gpu-bundle here) runs
+# `sampviz bench --peers`: python/peers.py's torch, torch.compile and Triton
+# peers timed by $(GPU_PYTHON) beside each case, on the inputs our worker
+# wrote for it; the table goes to $(GPU_OUT)/peers.txt, the JSON to
+# $(GPU_OUT)/peers.json. PEERS_FLAGS picks the cases (default: the shapes of
+# docs/PERF.md's peer table, about three minutes on an H100);
+# SAMPVIZ_PEERS_FLAGS passes options to the script (--no-compile,
+# --compile-budget 300, ...).
+PEERS_FLAGS ?= --match 'softmax bf16 B=512|argmax bf16 B=128 V=128256|sample k50 p0.9 bf16 B=512|sample p0.9 (no top-k) bf16 B=512|sample gumbel|spec_verify bf16 B=128|spec_verify q bf16 B=128|spec_tree_verify topk4 bf16 B=64'
+gpu-peers: kernels
+	@if [ -e gpu-bundle/sampviz.gz ]; then gunzip -f gpu-bundle/sampviz.gz; fi; \
+	[ -x gpu-bundle/sampviz ] || { echo "no gpu-bundle/sampviz: run make gpu-bundle where Go is"; exit 1; }
+	@mkdir -p $(GPU_OUT)
+	./gpu-bundle/sampviz bench --kernels $(KERNEL_LIB) --peers --python $(GPU_PYTHON) --json $(GPU_OUT)/peers.json $(PEERS_FLAGS) | tee $(GPU_OUT)/peers.txt
 
 # `make gpu-probe` (on the GPU machine) times simple reference kernels on the
 # bench's shapes: what a kernel of each op's traffic can reach (docs/PERF.md).

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -151,6 +153,9 @@ type benchRow struct {
 	XFloor  float64 `json:"x_floor,omitempty"`
 	Target  string  `json:"target,omitempty"`
 	Met     *bool   `json:"met,omitempty"`
+	// Peers are python/peers.py's times of the case on the same inputs
+	// (`--peers`), each with its speedup (peer median / ours).
+	Peers []peerTime `json:"peers,omitempty"`
 }
 
 // newBenchRow is the table's row for one measured case.
@@ -171,6 +176,10 @@ type benchReport struct {
 	Date          string        `json:"date"`
 	CopyBandwidth float64       `json:"copy_bandwidth"`
 	Rows          []benchRow    `json:"rows"`
+	// Peers is the peer script's hello when `--peers` ran it; PeersOff
+	// says why the peers did not run, or stopped.
+	Peers    *peerHello `json:"peers,omitempty"`
+	PeersOff string     `json:"peers_off,omitempty"`
 }
 
 func runBench(args []string) int {
@@ -179,7 +188,10 @@ func runBench(args []string) int {
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
 	only := fs.String("ops", "", "comma-separated ops to run (default: all)")
 	quick := fs.Bool("quick", false, "10 timed launches per case instead of 100")
-	match := fs.String("match", "", "run only the cases whose name and shape contain this text")
+	match := fs.String("match", "", "run only the cases whose name and shape contain this text (or one of its |-separated alternatives)")
+	peersOn := fs.Bool("peers", false, "also time python/peers.py's torch, torch.compile and Triton peers on the same inputs (needs python3 with torch; Triton optional)")
+	python := fs.String("python", envOr("SAMPVIZ_PYTHON", "python3"), "the python that runs the peers (default: $SAMPVIZ_PYTHON, else python3)")
+	peerScript := fs.String("peers-script", "", "path of peers.py (default: python/peers.py here or beside the executable's folder)")
 	var gpu gpuNumber
 	fs.Var(&gpu, "gpu", "the GPU to benchmark, as CUDA numbers them (default 0)")
 	if err := fs.Parse(args); err != nil {
@@ -211,12 +223,36 @@ func runBench(args []string) int {
 			want[op] = true
 		}
 	}
+	var peers *peerSession
+	inputsDir := ""
+	if *peersOn {
+		peers, inputsDir, err = openPeers(*python, *peerScript)
+		if err != nil {
+			rep.PeersOff = strings.TrimPrefix(err.Error(), errPeersOff.Error()+": ")
+			fmt.Fprintf(os.Stderr, "sampviz bench: peers: %s; timing ours alone\n", rep.PeersOff)
+		} else {
+			defer os.RemoveAll(inputsDir)
+			defer peers.Close()
+			rep.Peers = &peers.Hello
+			fmt.Println(peersLine(rep.Peers))
+		}
+	}
 	failed := false
-	for _, e := range benchCases(*quick) {
-		if len(want) > 0 && !want[string(e.c.Op)] || !strings.Contains(e.name+" "+shape(e.c), *match) {
+	for i, e := range benchCases(*quick) {
+		if len(want) > 0 && !want[string(e.c.Op)] || !matchCase(e.name+" "+shape(e.c), *match) {
 			continue
 		}
-		r, err := b.Bench(ctx, e.c)
+		c := e.c
+		if peers != nil && peerCase(c) {
+			c.Inputs = filepath.Join(inputsDir, fmt.Sprintf("case%02d.safetensors", i))
+		}
+		r, err := b.Bench(ctx, c)
+		if err != nil && c.Inputs != "" {
+			fmt.Fprintf(os.Stderr, "sampviz bench: %s %s: with its inputs written for the peers: %v; again without\n", e.name, shape(e.c), err)
+			os.Remove(c.Inputs)
+			c.Inputs = ""
+			r, err = b.Bench(ctx, c)
+		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "sampviz bench: %s %s: %v\n", e.name, shape(e.c), err)
 			failed = true
@@ -226,10 +262,33 @@ func runBench(args []string) int {
 		if r.Median > 0 {
 			r.Bandwidth = float64(r.Bytes) / r.Median.Seconds()
 		}
-		rep.Rows = append(rep.Rows, newBenchRow(e.name, e.target, r))
+		row := newBenchRow(e.name, e.target, r)
 		fmt.Fprintf(os.Stderr, "  %-16s %-28s %9.1f us\n", e.name, shape(e.c), float64(r.Median.Nanoseconds())/1e3)
+		if c.Inputs != "" {
+			pr, err := peers.Time(peerRequest{Name: e.name, Shape: shape(e.c), Case: c, Inputs: c.Inputs,
+				Iters: r.Iters, Warmup: cmp.Or(c.Warmup, 10)})
+			os.Remove(c.Inputs)
+			if err != nil {
+				rep.PeersOff = fmt.Sprintf("%s %s: %v; the later cases ran ours alone", e.name, shape(e.c), err)
+				fmt.Fprintln(os.Stderr, "sampviz bench: peers:", rep.PeersOff)
+				peers.Close()
+				peers = nil
+			} else if pr.Error != "" {
+				fmt.Fprintf(os.Stderr, "sampviz bench: peers of %s %s: %s\n", e.name, shape(e.c), pr.Error)
+				row.Peers = []peerTime{{Peer: peerLabels[0], Error: "python/peers.py: " + pr.Error}}
+			} else {
+				row.Peers = withSpeedups(pr.Peers, r.Median)
+				for _, p := range row.Peers {
+					if p.MedianUS > 0 {
+						fmt.Fprintf(os.Stderr, "  %-16s %-28s %9.1f us  %s\n", "", p.Peer, p.MedianUS, p.What)
+					}
+				}
+			}
+		}
+		rep.Rows = append(rep.Rows, row)
 	}
 	printBench(os.Stdout, &rep)
+	printPeers(os.Stdout, &rep)
 	if *jsonOut != "" {
 		data, err := json.MarshalIndent(&rep, "", "  ")
 		if err == nil {
@@ -288,4 +347,27 @@ func printBench(w io.Writer, rep *benchReport) {
 			r.Result.Bandwidth/1e9, 100*r.Ratio, float64(r.FloorNS)/1e3, xfloor, verdict)
 	}
 	tw.Flush()
+}
+
+// openPeers finds and starts the peer script and makes the folder for the
+// cases' inputs files; the error wraps errPeersOff with the reason.
+func openPeers(python, script string) (*peerSession, string, error) {
+	script, err := findPeerScript(script)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %v", errPeersOff, err)
+	}
+	var args []string
+	if extra := os.Getenv("SAMPVIZ_PEERS_FLAGS"); extra != "" {
+		args = strings.Fields(extra)
+	}
+	s, err := startPeers(python, script, args, os.Stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := os.MkdirTemp("", "sampviz-peers-")
+	if err != nil {
+		s.Close()
+		return nil, "", fmt.Errorf("%w: inputs folder: %v", errPeersOff, err)
+	}
+	return s, dir, nil
 }

@@ -41,156 +41,24 @@ variant (no residual update) is caught.
 """
 
 import argparse
-import math
-import signal
-import statistics
+import os
 import sys
 import time
 
 import torch
 
+# The rule and the timing live in python/peers.py (`sampviz bench --peers`
+# times the same rule beside the kernel); this script keeps the tree's own
+# inputs, options and statistical check.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from peers import (CompileTimeout, bench_tree, chi2, chi2_sf, level_step, spin_cycles_per_ms,  # noqa: E402
+                   target_probs, time_cpu, time_cuda, tree_levels, tree_verify, with_timeout)
+
 VOCAB = 128256
 NODES = 64
 
 
-# --- the rule ------------------------------------------------------------------
-
-
-def tree_levels(first_child, next_sibling):
-    """Returns (levels, siblings): the depth of the tree(s) plus one and the
-    most children of any node; the walk's static loop bounds."""
-    fc = first_child.reshape(-1, first_child.shape[-1]).tolist()
-    ns = next_sibling.reshape(-1, next_sibling.shape[-1]).tolist()
-    levels, siblings = 1, 0
-    for f, s in zip(fc, ns):
-        depth = [0] * len(f)
-        for u in range(len(f)):
-            c, m = f[u], 0
-            while c >= 0:
-                depth[c] = depth[u] + 1
-                c, m = s[c], m + 1
-            siblings = max(siblings, m)
-        levels = max(levels, max(depth) + 1)
-    return levels, siblings
-
-
-def level_step(src, q, temperature, walk, cur, alive, tokens, first_child, next_sibling, u, siblings,
-               broken=False):
-    """One level of the walk for every row.
-
-    src is [B, N, V]: the target probabilities of every node (walk False), or
-    the logits (walk True: the current node's row is softmaxed here at
-    temperature). q is None (one-hot drafts) or the draft rows [B, N, V].
-    cur [B] is each row's node, alive [B] whether its walk goes on; u
-    [B, siblings + 1] the uniforms of the children's tests and of the draw.
-    Returns
-    (cur, alive, node, token): the node moved to (-1 where none) and the
-    token emitted at this level (the accepted child's, or the draw from the
-    final residual where the walk stops; -1 for rows already stopped).
-    broken skips the residual update (a negative control for --check)."""
-    B = cur.shape[0]
-    rows = torch.arange(B, device=cur.device)
-    row = src[rows, cur]
-    if walk:
-        if temperature == 0:
-            r = torch.nn.functional.one_hot(row.argmax(-1), row.shape[-1]).float()
-        else:
-            r = torch.softmax(row.float() / temperature, -1)
-    else:
-        r = row.float()
-    if q is not None:
-        qrow = q[rows, cur].float().clamp_min(0)
-    z = r.sum(-1)  # one-hot drafts keep r unnormalised, z its mass
-    child = first_child.gather(1, cur[:, None]).squeeze(1)
-    moved = torch.zeros_like(alive)
-    node = torch.full_like(cur, -1)
-    token = torch.full_like(cur, -1)
-    for j in range(siblings):
-        has = alive & ~moved & (child >= 0)
-        c = child.clamp_min(0)
-        x = tokens.gather(1, c[:, None])
-        rx = r.gather(1, x).squeeze(1)
-        uj = u[:, j]
-        if q is None:
-            acc = has & (uj * z < rx)  # u < r(x) / z, q(x) = 1
-        else:
-            qx = qrow.gather(1, x).squeeze(1)
-            acc = has & (uj * qx * z < rx)  # u < min(1, r(x) / q(x)); 1 where q(x) = 0 < r(x)
-        rej = has & ~acc
-        if not broken:
-            if q is None:
-                # Remove x from the target (unless that leaves nothing).
-                cut = rej & (z - rx > 0)
-                r.scatter_(1, x, torch.where(cut, torch.zeros_like(rx), rx)[:, None])
-                z = torch.where(cut, z - rx, z)
-            else:
-                res = (r / z[:, None] - qrow).clamp_min(0)
-                zr = res.sum(-1)
-                cut = rej & (zr > 0)
-                r = torch.where(cut[:, None], res, r)
-                z = torch.where(cut, zr, z)
-        node = torch.where(acc, child, node)
-        token = torch.where(acc, x.squeeze(1), token)
-        moved = moved | acc
-        child = torch.where(has, next_sibling.gather(1, c[:, None]).squeeze(1), torch.full_like(child, -1))
-    stop = alive & ~moved
-    cdf = torch.cumsum(r, -1)
-    pick = (u[:, siblings] * cdf[:, -1])[:, None]
-    drawn = torch.searchsorted(cdf, pick, right=True).squeeze(1).clamp_max(r.shape[-1] - 1)
-    token = torch.where(stop, drawn, token)
-    cur = torch.where(moved, node, cur)
-    return cur, moved, node, token
-
-
-def target_probs(logits, temperature):
-    """The target distribution of every node, float32 [B, N, V]."""
-    if temperature == 0:
-        return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
-    if temperature == 1:
-        return torch.softmax(logits, -1, dtype=torch.float32)
-    return torch.softmax(logits.float() / temperature, -1)
-
-
-def tree_verify(logits, q, tokens, first_child, next_sibling, levels, siblings, temperature=1.0, walk=False,
-                step=level_step, probs=target_probs, broken=False):
-    """spec_tree_verify's rule over a batch: logits [B, N, V] (any float
-    dtype), q None or [B, N, V], tokens [B, N] the candidates (node 0's
-    unused), first_child and next_sibling [B, N] (SGLang's
-    retrive_next_token and retrive_next_sibling, -1 for none). Returns
-    (path [B, levels], emitted tokens [B, levels], accepted [B]): the path's
-    nodes root first and the tokens, -1 after, and the accepted count."""
-    B = logits.shape[0]
-    dev = logits.device
-    src = logits if walk else probs(logits, temperature)
-    cur = torch.zeros(B, dtype=torch.long, device=dev)
-    alive = torch.ones(B, dtype=torch.bool, device=dev)
-    nodes, toks = [cur], []
-    for d in range(levels):
-        u = torch.rand(B, siblings + 1, device=dev)  # a fresh tensor a level: no view for dynamo to guard on
-        cur, alive, node, tok = step(src, q, temperature, walk, cur, alive, tokens, first_child, next_sibling, u,
-                                     siblings, broken)
-        nodes.append(node)
-        toks.append(tok)
-    path = torch.stack(nodes[:levels], 1)
-    emitted = torch.stack(toks, 1)
-    accepted = (path >= 0).sum(1) - 1
-    return path, emitted, accepted
-
-
 # --- the bench's inputs ----------------------------------------------------------
-
-
-def bench_tree(nodes, topk):
-    """benchTree of engine/cuda/bench.go: the first nodes nodes, breadth
-    first, of the tree in which every node has topk children."""
-    nxt, sib = [-1] * nodes, [-1] * nodes
-    for c in range(1, nodes):
-        parent, rank = (c - 1) // topk, (c - 1) % topk
-        if rank == 0:
-            nxt[parent] = c
-        else:
-            sib[c - 1] = c
-    return nxt, sib
 
 
 class Case:
@@ -243,79 +111,6 @@ def make_sets(case, dev, l2):
 
 
 # --- timing --------------------------------------------------------------------
-
-
-class CompileTimeout(BaseException):
-    """Raised by the alarm; a BaseException so that torch's own handlers of
-    Exception do not swallow it."""
-
-
-def with_timeout(seconds, fn):
-    def alarm(signum, frame):
-        raise CompileTimeout()
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(max(1, int(seconds)))
-    try:
-        return fn()
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def spin_cycles_per_ms():
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(1000)
-    e0.record()
-    torch.cuda._sleep(10_000_000)
-    e1.record()
-    torch.cuda.synchronize()
-    return 10_000_000 / max(e0.elapsed_time(e1), 1e-3)
-
-
-def time_cuda(call, sets, iters, warmup, cycles_per_ms):
-    """Median and back-to-back mean (us) of call(set) over iters calls."""
-    for i in range(warmup):
-        call(sets[i % len(sets)])
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for i in range(3):
-        call(sets[i % len(sets)])
-    host_ms = (time.perf_counter() - t0) / 3 * 1e3  # time to queue one call
-    torch.cuda.synchronize()
-    batch = 16
-    times = []
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(batch)]
-    done = 0
-    while done < iters:
-        n = min(batch, iters - done)
-        # Queue the calls behind a spin long enough to hide the host.
-        torch.cuda._sleep(int(min(2 + 1.5 * n * host_ms, 2000) * cycles_per_ms))
-        for i in range(n):
-            events[i][0].record()
-            call(sets[(done + i) % len(sets)])
-            events[i][1].record()
-        torch.cuda.synchronize()
-        times += [events[i][0].elapsed_time(events[i][1]) * 1e3 for i in range(n)]
-        done += n
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    for i in range(iters):
-        call(sets[i % len(sets)])
-    e1.record()
-    torch.cuda.synchronize()
-    return statistics.median(times), e0.elapsed_time(e1) * 1e3 / iters
-
-
-def time_cpu(call, sets, iters, warmup):
-    for i in range(warmup):
-        call(sets[i % len(sets)])
-    times = []
-    for i in range(iters):
-        t0 = time.perf_counter()
-        call(sets[i % len(sets)])
-        times.append((time.perf_counter() - t0) * 1e6)
-    return statistics.median(times), statistics.fmean(times)
 
 
 def run_bench(args):
@@ -418,36 +213,6 @@ def random_tree(n, gen):
             ns[last[p]] = c
         last[p] = c
     return parent, fc, ns
-
-
-def chi2_sf(x, k):
-    """Upper tail of the chi-square law with k degrees of freedom
-    (Wilson-Hilferty)."""
-    if k <= 0:
-        return 1.0
-    z = ((x / k) ** (1 / 3) - (1 - 2 / (9 * k))) / math.sqrt(2 / (9 * k))
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
-def chi2(counts, probs):
-    """Chi-square statistic and degrees of freedom of counts against probs,
-    cells with an expected count under 5 pooled into one (infinite where
-    counts fall where nothing is expected)."""
-    n = sum(counts)
-    stat, cells, pool_o, pool_e = 0.0, 0, 0, 0.0
-    for o, p in zip(counts, probs):
-        e = n * p
-        if e < 5:
-            pool_o, pool_e = pool_o + o, pool_e + e
-            continue
-        stat += (o - e) ** 2 / e
-        cells += 1
-    if pool_o > 0 and pool_e < 1e-9:
-        return float("inf"), max(cells, 1)
-    if pool_e > 0:
-        stat += (pool_o - pool_e) ** 2 / pool_e
-        cells += 1
-    return stat, cells - 1
 
 
 def check_one(trial_seed, vocab, n, topk_q, trials, temperature, broken):

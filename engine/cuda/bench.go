@@ -53,6 +53,11 @@ type BenchCase struct {
 	// (default 10).
 	Iters  int `json:"iters,omitempty"`
 	Warmup int `json:"warmup,omitempty"`
+	// Inputs, when set, names a safetensors file to which the worker
+	// writes every input set before timing (benchInputTensors says which
+	// tensors), so that `sampviz bench --peers` times its peers on the
+	// very inputs the kernel gets. The result never carries it.
+	Inputs string `json:"inputs,omitempty"`
 }
 
 // BenchResult is what timing a BenchCase measured.
@@ -331,11 +336,14 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 	// candidates.
 	var treeBuf uint64
 	treeWidth := 0
+	var treeTokens []int32
+	var treeNext, treeSibling []int64
 	if c.Op == engine.OpSpecTreeVerify {
 		if g.lib.specTreeVerify == nil {
 			return nil, &wireError{Kind: wireUnsupported, Message: errNoTreeKernel.Error()}
 		}
 		next, sibling := benchTree(c.Nodes, c.TreeTopK)
+		treeNext, treeSibling = next, sibling
 		tree, err := engine.ParseTree(next, sibling)
 		if err != nil {
 			return nil, &wireError{Kind: wireInvalid, Message: "bench: " + err.Error()}
@@ -352,6 +360,7 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 		if treeBuf, err = upload(treeBuffer(trees, tokens, c.Nodes)); err != nil {
 			return nil, err
 		}
+		treeTokens = tokens
 	}
 
 	// Per-set inputs and outputs.
@@ -494,6 +503,11 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 		}
 		setList = append(setList, set)
 	}
+	if c.Inputs != "" {
+		if err := g.writeBenchInputs(c, setList, treeTokens, treeNext, treeSibling); err != nil {
+			return nil, &wireError{Kind: wireInvalid, Message: err.Error()}
+		}
+	}
 
 	launch := func(set benchSet) int32 {
 		l := g.lib
@@ -604,6 +618,7 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 		CopyBandwidth: g.info.CopyBandwidth,
 		Device:        g.info.Name,
 	}
+	res.Case.Inputs = ""
 	if med > 0 {
 		res.Bandwidth = float64(res.Bytes) / (med * 1e-3)
 	}
