@@ -708,6 +708,7 @@ func (b *builder) settings() error {
 	if b.o.Draws != nil {
 		p.Draws = *b.o.Draws
 	}
+	p.KeepDraws = b.o.KeepDraws != nil && *b.o.KeepDraws == 1
 	if b.o.Trials != nil {
 		p.Trials = *b.o.Trials
 	}
