@@ -61,6 +61,7 @@ var kernelVariants = []struct {
 	{34, "SV_VARIANT_TREE_PREPARE_LEAN", true},
 	{35, "SV_VARIANT_TREE_NODES", true},
 	{36, "SV_VARIANT_TREE_WALK", true},
+	{37, "SV_VARIANT_SAMPLE_COUNTS", true},
 }
 
 // treeVariant says whether a variant is spec_tree_verify's, which a library
