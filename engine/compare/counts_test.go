@@ -1,6 +1,9 @@
 package compare
 
 import (
+	"cmp"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -147,5 +150,54 @@ func TestSampleCountsRefused(t *testing.T) {
 				t.Errorf("notes %q, want %q", o.Notes, tt.want)
 			}
 		})
+	}
+}
+
+// TestCountsPowerGain checks that a counts output of 10^7 draws a row states
+// the bias its draws catch and what 10^5 draws would catch: ten times
+// more, the square root of a hundred times fewer draws.
+func TestCountsPowerGain(t *testing.T) {
+	const b, v, n = 3, 3000, 10_000_000
+	rng := rand.New(rand.NewPCG(17, 18))
+	run := logitsRun(rng, engine.OpSample, engine.F32, b, v, 1.5, rowParams{temp: 1, Filter: ref.Filter{TopP: 1}})
+	eps := ref.BoundaryEps(DefaultTolerance(engine.F32).Rtol)
+	counts := make([]int64, b*v)
+	for r := range b {
+		// The expected counts, the remainder to the largest fractions
+		// (a row that fits its law closely; the power depends on the bins,
+		// not on the fit).
+		d := ref.Sample(run, r, eps)
+		var sum int64
+		frac := make([]int, 0, v)
+		for tok, p := range d.Probs {
+			c := int64(float64(n) * p)
+			counts[r*v+tok] = c
+			sum += c
+			frac = append(frac, tok)
+		}
+		slices.SortFunc(frac, func(a, c int) int {
+			fa, fc := float64(n)*d.Probs[a], float64(n)*d.Probs[c]
+			return cmp.Compare(fc-math.Floor(fc), fa-math.Floor(fa))
+		})
+		for _, tok := range frac[:n-sum] {
+			counts[r*v+tok]++
+		}
+	}
+	rep := judgeRun(t, run, &engine.Output{Name: "counted", SampleDraws: n,
+		SampleCounts: engine.FromInts("sample_counts", engine.I32, []int{b, v}, counts)})
+	o := rep.Outputs[0]
+	if got := failedRows(o); len(got) > 0 {
+		t.Fatalf("failed rows %v: %v", got, o.Rows[got[0]].Violations)
+	}
+	pw := o.Power
+	if pw == nil || pw.Draws != n {
+		t.Fatalf("power %+v, want one of %d draws", pw, n)
+	}
+	if ratio := float64(pw.BaselineTV / pw.TV); math.Abs(ratio-10) > 1e-9 {
+		t.Errorf("baseline %v over TV %v = %v, want 10", pw.BaselineTV, pw.TV, ratio)
+	}
+	want := fmt.Sprintf("10^7 draws a row catch a total-variation bias of %.2g; 10^5 would catch %.2g", float64(pw.TV), float64(pw.BaselineTV))
+	if got := pw.Gain(); got != want || !(pw.TV > 0 && pw.TV < 0.01) {
+		t.Errorf("Gain() = %q (TV %v), want %q with TV under 0.01", got, pw.TV, want)
 	}
 }
