@@ -209,7 +209,7 @@ var params = []*Param{
 	},
 	{
 		Name: "draws", Flag: "draws", Scope: Work, Kind: KindInt,
-		Rule:    fmt.Sprintf("an integer in [0, %d] (0 means one token per row)", MaxDraws),
+		Rule: fmt.Sprintf("an integer in [0, %d] (0 means one token per row)", MaxDraws),
 		Usage: fmt.Sprintf("sample: independent draws per row that our sampler makes, judged statistically (default %d on the cpu backend, %d on cuda, which counts them on the device; at most %d where the draws are kept)",
 			DefaultDraws, DefaultCountedDraws, MaxKeptDraws),
 		integer: func(v int64) bool { return v >= 0 && v <= MaxDraws },
