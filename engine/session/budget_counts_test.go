@@ -1,7 +1,10 @@
 package session
 
 import (
+	"bytes"
 	"context"
+	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/sampviz/sampviz/engine"
@@ -70,6 +73,53 @@ func TestBudgetCountsDraws(t *testing.T) {
 			}
 			if want := int64(heapSlack * float64(rows*tt.wantPerRow)); ours != want {
 				t.Errorf("our outputs %d bytes, want %d", ours, want)
+			}
+		})
+	}
+}
+
+// TestStoredCounts checks that a stored run keeps counted draws as counts,
+// with the draws they count, and reads them back the same.
+func TestStoredCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, vocab, draws = 3, 257, 1000
+	counts := make([]int64, rows*vocab)
+	for r := range rows {
+		for range draws {
+			counts[r*vocab+rng.IntN(vocab)]++
+		}
+	}
+	tests := []struct {
+		name string
+		out  *engine.Output
+	}{
+		{"counts", &engine.Output{Name: "cuda", Tokens: engine.FromInts("tokens", engine.I32, []int{rows}, []int64{1, 2, 3}),
+			SampleCounts: engine.FromInts("sample_counts", engine.I32, []int{rows, vocab}, counts), SampleDraws: draws}},
+		{"draws", &engine.Output{Name: "cpu", Tokens: engine.FromInts("tokens", engine.I32, []int{rows}, []int64{1, 2, 3}),
+			Samples: engine.FromInts("samples", engine.I32, []int{rows, 2}, []int64{4, 5, 6, 7, 8, 9})}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "outputs.safetensors")
+			if err := writeOutputs(path, tt.out, nil, engine.Device{Backend: tt.out.Name}); err != nil {
+				t.Fatal(err)
+			}
+			st, err := readOutputs(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			got := st.ours
+			for _, c := range []struct {
+				what      string
+				got, want *engine.Tensor
+			}{{"tokens", got.Tokens, tt.out.Tokens}, {"samples", got.Samples, tt.out.Samples}, {"sample_counts", got.SampleCounts, tt.out.SampleCounts}} {
+				if (c.got == nil) != (c.want == nil) || c.got != nil && !bytes.Equal(c.got.Data, c.want.Data) {
+					t.Errorf("%s: stored %v, want %v", c.what, c.got, c.want)
+				}
+			}
+			if got.SampleDraws != tt.out.SampleDraws {
+				t.Errorf("sample draws %d, want %d", got.SampleDraws, tt.out.SampleDraws)
 			}
 		})
 	}
