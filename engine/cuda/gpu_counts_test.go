@@ -109,7 +109,10 @@ func TestGPUCheckTenMillionDraws(t *testing.T) {
 		rows, vocab = 4, 4099
 	}
 	x, _ := logits(rng, engine.BF16, rows, vocab, false)
-	p := params(rng, rows, vocab, true)
+	// No filters: at 10^7 draws a row the fit would see a top-p cut that
+	// float32 places a token off the float64 reference's, which is not
+	// what this test is about (TestGPUSampleCounts covers filtered rows).
+	p := params(rng, rows, vocab, false)
 	for r := range rows {
 		p.Temperature[r] = 0.5 + rng.Float64() // every row sampled
 	}
