@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/cpu"
+	"github.com/sampviz/sampviz/engine/dump"
 )
 
 // countingBackend is a DrawCounter that runs nothing: need only asks what
@@ -120,6 +124,80 @@ func TestStoredCounts(t *testing.T) {
 			}
 			if got.SampleDraws != tt.out.SampleDraws {
 				t.Errorf("sample draws %d, want %d", got.SampleDraws, tt.out.SampleDraws)
+			}
+		})
+	}
+}
+
+// TestExternalSampleCounts judges a dump that brings its draws counted per
+// token (sample_counts): engine/cpu's draws histogrammed pass, the same
+// counts with draws moved onto a dropped token fail on the support, each in
+// one output of kind samples with a fit of all the draws.
+func TestExternalSampleCounts(t *testing.T) {
+	const rows, vocab, draws = 4, 3000, 20000
+	rng := rand.New(rand.NewPCG(30, 31))
+	x := make([]float32, rows*vocab)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * 2)
+	}
+	logits := engine.FromFloat32s("logits", engine.F32, []int{rows, vocab}, x)
+	seeds := engine.FromInts("seed", engine.I64, []int{rows}, []int64{5, 6, 7, 8})
+	topK := engine.FromInts("top_k", engine.I64, []int{rows}, []int64{100, 100, 100, 100})
+	run := buildRun(t, []*engine.Tensor{logits, seeds, topK}, map[string]string{"op": "sample"}, engine.Overrides{Draws: ptr(draws)})
+	out, err := cpu.New().Run(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := make([]int64, rows*vocab)
+	for i := range rows * draws {
+		counts[(i/draws)*vocab+int(out.Samples.Int(i))]++
+	}
+	spoiled := slices.Clone(counts)
+	for tok := range vocab { // 30 draws of row 2 onto a token top-k drops
+		if spoiled[2*vocab+tok] == 0 && x[2*vocab+tok] < 0 {
+			spoiled[2*vocab+tok] += 30
+			spoiled[2*vocab+int(out.Tokens.Int(2))] -= 30
+			break
+		}
+	}
+	tests := []struct {
+		name     string
+		counts   []int64
+		failRows []int
+	}{
+		{"engine/cpu's draws", counts, nil},
+		{"draws off the support", spoiled, []int{2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "counts.safetensors")
+			var buf bytes.Buffer
+			tensors := []*engine.Tensor{logits, seeds, topK, engine.FromInts("sample_counts", engine.I32, []int{rows, vocab}, tt.counts)}
+			if err := dump.WriteSafetensors(&buf, tensors, map[string]string{"op": "sample"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := New(cpu.New()).Execute(context.Background(), Job{DumpPath: path, Backend: NoBackend}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Outputs) != 1 || rep.Outputs[0].Name != "sample_counts" || rep.Outputs[0].Kind != "samples" {
+				t.Fatalf("outputs %+v, want one sample_counts output of kind samples", rep.Outputs)
+			}
+			o := rep.Outputs[0]
+			var failed []int
+			for _, r := range o.Rows {
+				if !r.Pass {
+					failed = append(failed, r.Row)
+				}
+				if r.Fit == nil || r.Fit.Draws != draws {
+					t.Errorf("row %d: fit %+v, want one of %d draws", r.Row, r.Fit, draws)
+				}
+			}
+			if !slices.Equal(failed, tt.failRows) {
+				t.Errorf("failed rows %v, want %v", failed, tt.failRows)
 			}
 		})
 	}
