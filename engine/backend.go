@@ -74,16 +74,9 @@ type Output struct {
 	// with (seed@MODE, offset@MODE), or nil.
 	Declared *DeclaredSeeds
 
-	Probs   *Tensor // [B, V]: softmax or renorm
-	Tokens  *Tensor // [B]: argmax, or one sampled token per row
-	Samples *Tensor // [B, N]: N independent draws per row
-	// SampleCounts holds the same draws counted per token ([B, V],
-	// integers): [r, t] is how many of row r's draws are token t. A row's
-	// counts sum to its draws, less the draws outside [0, V). Backends that
-	// count on the device (DrawCounter) return it instead of Samples;
-	// SampleDraws is then the draws each row made (0: the row's sum).
-	SampleCounts *Tensor
-	SampleDraws  int
+	Probs        *Tensor // [B, V]: softmax or renorm
+	Tokens       *Tensor // [B]: argmax, or one sampled token per row
+	Samples      *Tensor // [B, N]: N independent draws per row
 	SpecTokens   *Tensor // [B, K+1], -1 after the first rejection
 	SpecEmitted  *Tensor // [B]
 	SpecAccepted *Tensor // [B]
@@ -114,6 +107,15 @@ type Output struct {
 	TreePathTrials *Tensor // [T, B, P]
 	TreeTrials     *Tensor // [T, B, P]
 	TreeTrace      *TreeTrace
+
+	// SampleCounts holds a sample run's many draws counted per token ([B,
+	// V], integers): [r, t] is how many of row r's draws are token t. A
+	// row's counts sum to its draws, less the draws outside [0, V).
+	// Backends that count on the device (DrawCounter) return it instead of
+	// Samples; SampleDraws is then the draws each row made (0: the row's
+	// sum).
+	SampleCounts *Tensor
+	SampleDraws  int
 
 	// Timing is set by backends that measure their kernels.
 	Timing *Timing

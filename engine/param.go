@@ -209,16 +209,15 @@ var params = []*Param{
 	},
 	{
 		Name: "draws", Flag: "draws", Scope: Work, Kind: KindInt,
-		Rule: fmt.Sprintf("an integer in [0, %d] (0 means one token per row)", MaxDraws),
-		Usage: fmt.Sprintf("sample: independent draws per row that our sampler makes, judged statistically (default %d on the cpu backend, %d on cuda, which counts them on the device; at most %d where the draws are kept)",
-			DefaultDraws, DefaultCountedDraws, MaxKeptDraws),
+		Rule:    fmt.Sprintf("an integer in [0, %d] (0 means one token per row)", MaxDraws),
+		Usage:   fmt.Sprintf("sample: independent draws per row that our sampler makes, judged statistically (default %d on the cpu backend, %d on cuda, which counts them on the device; at most %d where the draws are kept)", DefaultDraws, DefaultCountedDraws, MaxKeptDraws),
 		integer: func(v int64) bool { return v >= 0 && v <= MaxDraws },
 		field:   func(o *Overrides) any { return &o.Draws },
 	},
 	{
 		Name: "keep_draws", Flag: "keep-draws", Scope: Work, Kind: KindInt, Default: "0",
 		Rule:    "0 or 1",
-		Usage:   fmt.Sprintf("sample: 1 keeps every draw in the run's outputs (at most %d a row), not only the counts per token that the cuda backend makes", MaxKeptDraws),
+		Usage:   fmt.Sprintf("sample: 1 keeps every draw in the run's outputs (at most %d a row) instead of the counts per token that the cuda backend makes", MaxKeptDraws),
 		integer: func(v int64) bool { return v == 0 || v == 1 },
 		field:   func(o *Overrides) any { return &o.KeepDraws },
 	},
@@ -325,20 +324,20 @@ type Overrides struct {
 	// TemperatureOrder is a later field: JSON of older Overrides lacks it.
 	TemperatureOrder *TemperatureOrder `json:"temperature_order,omitempty"`
 	// LogprobsKind is a later field, as TemperatureOrder is.
-	LogprobsKind *LogprobsKind `json:"logprobs_kind,omitempty"`
-	Method       *SampleMethod `json:"method,omitempty"`
-	Draws        *int          `json:"draws,omitempty"`
-	// KeepDraws is a later field, as TemperatureOrder is.
-	KeepDraws      *int `json:"keep_draws,omitempty"`
-	Trials         *int `json:"trials,omitempty"`
-	MaxNgramSize   *int `json:"max_ngram_size,omitempty"`
-	MaxDraftTokens *int `json:"max_draft_tokens,omitempty"`
-	Threshold      *int `json:"threshold,omitempty"`
+	LogprobsKind   *LogprobsKind `json:"logprobs_kind,omitempty"`
+	Method         *SampleMethod `json:"method,omitempty"`
+	Draws          *int          `json:"draws,omitempty"`
+	Trials         *int          `json:"trials,omitempty"`
+	MaxNgramSize   *int          `json:"max_ngram_size,omitempty"`
+	MaxDraftTokens *int          `json:"max_draft_tokens,omitempty"`
+	Threshold      *int          `json:"threshold,omitempty"`
 	// NgramSemantics and MinNgramSize are later fields, as
 	// TemperatureOrder is.
 	NgramSemantics *NgramSemantics `json:"ngram_semantics,omitempty"`
 	MinNgramSize   *int            `json:"min_ngram_size,omitempty"`
 	ValidRows      *int            `json:"valid_rows,omitempty"`
+	// KeepDraws is a later field, as TemperatureOrder is.
+	KeepDraws *int `json:"keep_draws,omitempty"`
 }
 
 // Set parses text as the value of the parameter called name, checks it

@@ -107,7 +107,7 @@ type Params struct {
 	// beyond its one token per row (0: none).
 	Draws int
 	// KeepDraws asks a DrawCounter backend for every draw (Output.Samples)
-	// as well as the counts; without it a stored run keeps the counts only.
+	// instead of the counts; without it a stored run keeps the counts only.
 	KeepDraws bool
 	// Trials is the number of independent speculative trials per row (0 and 1
 	// both mean one).

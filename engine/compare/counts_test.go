@@ -144,7 +144,7 @@ func TestSampleCountsRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := judgeRun(t, run, &engine.Output{Name: "x", SampleCounts: tt.counts})
+			rep := judgeRun(t, run, &engine.Output{Name: "x", External: true, SampleCounts: tt.counts})
 			o := rep.Outputs[0]
 			if !strings.Contains(strings.Join(o.Notes, " | "), tt.want) {
 				t.Errorf("notes %q, want %q", o.Notes, tt.want)

