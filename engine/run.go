@@ -142,6 +142,10 @@ type Run struct {
 	Op     Op
 	// Meta is the dump's metadata map, after overrides.
 	Meta map[string]string
+	// BackendDraws says Params.Draws is a DrawCounter's default
+	// (SetBackendDefaults), not a person's: a backend that returns every
+	// draw, run in its place, makes DefaultDraws instead.
+	BackendDraws bool
 
 	Logits       *Tensor // [B, V]
 	TargetLogits *Tensor // [B, K+1, V]; [B, N, V] for a draft tree
@@ -385,7 +389,7 @@ func (r *Run) SetBackendDefaults(o Overrides, b Backend) {
 		return
 	}
 	if dc, ok := b.(DrawCounter); ok {
-		r.Params.Draws = dc.DefaultDraws()
+		r.Params.Draws, r.BackendDraws = dc.DefaultDraws(), true
 	}
 }
 

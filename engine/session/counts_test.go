@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sampviz/sampviz/engine"
@@ -198,6 +199,45 @@ func TestExternalSampleCounts(t *testing.T) {
 			}
 			if !slices.Equal(failed, tt.failRows) {
 				t.Errorf("failed rows %v, want %v", failed, tt.failRows)
+			}
+		})
+	}
+}
+
+// TestFallbackDraws checks that a run that took a counting backend's draws
+// default and falls back to the cpu backend (a filter chain the counting
+// one does not serve) makes the cpu's default draws, and says so; draws a
+// person named stay as named.
+func TestFallbackDraws(t *testing.T) {
+	const rows, vocab = 2, 50
+	tests := []struct {
+		name      string
+		draws     *int
+		wantDraws int
+		notice    string
+	}{
+		{"the counting default", nil, engine.DefaultDraws, "; our output is the cpu backend's, with its default 100000 draws a row"},
+		{"named draws", ptr(3000), 3000, "; our output is the cpu backend's"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 30))
+			x := make([]float32, rows*vocab)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			run := buildRun(t, []*engine.Tensor{engine.FromFloat32s("logits", engine.F32, []int{rows, vocab}, x),
+				engine.FromInts("seed", engine.I64, []int{rows}, []int64{3, 4})}, map[string]string{"op": "sample"}, engine.Overrides{Draws: tt.draws})
+			o := engine.Overrides{Draws: tt.draws}
+			rep, err := New(countingBackend{name: "cuda"}, cpu.New()).Execute(context.Background(), Job{Run: run, Backend: "cuda", Overrides: o}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(rep.Notices, " | "); !strings.HasSuffix(got, tt.notice) {
+				t.Errorf("notices %q, want one ending %q", got, tt.notice)
+			}
+			if r := rep.Outputs[0].Rows[0]; r.Fit == nil || r.Fit.Draws != tt.wantDraws {
+				t.Errorf("row 0 fit %+v, want one of %d draws", r.Fit, tt.wantDraws)
 			}
 		})
 	}
