@@ -58,14 +58,19 @@ func TestGPUSampleCounts(t *testing.T) {
 		vocab   int
 		filters bool
 		draws   int
+		// method draws the row's token (draw 0); the many draws are
+		// inverse-CDF draws whatever it is.
+		method engine.SampleMethod
 	}{
-		{"f32 tiny vocabulary, 1 draw", engine.F32, 5, 2, false, 1},
-		{"f32 filtered, 7 draws", engine.F32, 7, 111, true, 7},
-		{"bf16 unfiltered, odd draws", engine.BF16, 6, 32003, false, 16385},
-		{"bf16 filtered, 128256", engine.BF16, 4, 128256, true, 40001},
-		{"f16 unfiltered, 151936", engine.F16, 3, 151936, false, 100003},
-		{"f16 filtered, 151936", engine.F16, 3, 151936, true, 33},
-		{"bf16 many rows", engine.BF16, 72, 4099, true, 3000},
+		{"f32 tiny vocabulary, 1 draw", engine.F32, 5, 2, false, 1, ""},
+		{"f32 filtered, 7 draws", engine.F32, 7, 111, true, 7, ""},
+		{"bf16 unfiltered, odd draws", engine.BF16, 6, 32003, false, 16385, ""},
+		{"bf16 filtered, 128256", engine.BF16, 4, 128256, true, 40001, ""},
+		{"f16 unfiltered, 151936", engine.F16, 3, 151936, false, 100003, ""},
+		{"f16 filtered, 151936", engine.F16, 3, 151936, true, 33, ""},
+		{"bf16 many rows", engine.BF16, 72, 4099, true, 3000, ""},
+		{"bf16 filtered, rejection token", engine.BF16, 5, 4099, true, 2049, engine.SampleRejection},
+		{"f32 unfiltered, gumbel token", engine.F32, 5, 4099, false, 999, engine.SampleGumbel},
 	}
 	if quick() {
 		tests = tests[:3]
@@ -75,7 +80,7 @@ func TestGPUSampleCounts(t *testing.T) {
 			x, invalid := logits(rng, tt.dtype, tt.rows, tt.vocab, true)
 			p := params(rng, tt.rows, tt.vocab, tt.filters)
 			p.Temperature[0] = 0 // a greedy row: every draw on its argmax
-			p.Draws = tt.draws
+			p.Draws, p.Method = tt.draws, tt.method
 			run := &engine.Run{Op: engine.OpSample, Logits: x, Params: p}
 			gpu, host := runBoth(t, run)
 			if gpu.Samples != nil || gpu.SampleCounts == nil {
