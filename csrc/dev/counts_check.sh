@@ -12,11 +12,14 @@
 #             dump at the cuda default (10^7 draws a row) and at --draws
 #             100000: wall time and peak resident memory (/usr/bin/time)
 #   bench     `sampviz bench --ops sample --match counts`
+#   ncu       one counts_kernel launch of the 10^5-draw case profiled (is it
+#             issue-bound or L2-bound? docs/PERF.md "The floor of a counted
+#             draw")
 # Needs gpu-bundle/ from `make gpu-bundle` and python3 with numpy (the
 # dump). Logs go to $GPU_OUT (default $OUT, else gpu-out).
 set -uo pipefail
 out=${GPU_OUT:-${OUT:-gpu-out}}
-stages=${STAGES:-suite memcheck check bench}
+stages=${STAGES:-suite memcheck check bench ncu}
 mkdir -p "$out"
 lib=$(pwd)/build/libsampviz_kernels.so
 summary="$out/summary.txt"
@@ -86,4 +89,11 @@ if has bench; then
   ./gpu-bundle/sampviz bench --kernels "$lib" --ops sample --match counts >"$out/bench.txt" 2>&1
   say "bench: rc $?"
   tail -12 "$out/bench.txt" | tee -a "$summary"
+fi
+
+if has ncu && command -v ncu >/dev/null; then
+  SAMPVIZ_WORKER_WRAPPER="ncu --clock-control none -k regex:counts_kernel -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis" \
+    ./gpu-bundle/sampviz bench --kernels "$lib" --quick --ops sample --match "draws=10^5" >"$out/ncu.txt" 2>&1
+  say "ncu: rc $?"
+  grep -E 'Duration|Compute \(SM\) Thr|Memory Throughput|L2 Hit Rate|L1/TEX Hit|Issue Slots Busy|Achieved Occupancy|lts__|Warp Cycles Per Issued' "$out/ncu.txt" | head -20 | tee -a "$summary"
 fi
