@@ -48,7 +48,7 @@ fi
 if has memcheck && command -v compute-sanitizer >/dev/null; then
   SAMPVIZ_GPU_QUICK=1 SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_KERNELS=$lib \
     SAMPVIZ_WORKER_WRAPPER="compute-sanitizer --tool memcheck --error-exitcode 9" \
-    timeout 300 ./gpu-bundle/cuda.test -test.run 'TestGPUSampleCounts' -test.v >"$out/memcheck.log" 2>&1
+    timeout 200 ./gpu-bundle/cuda.test -test.run 'TestGPUSampleCounts' -test.v >"$out/memcheck.log" 2>&1
   say "memcheck: rc $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$out/memcheck.log") clean summaries)"
 fi
 
