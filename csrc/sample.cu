@@ -2,7 +2,8 @@
 // argmax, then the sampled rows by the top-k fast path (single draws by
 // inverse CDF, with filters) and the full-row kernel for the rows it
 // flagged, or by a full-row kernel for every sampled row; with many draws,
-// draws_kernel after them. The kernels are sample.cuh's.
+// draws_kernel after them, or guide_kernel and counts_kernel where the
+// draws are counted on the device. The kernels are sample.cuh's.
 #include "sample.cuh"
 
 namespace sv {
@@ -43,6 +44,106 @@ __global__ void draws_kernel(const int *__restrict__ row_idx, int n_greedy, int 
   out[d] = lo;
 }
 
+// kGuideBits is the number of top bits of a draw's uniform that index the
+// guide table, as engine/cpu's CDF indexes its own.
+constexpr int kGuideBits = 12;
+constexpr int kGuideSize = 1 << kGuideBits;
+// kCountsBlock threads each make kCountsPerThread draws of one row, so a
+// block's draws pay for its copy of the row's guide table.
+constexpr int kCountsBlock = 256;
+constexpr int kCountsPerThread = 64;
+constexpr int kCountsPerBlock = kCountsBlock * kCountsPerThread;
+
+// guide_kernel writes each sampled row's guide table: guide[g] (g < 4096) is
+// the first token whose inclusive prefix sum exceeds the target of the
+// smallest uniform with top bits g; guide[4096] is the last token. A draw
+// whose uniform has top bits g lands in [guide[g], guide[g+1]]: the targets
+// are monotone in the uniform, so a search between those two finds the token
+// the whole-row search finds, in about log2(V/4096) steps on average (each
+// bucket holds 1/4096 of the mass, whatever the row's shape).
+__global__ void guide_kernel(int vocab, const unsigned long long *__restrict__ cdf,
+                             const unsigned long long *__restrict__ totals, int *__restrict__ guide) {
+  const int s = blockIdx.y;
+  const int g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g > kGuideSize) return;
+  int *out = guide + (size_t)s * (kGuideSize + 1);
+  const unsigned long long total = totals[s];
+  if (g == kGuideSize || total == 0) {
+    out[g] = g == kGuideSize ? vocab - 1 : 0;
+    return;
+  }
+  const unsigned long long t = pick((unsigned long long)g << (64 - kGuideBits), total);
+  const unsigned long long *c = cdf + (size_t)s * vocab;
+  int lo = 0, hi = vocab - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (c[mid] > t)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  out[g] = lo;
+}
+
+// counts_kernel makes the draws draws_kernel makes (the same stream, pick and
+// first-exceeding search, so the same tokens) and counts them per token in
+// counts[row, :] instead of writing them. Block (x, y) makes draws
+// [x * kCountsPerBlock, ...) of listed row y: blocks run x-fastest, so the
+// rows being counted at any moment are few and keep their CDF, guide and
+// counts in L2. Lanes of a warp that drew the same token add once
+// (__match_any_sync), so a peaked row costs one atomic per warp, not 32.
+// Greedy and invalid rows count every draw on tokens[row]; a token outside
+// [0, vocab) is counted nowhere, so the row's counts sum to fewer than draws.
+__global__ void __launch_bounds__(kCountsBlock)
+    counts_kernel(const int *__restrict__ row_idx, int n_greedy, int vocab, int draws, RowParams rp,
+                  const int *__restrict__ tokens, const unsigned long long *__restrict__ cdf,
+                  const unsigned long long *__restrict__ totals, const int *__restrict__ guide,
+                  unsigned *__restrict__ counts) {
+  __shared__ int table[kGuideSize + 1];
+  const int slot = blockIdx.y;
+  const int row = row_idx[slot];
+  unsigned *out = counts + (size_t)row * vocab;
+  const int s = slot - n_greedy;
+  const unsigned long long total = s >= 0 ? totals[s] : 0ull;
+  if (total == 0) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      const int tok = tokens[row];
+      if (tok >= 0 && tok < vocab) atomicAdd(out + tok, (unsigned)draws);
+    }
+    return;
+  }
+  const int *gs = guide + (size_t)s * (kGuideSize + 1);
+  for (int i = threadIdx.x; i <= kGuideSize; i += blockDim.x) table[i] = gs[i];
+  __syncthreads();
+  const unsigned long long *c = cdf + (size_t)s * vocab;
+  const uint64_t seed = rp.seed[row], offset = rp.offset[row];
+  const int begin = blockIdx.x * kCountsPerBlock;
+  const int end = min(begin + kCountsPerBlock, draws);
+  const int lane = threadIdx.x & 31;
+  // base is the same for a warp's lanes, so every lane takes each turn of
+  // the loop and __match_any_sync sees the full warp.
+  for (int base = begin + (threadIdx.x & ~31); base < end; base += blockDim.x) {
+    const int d = base + lane;
+    int tok = -1;
+    if (d < end) {
+      const unsigned long long u = Stream(seed, offset, row, d).u64(0);
+      const unsigned long long t = pick(u, total);
+      const unsigned g = (unsigned)(u >> (64 - kGuideBits));
+      int lo = table[g], hi = table[g + 1];
+      while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (__ldg(c + mid) > t)
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      tok = lo;
+    }
+    const unsigned peers = __match_any_sync(0xffffffffu, tok);
+    if (d < end && lane == __ffs(peers) - 1) atomicAdd(out + tok, (unsigned)__popc(peers));
+  }
+}
+
 size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 
 // pattern_or_token_kernels is a dtype's full-row kernels by pattern: those
@@ -55,14 +156,19 @@ SampleFullKernels<__nv_bfloat16> pattern_or_token_kernels(const __nv_bfloat16 *x
 
 }  // namespace
 
+// launch_sample runs sample; with draws > 0 it writes the draws to samples,
+// or, when counts is not null, counts them there instead (uint32 [rows,
+// vocab], zeroed here first).
 int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t params, int flags,
-                  const int *row_idx, int n_greedy, int n_sampled, int *tokens, int draws, int *samples) {
+                  const int *row_idx, int n_greedy, int n_sampled, int *tokens, int draws, int *samples,
+                  unsigned *counts) {
   if (rows < 0 || vocab < 1 || n_greedy < 0 || n_sampled < 0 || draws < 0)
     return set_error(SV_ERR_INVALID, "sample: bad shape (%d rows, %d tokens, %d greedy, %d sampled, %d draws)",
                      rows, vocab, n_greedy, n_sampled, draws);
   if (vocab > kMaxExactVocab)
     return set_error(SV_ERR_UNSUPPORTED, "sample: vocabulary %d over %d", vocab, kMaxExactVocab);
-  if (draws > 0 && !samples) return set_error(SV_ERR_INVALID, "sample: draws without a samples buffer");
+  if (draws > 0 && !samples && !counts)
+    return set_error(SV_ERR_INVALID, "sample: draws without a samples or counts buffer");
   if (n_greedy + n_sampled > 65535) return set_error(SV_ERR_UNSUPPORTED, "sample: over 65535 rows");
   const RowParams rp = row_params(params, rows);
   int st;
@@ -81,7 +187,8 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
                     (method == SV_METHOD_AUTO || method == SV_METHOD_INVERSE_CDF);
   int chunks = 1, chunk = vocab;
   if (fast) fast_layout(n_sampled, vocab, chunks, chunk);
-  const size_t slow_bytes = wbytes + cbytes + tbytes + 2 * lbytes;
+  const size_t gbytes = draws > 0 && counts ? align256(sizeof(int) * (size_t)n_sampled * (kGuideSize + 1)) : 0;
+  const size_t slow_bytes = wbytes + cbytes + tbytes + 2 * lbytes + gbytes;
   void *ws = nullptr;
   st = workspace(slow_bytes + (fast ? fast_bytes(n_sampled, chunks) : 0), &ws);
   if (st != SV_OK) return st;
@@ -140,6 +247,23 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
       }
     });
   }
+  if (draws > 0 && counts && n_greedy + n_sampled > 0) {
+    if (!skip_launch(SV_VARIANT_SAMPLE_COUNTS)) {
+      const cudaError_t err = cudaMemsetAsync(counts, 0, sizeof(unsigned) * (size_t)rows * vocab, stream());
+      if (err != cudaSuccess) return cuda_status(err, "sample counts: zero");
+    }
+    int *guide = reinterpret_cast<int *>(base + wbytes + cbytes + tbytes + 2 * lbytes);
+    if (n_sampled > 0) {
+      st = launch_after(SV_VARIANT_SAMPLE_COUNTS, false, guide_kernel, dim3((kGuideSize + 256) / 256, n_sampled), 256,
+                        0, "sample guide", vocab, (const unsigned long long *)a.cdf,
+                        (const unsigned long long *)a.totals, guide);
+      if (st != SV_OK) return st;
+    }
+    const dim3 grid((draws + kCountsPerBlock - 1) / kCountsPerBlock, n_greedy + n_sampled);
+    return launch_after(SV_VARIANT_SAMPLE_COUNTS, false, counts_kernel, grid, kCountsBlock, 0, "sample counts", row_idx,
+                        n_greedy, vocab, draws, rp, (const int *)tokens, (const unsigned long long *)a.cdf,
+                        (const unsigned long long *)a.totals, (const int *)guide, counts);
+  }
   if (draws > 0 && n_greedy + n_sampled > 0) {
     const dim3 grid((draws + 255) / 256, n_greedy + n_sampled);
     st = launch_after(SV_VARIANT_SAMPLE_DRAWS, false, draws_kernel, grid, 256, 0, "sample draws", row_idx, n_greedy,
@@ -158,5 +282,15 @@ extern "C" int sv_sample(int dtype, uint64_t logits, int rows, int vocab, uint64
   if (!params || !row_idx) return sv::set_error(SV_ERR_INVALID, "sample: no parameters or row list");
   return sv::launch_sample(dtype, reinterpret_cast<const void *>(logits), rows, vocab, params, flags,
                            reinterpret_cast<const int *>(row_idx), n_greedy, n_sampled,
-                           reinterpret_cast<int *>(tokens), draws, reinterpret_cast<int *>(samples));
+                           reinterpret_cast<int *>(tokens), draws, reinterpret_cast<int *>(samples), nullptr);
+}
+
+extern "C" int sv_sample_counts(int dtype, uint64_t logits, int rows, int vocab, uint64_t params, int flags,
+                                uint64_t row_idx, int n_greedy, int n_sampled, uint64_t tokens, int draws,
+                                uint64_t counts) {
+  if (!params || !row_idx) return sv::set_error(SV_ERR_INVALID, "sample counts: no parameters or row list");
+  if (draws > 0 && !counts) return sv::set_error(SV_ERR_INVALID, "sample counts: draws without a counts buffer");
+  return sv::launch_sample(dtype, reinterpret_cast<const void *>(logits), rows, vocab, params, flags,
+                           reinterpret_cast<const int *>(row_idx), n_greedy, n_sampled,
+                           reinterpret_cast<int *>(tokens), draws, nullptr, reinterpret_cast<unsigned *>(counts));
 }

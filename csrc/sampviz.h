@@ -136,6 +136,15 @@ int sv_sample(int dtype, uint64_t logits, int rows, int vocab, uint64_t params,
               int flags, uint64_t row_idx, int n_greedy, int n_sampled,
               uint64_t tokens, int draws, uint64_t samples);
 
+/* sample_counts: sv_sample, but the draws are counted on the device instead
+   of written: counts (uint32 [rows, vocab], zeroed first) receives at
+   [r, t] how many of row r's draws 0..draws-1 are token t, the draws
+   sv_sample would write. Greedy and invalid rows count every draw on
+   tokens[r]; a token outside [0, vocab) is counted nowhere. */
+int sv_sample_counts(int dtype, uint64_t logits, int rows, int vocab,
+                     uint64_t params, int flags, uint64_t row_idx, int n_greedy,
+                     int n_sampled, uint64_t tokens, int draws, uint64_t counts);
+
 /* spec_verify: target [rows, k+1, vocab] of dtype (flags bits 16..19),
    draft_tokens int32 [rows, k], draft_probs [rows, k, vocab] of the dtype in
    flags bits 20..23 (0 handle: one-hot drafts). Writes tokens int32
@@ -251,7 +260,8 @@ enum sv_variant {
   SV_VARIANT_TREE_PREPARE_LEAN = 34,      /* the same, no filter in the launch */
   SV_VARIANT_TREE_NODES = 35,             /* a block a node: later siblings' thresholds and cuts */
   SV_VARIANT_TREE_WALK = 36,              /* a block per (trial, row): the walk and the draw */
-  SV_VARIANT_NGRAM_FASTDEPLOY = 37        /* ngram_match under FastDeploy's rules */
+  SV_VARIANT_NGRAM_FASTDEPLOY = 37,       /* ngram_match under FastDeploy's rules */
+  SV_VARIANT_SAMPLE_COUNTS = 38           /* many draws counted on the device (guide, counts) */
 };
 
 #ifdef __cplusplus

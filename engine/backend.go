@@ -28,6 +28,26 @@ type Backend interface {
 	Run(ctx context.Context, run *Run) (*Output, error)
 }
 
+// DrawCounter is a Backend that counts a sample run's many draws per token
+// (Output.SampleCounts) instead of returning every draw, unless the run
+// keeps them (Params.KeepDraws): the counts of a row take V integers
+// whatever the draws, so its draws are a power setting, not a memory one.
+type DrawCounter interface {
+	Backend
+	// DefaultDraws is the draws per row of a sample run that names none
+	// (Run.SetBackendDefaults); it never depends on the run.
+	DefaultDraws() int
+	// MaxDraws is the most draws per row it takes.
+	MaxDraws() int
+}
+
+// CountsDraws reports whether b returns run's draws as counts
+// (Output.SampleCounts) rather than as Samples.
+func CountsDraws(b Backend, run *Run) bool {
+	_, ok := b.(DrawCounter)
+	return ok && run.Params.Draws > 0 && !run.Params.KeepDraws
+}
+
 // Device describes the hardware behind a backend, for headers and reports.
 type Device struct {
 	Backend string `json:"backend"` // "cpu" or "cuda"
@@ -87,6 +107,15 @@ type Output struct {
 	TreePathTrials *Tensor // [T, B, P]
 	TreeTrials     *Tensor // [T, B, P]
 	TreeTrace      *TreeTrace
+
+	// SampleCounts holds a sample run's many draws counted per token ([B,
+	// V], integers): [r, t] is how many of row r's draws are token t. A
+	// row's counts sum to its draws, less the draws outside [0, V).
+	// Backends that count on the device (DrawCounter) return it instead of
+	// Samples; SampleDraws is then the draws each row made (0: the row's
+	// sum).
+	SampleCounts *Tensor
+	SampleDraws  int
 
 	// Timing is set by backends that measure their kernels.
 	Timing *Timing
@@ -183,7 +212,7 @@ func (o *Output) Kind() string {
 		return "spec"
 	case o.TreeTokens != nil || o.TreeTrials != nil:
 		return "tree"
-	case o.Samples != nil:
+	case o.Samples != nil || o.SampleCounts != nil:
 		return "samples"
 	case o.Tokens != nil:
 		return "tokens"

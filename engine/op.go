@@ -87,6 +87,9 @@ var outputSpecs = []TensorSpec{
 	{Name: "probs", Dims: []string{"B", "V"}, Float: true},
 	{Name: "tokens", Dims: []string{"B"}},
 	{Name: "samples", Dims: []string{"B", "N"}},
+	// sample_counts are the draws counted per token: engines that cannot
+	// store 10^7 draws a row bring these instead.
+	{Name: "sample_counts", Dims: []string{"B", "V"}},
 	{Name: "spec_tokens", Dims: []string{"B", "K+1"}},
 	{Name: "spec_emitted", Dims: []string{"B"}, With: "spec_tokens"},
 	{Name: "spec_accepted", Dims: []string{"B"}, With: "spec_tokens"},
@@ -139,8 +142,8 @@ var opTable = []*OpSpec{
 	},
 	{
 		Op: OpSample, Summary: "seeded draws from the renormalised distribution",
-		Inputs: []TensorSpec{logitsInput}, Params: join(filterParams, seedParams, []string{"method", "draws", "logprobs_kind"}),
-		Outputs: join([]string{"tokens", "samples", "probs"}, logprobsOutputs), Kernel: NeedTemperature | NeedFilters | NeedSeeds,
+		Inputs: []TensorSpec{logitsInput}, Params: join(filterParams, seedParams, []string{"method", "draws", "keep_draws", "logprobs_kind"}),
+		Outputs: join([]string{"tokens", "samples", "sample_counts", "probs"}, logprobsOutputs), Kernel: NeedTemperature | NeedFilters | NeedSeeds,
 	},
 	{
 		Op: OpSpecVerify, Summary: "chain speculative sampling: accept, resample, bonus",

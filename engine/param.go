@@ -62,10 +62,14 @@ type Param struct {
 
 // The bounds of the Work parameters: enough draws and trials for the
 // statistics to see small biases, small enough that one run cannot take
-// the machine's memory (outputs hold rows × draws tokens).
+// the machine's memory (outputs hold rows × draws tokens) or its time.
+// MaxDraws bounds a backend that counts its draws (DrawCounter: the
+// counts hold rows × V integers whatever the draws); MaxKeptDraws bounds
+// the draws a backend returns one by one (the CPU backend, keep_draws).
 const (
-	MaxDraws  = 1_000_000
-	MaxTrials = 100_000
+	MaxDraws     = 1_000_000_000
+	MaxKeptDraws = 1_000_000
+	MaxTrials    = 100_000
 	// MaxNgramSetting bounds max_ngram_size and max_draft_tokens: each
 	// sizes a buffer of the kernels.
 	MaxNgramSetting = 1 << 16
@@ -206,9 +210,16 @@ var params = []*Param{
 	{
 		Name: "draws", Flag: "draws", Scope: Work, Kind: KindInt,
 		Rule:    fmt.Sprintf("an integer in [0, %d] (0 means one token per row)", MaxDraws),
-		Usage:   fmt.Sprintf("sample: independent draws per row that our sampler makes, judged statistically (default %d)", DefaultDraws),
+		Usage:   fmt.Sprintf("sample: independent draws per row that our sampler makes, judged statistically (default %d on the cpu backend, %d on cuda, which counts them on the device; at most %d where the draws are kept)", DefaultDraws, DefaultCountedDraws, MaxKeptDraws),
 		integer: func(v int64) bool { return v >= 0 && v <= MaxDraws },
 		field:   func(o *Overrides) any { return &o.Draws },
+	},
+	{
+		Name: "keep_draws", Flag: "keep-draws", Scope: Work, Kind: KindInt, Default: "0",
+		Rule:    "0 or 1",
+		Usage:   fmt.Sprintf("sample: 1 keeps every draw in the run's outputs (at most %d a row) instead of the counts per token that the cuda backend makes", MaxKeptDraws),
+		integer: func(v int64) bool { return v == 0 || v == 1 },
+		field:   func(o *Overrides) any { return &o.KeepDraws },
 	},
 	{
 		Name: "trials", Flag: "trials", Scope: Work, Kind: KindInt,
@@ -325,6 +336,8 @@ type Overrides struct {
 	NgramSemantics *NgramSemantics `json:"ngram_semantics,omitempty"`
 	MinNgramSize   *int            `json:"min_ngram_size,omitempty"`
 	ValidRows      *int            `json:"valid_rows,omitempty"`
+	// KeepDraws is a later field, as TemperatureOrder is.
+	KeepDraws *int `json:"keep_draws,omitempty"`
 }
 
 // Set parses text as the value of the parameter called name, checks it

@@ -106,6 +106,9 @@ type Params struct {
 	// Draws is the number of independent draws per row that a sample run makes
 	// beyond its one token per row (0: none).
 	Draws int
+	// KeepDraws asks a DrawCounter backend for every draw (Output.Samples)
+	// instead of the counts; without it a stored run keeps the counts only.
+	KeepDraws bool
 	// Trials is the number of independent speculative trials per row (0 and 1
 	// both mean one).
 	Trials int
@@ -139,6 +142,10 @@ type Run struct {
 	Op     Op
 	// Meta is the dump's metadata map, after overrides.
 	Meta map[string]string
+	// BackendDraws says Params.Draws is a DrawCounter's default
+	// (SetBackendDefaults), not a person's: a backend that returns every
+	// draw, run in its place, makes DefaultDraws instead.
+	BackendDraws bool
 
 	Logits       *Tensor // [B, V]
 	TargetLogits *Tensor // [B, K+1, V]; [B, N, V] for a draft tree
@@ -348,9 +355,13 @@ func (r *Run) InputDType() DType {
 // two most probable tokens (engine/stats, power); 10^4 trials measure each
 // position's acceptance rate to about ±1% and give the lossless check 10^4
 // tokens at the first position.
+// A backend that counts its draws on the device (DrawCounter) makes
+// DefaultCountedDraws a row: 100 times the draws catch a bias 10 times
+// smaller.
 const (
-	DefaultDraws  = 100_000
-	DefaultTrials = 10_000
+	DefaultDraws        = 100_000
+	DefaultCountedDraws = 10_000_000
+	DefaultTrials       = 10_000
 )
 
 // SetWorkDefaults gives a sample run DefaultDraws and a speculative run
@@ -365,6 +376,20 @@ func (r *Run) SetWorkDefaults(o Overrides) {
 	}
 	if s.Takes("trials") && o.Trials == nil {
 		r.Params.Trials = DefaultTrials
+	}
+}
+
+// SetBackendDefaults gives a sample run that names no draws the draws per
+// row of backend b when b counts its draws on the device (DrawCounter), so
+// the run's parameters show the draws that were used. Call it after
+// SetWorkDefaults.
+func (r *Run) SetBackendDefaults(o Overrides, b Backend) {
+	s := r.Op.Spec()
+	if s == nil || !s.Takes("draws") || o.Draws != nil {
+		return
+	}
+	if dc, ok := b.(DrawCounter); ok {
+		r.Params.Draws, r.BackendDraws = dc.DefaultDraws(), true
 	}
 }
 

@@ -136,7 +136,7 @@ func TestSampleTeachPages(t *testing.T) {
 			{fmt.Sprintf("/runs/%s/rows/4/teach", id), http.StatusNotFound, "There is no row 4: this run has rows 0 to 3."},
 			{base + "/teach?method=beam", http.StatusBadRequest, "Method must be rejection, gumbel or inverse_cdf, not"},
 			{base + "/teach?draw=-1", http.StatusBadRequest, "Draw must be a whole number from 0 to 999999"},
-			{base + "/teach?draw=1000000", http.StatusBadRequest, "Draw must be a whole number from 0 to 999999"},
+			{base + "/teach?draw=1000000000", http.StatusBadRequest, "Draw must be a whole number from 0 to 999999999"},
 			{base + "/teach?step=0", http.StatusBadRequest, "Step must be a whole number from 1"},
 			{base + "/teach?seed=x", http.StatusBadRequest, "Seed must be a whole number"},
 			{fmt.Sprintf("/runs/%s/rows/0/teach?method=gumbel", mixed), http.StatusBadRequest, "Row 0 is greedy (temperature 0)"},

@@ -75,6 +75,14 @@ func benchCases(quick bool) []benchEntry {
 			Temperature: 1, DraftProbs: q}
 	}
 	b1tree := benchTarget{MaxTime: 20 * time.Microsecond}
+	// counted times a many-draws case in fewer launches: each takes tens
+	// of milliseconds.
+	counted := func(c cuda.BenchCase) cuda.BenchCase {
+		if c.Draws >= 1_000_000 {
+			c.Iters, c.Warmup = 10, 2
+		}
+		return c
+	}
 	cases := []benchEntry{
 		{"argmax", cuda.BenchCase{Op: engine.OpArgmax, DType: bf, Rows: 1, Vocab: llama}, b1},
 		{"argmax", cuda.BenchCase{Op: engine.OpArgmax, DType: bf, Rows: 128, Vocab: llama}, floor13},
@@ -96,6 +104,11 @@ func benchCases(quick bool) []benchEntry {
 		{"sample p0.9 (no top-k)", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 1, Vocab: llama, Temperature: 0.7, TopP: 0.9}, benchTarget{}},
 		{"sample plain", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 1}, benchTarget{}},
 		{"sample gumbel", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 1, Method: engine.SampleGumbel}, benchTarget{}},
+		// Many draws counted on the device (issue 30): the whole
+		// sample-with-counts launch, against the floor of a draw.
+		{"sample counts", counted(cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 1, Draws: 10_000_000}), benchTarget{MaxTime: 100 * time.Millisecond}},
+		{"sample counts", counted(cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 1, Draws: 100_000}), benchTarget{}},
+		{"sample counts k50 p0.9", counted(filt(cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 64, Vocab: llama, Draws: 10_000_000})), benchTarget{}},
 		{"spec_verify", cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 1, Vocab: llama, K: 8, Temperature: 1}, b1},
 		{"spec_verify", cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 128, Vocab: llama, K: 8, Temperature: 1}, floor2},
 		{"spec_verify q", cuda.BenchCase{Op: engine.OpSpecVerify, DType: bf, Rows: 128, Vocab: llama, K: 8, Temperature: 1, DraftProbs: true}, benchTarget{}},
@@ -317,6 +330,9 @@ func shape(c cuda.BenchCase) string {
 	if c.Nodes > 0 {
 		s += fmt.Sprintf(" N=%d", c.Nodes)
 	}
+	if c.Draws > 0 {
+		s += " draws=" + engine.DrawsText(c.Draws)
+	}
 	return s
 }
 
@@ -347,6 +363,27 @@ func printBench(w io.Writer, rep *benchReport) {
 			r.Result.Bandwidth/1e9, 100*r.Ratio, float64(r.FloorNS)/1e3, xfloor, verdict)
 	}
 	tw.Flush()
+	for _, r := range rep.Rows {
+		if line := drawsLine(r); line != "" {
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// drawsLine says a many-draws case's draws per second beside the floor of a
+// draw (its floor column is the draws' floor, not the bytes'), or "".
+func drawsLine(r benchRow) string {
+	res := r.Result
+	if res.Case.Draws <= 0 || res.DrawsPerSecond <= 0 {
+		return ""
+	}
+	total := float64(res.Case.Rows) * float64(res.Case.Draws)
+	line := fmt.Sprintf("%s %s: %.3g draws in %.1f ms (the whole sample-with-counts launch): %.3g draws/s",
+		r.Name, shape(res.Case), total, float64(res.Median.Nanoseconds())/1e6, res.DrawsPerSecond)
+	if f := res.DrawFloorRate(); f > 0 {
+		line += fmt.Sprintf(", %.0f%% of the floor's %.3g draws/s", 100*res.DrawsPerSecond/f, f)
+	}
+	return line
 }
 
 // openPeers finds and starts the peer script and makes the folder for the

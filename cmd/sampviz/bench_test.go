@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +44,40 @@ func TestBenchRow(t *testing.T) {
 		if got := strings.Join(fields[i:], " "); got != tc.wantVerd {
 			t.Errorf("%s: verdict %q, want %q", tc.name, got, tc.wantVerd)
 		}
+	}
+}
+
+// TestBenchDraws checks a many-draws case's report: the shape names the
+// draws, its floor is the draws' at the floor of a draw (not the bytes'),
+// and a line says the draws per second beside that floor's.
+func TestBenchDraws(t *testing.T) {
+	tests := []struct {
+		name       string
+		draws      int
+		median     time.Duration
+		wantXFloor string
+		wantLine   string
+	}{
+		{"10^7", 10_000_000, 50 * time.Millisecond, "2.18",
+			"sample counts bf16 B=512 V=128256 draws=10^7: 5.12e+09 draws in 50.0 ms (the whole sample-with-counts launch): 1.02e+11 draws/s, 46% of the floor's 2.23e+11 draws/s"},
+		{"10^5", 100_000, 800 * time.Microsecond, "3.48",
+			"sample counts bf16 B=512 V=128256 draws=10^5: 5.12e+07 draws in 0.8 ms (the whole sample-with-counts launch): 6.4e+10 draws/s, 29% of the floor's 2.23e+11 draws/s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cuda.BenchCase{Op: engine.OpSample, DType: engine.BF16, Rows: 512, Vocab: 128256, Temperature: 1, Draws: tc.draws}
+			r := &cuda.BenchResult{Case: c, Median: tc.median, Bytes: c.MinBytes(), CopyBandwidth: 3e12, SMs: 132,
+				DrawsPerSecond: 512 * float64(tc.draws) / tc.median.Seconds()}
+			rep := benchReport{Rows: []benchRow{newBenchRow("sample counts", benchTarget{}, r)}}
+			var out bytes.Buffer
+			printBench(&out, &rep)
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if got := lines[len(lines)-1]; got != tc.wantLine {
+				t.Errorf("draws line\n got %q\nwant %q", got, tc.wantLine)
+			}
+			if got := strings.Fields(lines[len(lines)-2]); !slices.Contains(got, tc.wantXFloor) {
+				t.Errorf("table row %q: want x floor %s", lines[len(lines)-2], tc.wantXFloor)
+			}
+		})
 	}
 }

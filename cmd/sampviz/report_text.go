@@ -290,6 +290,9 @@ func writeFitSummary(w io.Writer, o engine.OutputReport) {
 	if pw := o.Power; pw != nil {
 		fmt.Fprintf(w, "  power: a bias of total variation %.2g or more, of any shape, is caught %.0f times in 100 in every row at the p-value threshold (row %d is the least sensitive; the most sensitive catches %.2g)\n",
 			float64(pw.TV), 100*float64(pw.Probability), pw.Row, float64(pw.Best))
+		if g := pw.Gain(); g != "" {
+			fmt.Fprintf(w, "  power gained: %s\n", g)
+		}
 	}
 }
 

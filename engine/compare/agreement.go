@@ -19,8 +19,9 @@ import (
 // that declare one seed must repeat.
 func seeded(op engine.Op) bool { return op == engine.OpSample || op == engine.OpSpecVerify }
 
-// drawKind reports whether plan p holds draws (tokens, samples, spec).
-func drawKind(p *plan) bool { return p.tokens || p.samples || p.spec || p.trials }
+// drawKind reports whether plan p holds draws (tokens, samples, spec);
+// draws known only as counts are no sequence to compare.
+func drawKind(p *plan) bool { return p.tokens || (p.samples && !p.counts) || p.spec || p.trials }
 
 // rowDraws returns row r of p's draws into dst: its token, its samples, its
 // spec_tokens, or its spec_trials one trial after the other.
@@ -28,7 +29,7 @@ func rowDraws(p *plan, r int, dst []int64) []int64 {
 	dst = dst[:0]
 	o := p.out
 	switch {
-	case p.samples:
+	case p.samples && !p.counts:
 		n := o.Samples.Dim(1)
 		for k := range n {
 			dst = append(dst, o.Samples.Int(r*n+k))

@@ -46,6 +46,7 @@ func ExternalOutputs(run *engine.Run) []*engine.Output {
 	add("probs", func(o *engine.Output, t *engine.Tensor, _ string) { o.Probs = t })
 	add("tokens", func(o *engine.Output, t *engine.Tensor, _ string) { o.Tokens = t })
 	add("samples", func(o *engine.Output, t *engine.Tensor, _ string) { o.Samples = t })
+	add("sample_counts", func(o *engine.Output, t *engine.Tensor, _ string) { o.SampleCounts = t })
 	add("spec_tokens", func(o *engine.Output, t *engine.Tensor, mode string) {
 		o.SpecTokens, o.SpecEmitted, o.SpecAccepted = t, ext[withMode("spec_emitted", mode)], ext[withMode("spec_accepted", mode)]
 	})

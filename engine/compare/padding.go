@@ -25,6 +25,7 @@ var fills = []struct {
 	{"probs", func(o *engine.Output) *engine.Tensor { return o.Probs }, 0},
 	{"tokens", func(o *engine.Output) *engine.Tensor { return o.Tokens }, -1},
 	{"samples", func(o *engine.Output) *engine.Tensor { return o.Samples }, -1},
+	{"sample_counts", func(o *engine.Output) *engine.Tensor { return o.SampleCounts }, 0},
 	{"spec_tokens", func(o *engine.Output) *engine.Tensor { return o.SpecTokens }, -1},
 	{"spec_emitted", func(o *engine.Output) *engine.Tensor { return o.SpecEmitted }, 0},
 	{"spec_accepted", func(o *engine.Output) *engine.Tensor { return o.SpecAccepted }, 0},

@@ -24,7 +24,8 @@ type plan struct {
 	renorm  bool // the distribution has the row's filters (every op but softmax)
 	tokens  bool // Tokens
 	argmax  bool // Tokens are argmax tokens (else sampled)
-	samples bool // Samples
+	samples bool // Samples, or SampleCounts when counts
+	counts  bool // the draws are SampleCounts
 	spec    bool // SpecTokens (+ SpecEmitted, SpecAccepted)
 	trials  bool // SpecTrials
 	draft   bool // DraftOut
@@ -123,6 +124,26 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 			fail("samples have shape %s, want [%d, N]", t.ShapeString(), b)
 		default:
 			p.samples = true
+		}
+	}
+	if t := out.SampleCounts; t != nil && out.Samples == nil && needLogits("sample_counts") {
+		switch {
+		case !t.DType.IsInt():
+			fail("sample_counts have dtype %v, want an integer dtype", t.DType)
+		case !shapeIs(t, b, v):
+			fail("sample_counts have shape %s, want [%d, %d]", t.ShapeString(), b, v)
+		case out.SampleDraws < 0:
+			fail("sample_counts come from %d draws a row, want at least 0", out.SampleDraws)
+		default:
+			at := -1
+			if out.External { // ours are counts by construction
+				at = firstNegative(t)
+			}
+			if at >= 0 {
+				fail("sample_counts[%d, %d] is %d, want a count >= 0", at/v, at%v, t.Int(at))
+				break
+			}
+			p.samples, p.counts = true, true
 		}
 	}
 	specOK := func(what string) bool {
@@ -235,7 +256,7 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 		p.otherKind = make([]int8, b)
 	}
 	if len(problems) > 0 {
-		p.probs, p.tokens, p.samples, p.spec, p.trials, p.draft, p.logits = false, false, false, false, false, false, false
+		p.probs, p.tokens, p.samples, p.counts, p.spec, p.trials, p.draft, p.logits = false, false, false, false, false, false, false, false
 		p.logprobs, p.rep.Logprobs, p.otherKind = false, nil, nil
 		p.tree, p.treeTrials = false, false
 		p.problem = strings.Join(problems, "; ")
@@ -352,4 +373,14 @@ func shapeIs(t *engine.Tensor, dims ...int) bool {
 		}
 	}
 	return true
+}
+
+// firstNegative returns the index of t's first negative element, or -1.
+func firstNegative(t *engine.Tensor) int {
+	for i := range t.NumElements() {
+		if t.Int(i) < 0 {
+			return i
+		}
+	}
+	return -1
 }

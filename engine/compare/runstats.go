@@ -81,13 +81,16 @@ func outputPower(or *engine.OutputReport) *engine.Power {
 		}
 		tv := r.Fit.DetectableTV
 		if pw == nil {
-			pw = &engine.Power{TV: tv, Row: r.Row, Best: tv, Probability: stats.DefaultPower}
+			pw = &engine.Power{TV: tv, Row: r.Row, Best: tv, Probability: stats.DefaultPower, Draws: r.Fit.Draws}
 			continue
 		}
 		if tv > pw.TV {
-			pw.TV, pw.Row = tv, r.Row
+			pw.TV, pw.Row, pw.Draws = tv, r.Row, r.Fit.Draws
 		}
 		pw.Best = min(pw.Best, tv)
+	}
+	if pw != nil && pw.Draws > engine.DefaultDraws {
+		pw.BaselineTV = engine.Float(min(1, float64(pw.TV)*math.Sqrt(float64(pw.Draws)/engine.DefaultDraws)))
 	}
 	return pw
 }

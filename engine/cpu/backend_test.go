@@ -240,6 +240,7 @@ func TestRunErrors(t *testing.T) {
 		{"unknown ties", good, func(r *engine.Run) { r.Params.TopKTies = "random" }, true},
 		{"unknown method", good, func(r *engine.Run) { r.Params.Method = "magic" }, true},
 		{"negative draws", good, func(r *engine.Run) { r.Params.Draws = -3 }, false},
+		{"draws over the kept", good, func(r *engine.Run) { r.Params.Draws = engine.MaxKeptDraws + 1 }, true},
 		{"draft token out of range", spec, func(r *engine.Run) { r.DraftTokens.SetInt(0, 3) }, false},
 		{"negative draft token", spec, func(r *engine.Run) { r.DraftTokens.SetInt(0, -1) }, false},
 		{"target positions not K+1", spec, func(r *engine.Run) { r.DraftTokens = engine.FromInts("d", engine.I64, []int{1, 2}, []int64{1, 1}) }, true},
@@ -272,7 +273,7 @@ func TestRunErrors(t *testing.T) {
 func TestRunCancellation(t *testing.T) {
 	rng := rand.New(rand.NewPCG(65, 66))
 	run := sampleRun(rng, engine.BF16, 8, 20000)
-	run.Params.Draws = 5_000_000
+	run.Params.Draws = engine.MaxKeptDraws
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -239,6 +239,10 @@ func (b *Backend) sample(ctx context.Context, run *engine.Run) (*engine.Output, 
 	if draws < 0 {
 		return nil, 0, fmt.Errorf("sample: draws %d is negative", draws)
 	}
+	if draws > engine.MaxKeptDraws {
+		return nil, 0, fmt.Errorf("sample: %d draws a row, over the %d a row the cpu backend makes (the cuda backend counts up to %d): %w",
+			draws, engine.MaxKeptDraws, engine.MaxDraws, engine.ErrUnsupported)
+	}
 	rp, err := run.Params.ForOp(run.Op, rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("sample: %w", err)

@@ -135,6 +135,15 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 // Name returns "cuda".
 func (b *Backend) Name() string { return "cuda" }
 
+var _ engine.DrawCounter = (*Backend)(nil)
+
+// DefaultDraws is engine.DefaultCountedDraws: the device counts a row's
+// draws, so 10^7 a row cost counts of V integers and tens of milliseconds.
+func (b *Backend) DefaultDraws() int { return engine.DefaultCountedDraws }
+
+// MaxDraws is engine.MaxDraws.
+func (b *Backend) MaxDraws() int { return engine.MaxDraws }
+
 // Device describes the GPU: name, multiprocessors, memory and the
 // device-to-device copy bandwidth measured when the worker started.
 func (b *Backend) Device() engine.Device {

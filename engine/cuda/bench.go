@@ -29,6 +29,10 @@ type BenchCase struct {
 	TopP        float64             `json:"top_p,omitempty"` // 0 means 1 (off)
 	MinP        float64             `json:"min_p,omitempty"`
 	Method      engine.SampleMethod `json:"method,omitempty"`
+	// Draws makes a sample case time the many-draws launch
+	// (sv_sample_counts): the sample kernels that write each row's CDF,
+	// then Draws draws a row counted on the device, zeroing included.
+	Draws int `json:"draws,omitempty"`
 	// Nodes and TreeTopK shape spec_tree_verify's tree: the first Nodes
 	// nodes, breadth first, of the tree in which every node has TreeTopK
 	// children (benchTree); DraftProbs gives every node a draft
@@ -82,6 +86,28 @@ type BenchResult struct {
 	// same worker (bytes read plus written per second).
 	CopyBandwidth float64 `json:"copy_bandwidth"`
 	Device        string  `json:"device"`
+	// SMs is the device's multiprocessor count (the draw floor's issue
+	// rate); DrawsPerSecond is Rows·Draws / Median for a case with draws.
+	SMs            int     `json:"sms,omitempty"`
+	DrawsPerSecond float64 `json:"draws_per_second,omitempty"`
+}
+
+// The floor of a counted draw (docs/PERF.md "The floor of a counted draw"):
+// about drawInstructions thread-instructions (Philox, pick, the guide, ~5
+// search steps, the count) issued by 128 lanes an SM at the H100's
+// drawClockHz.
+const (
+	drawInstructions = 150
+	drawClockHz      = 1.98e9
+)
+
+// DrawFloorRate returns the draws per second at 100% issue on r's device
+// (0 without draws or without the SM count).
+func (r *BenchResult) DrawFloorRate() float64 {
+	if r.Case.Draws <= 0 || r.SMs <= 0 {
+		return 0
+	}
+	return float64(r.SMs) * 128 * drawClockHz / drawInstructions
 }
 
 // Ratio returns the achieved bandwidth as a fraction of the copy bandwidth.
@@ -92,12 +118,17 @@ func (r *BenchResult) Ratio() float64 {
 	return r.Bandwidth / r.CopyBandwidth
 }
 
-// Floor returns the time the op's bytes take at the copy bandwidth.
+// Floor returns the time the op's bytes take at the copy bandwidth, or for
+// a case with draws the larger of that and its draws at DrawFloorRate.
 func (r *BenchResult) Floor() time.Duration {
 	if r.CopyBandwidth == 0 {
 		return 0
 	}
-	return time.Duration(float64(r.Bytes) / r.CopyBandwidth * 1e9)
+	floor := time.Duration(float64(r.Bytes) / r.CopyBandwidth * 1e9)
+	if rate := r.DrawFloorRate(); rate > 0 {
+		floor = max(floor, time.Duration(float64(r.Case.Rows)*float64(r.Case.Draws)/rate*1e9))
+	}
+	return floor
 }
 
 // ngramDraft is the draft length of the ngram_match benchmark.
@@ -148,6 +179,9 @@ func (c *BenchCase) validate() error {
 	if _, err := methodFlags(c.Method); err != nil {
 		return err
 	}
+	if c.Draws < 0 || c.Draws > engine.MaxDraws || c.Draws > 0 && c.Op != engine.OpSample {
+		return fmt.Errorf("bench: %d draws a row (sample only, at most %d)", c.Draws, engine.MaxDraws)
+	}
 	return nil
 }
 
@@ -166,6 +200,9 @@ func (c *BenchCase) MinBytes() int64 {
 	case engine.OpRenorm:
 		return b*v*s + 4*b*v + 16*b
 	case engine.OpSample:
+		if c.Draws > 0 { // and the counts, written once
+			return b*v*s + 4*b + 32*b + 4*b*v
+		}
 		return b*v*s + 4*b + 32*b
 	case engine.OpSpecVerify:
 		k := int64(c.K)
@@ -409,6 +446,11 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 			if err := output("tokens", 4*int64(rows)); err != nil {
 				return nil, err
 			}
+			if c.Draws > 0 {
+				if err := output("sample_counts", 4*int64(rows)*int64(vocab)); err != nil {
+					return nil, err
+				}
+			}
 		case engine.OpSoftmax, engine.OpRenorm:
 			if err := fill("logits", int64(rows)*int64(vocab), 2); err != nil {
 				return nil, err
@@ -519,6 +561,10 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 		case engine.OpRenorm:
 			return l.renorm(dt, set.in["logits"], int32(rows), int32(vocab), params, int32(flags), set.out["probs"])
 		case engine.OpSample:
+			if c.Draws > 0 {
+				return l.sampleCounts(dt, set.in["logits"], int32(rows), int32(vocab), params, int32(flags), rowIdx,
+					int32(nGreedy), int32(nSampled), set.out["tokens"], int32(c.Draws), set.out["sample_counts"])
+			}
 			return l.sample(dt, set.in["logits"], int32(rows), int32(vocab), params, int32(flags), rowIdx,
 				int32(nGreedy), int32(nSampled), set.out["tokens"], 0, 0)
 		case engine.OpSpecVerify:
@@ -617,10 +663,14 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 		Bytes:         c.MinBytes(),
 		CopyBandwidth: g.info.CopyBandwidth,
 		Device:        g.info.Name,
+		SMs:           g.info.SMs,
 	}
 	res.Case.Inputs = ""
 	if med > 0 {
 		res.Bandwidth = float64(res.Bytes) / (med * 1e-3)
+		if c.Draws > 0 {
+			res.DrawsPerSecond = float64(rows) * float64(c.Draws) / (med * 1e-3)
+		}
 	}
 	if math.IsNaN(res.Bandwidth) {
 		res.Bandwidth = 0

@@ -62,6 +62,7 @@ var kernelVariants = []struct {
 	{35, "SV_VARIANT_TREE_NODES", true},
 	{36, "SV_VARIANT_TREE_WALK", true},
 	{37, "SV_VARIANT_NGRAM_FASTDEPLOY", true},
+	{38, "SV_VARIANT_SAMPLE_COUNTS", true},
 }
 
 // treeVariant says whether a variant is spec_tree_verify's, which a library
@@ -222,6 +223,15 @@ func TestGPUVariants(t *testing.T) {
 			return &engine.Run{Op: op, Logits: x, Params: p}, invalid
 		}
 	}
+	// keepDraws asks the case's run for every draw (draws_kernel), not
+	// the counts.
+	keepDraws := func(make func() (*engine.Run, map[int]bool)) func() (*engine.Run, map[int]bool) {
+		return func() (*engine.Run, map[int]bool) {
+			run, invalid := make()
+			run.Params.KeepDraws = true
+			return run, invalid
+		}
+	}
 	treeCase := func(d engine.DType, rows, vocab, mode int) func() (*engine.Run, map[int]bool) {
 		return func() (*engine.Run, map[int]bool) {
 			next, sibling := samplertest.KaryTree(2, 2)
@@ -261,7 +271,8 @@ func TestGPUVariants(t *testing.T) {
 		{"sample/unfiltered f32", logitsCase(engine.OpSample, engine.F32, 3, 4099, unfiltered, "", 0), []string{"argmax_chunks", "sample_lean_tokens"}},
 		{"sample/unfiltered bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, unfiltered, "", 0), []string{"sample_lean_pattern"}},
 		{"sample/gumbel bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, unfiltered, engine.SampleGumbel, 0), []string{"sample_lean_tokens"}},
-		{"sample/draws", logitsCase(engine.OpSample, engine.F32, 3, 111, filtered, "", 500), []string{"sample_filtered_tokens", "sample_draws"}},
+		{"sample/draws", keepDraws(logitsCase(engine.OpSample, engine.F32, 3, 111, filtered, "", 500)), []string{"sample_filtered_tokens", "sample_draws"}},
+		{"sample/counts", logitsCase(engine.OpSample, engine.BF16, 3, 4099, unfiltered, "", 70001), []string{"sample_lean_pattern", "sample_counts"}},
 		{"sample/all fast cluster", logitsCase(engine.OpSample, engine.BF16, 1, 128256, allFast, "", 0), []string{"sample_fast_cluster"}},
 		{"sample/all fast 19 chunks", logitsCase(engine.OpSample, engine.BF16, 1, 151936, allFast, "", 0), []string{"sample_fast_serve"}},
 		{"spec_verify/filtered", specCase(engine.BF16, 2, 2, 4099, filtered), []string{"spec_fast", "spec_prepare_flagged", "spec_chain_filtered"}},
@@ -286,7 +297,7 @@ func TestGPUVariants(t *testing.T) {
 					sameBits(t, "probs", gpu.Probs, host.Probs)
 				case engine.OpArgmax, engine.OpSample:
 					sameBits(t, "tokens", gpu.Tokens, host.Tokens)
-					sameBits(t, "samples", gpu.Samples, host.Samples)
+					sameDraws(t, run, gpu, host)
 				}
 				judge(t, run, gpu, host, invalid)
 			}

@@ -65,6 +65,7 @@ type library struct {
 	softmax       func(dtype int32, logits uint64, rows, vocab int32, params, probs uint64) int32
 	renorm        func(dtype int32, logits uint64, rows, vocab int32, params uint64, flags int32, probs uint64) int32
 	sample        func(dtype int32, logits uint64, rows, vocab int32, params uint64, flags int32, rowIdx uint64, nGreedy, nSampled int32, tokens uint64, draws int32, samples uint64) int32
+	sampleCounts  func(dtype int32, logits uint64, rows, vocab int32, params uint64, flags int32, rowIdx uint64, nGreedy, nSampled int32, tokens uint64, draws int32, counts uint64) int32
 	specVerify    func(target uint64, rows, k, vocab int32, params uint64, flags int32, drafts, qprobs uint64, trials int32, tokens, emitted, accepted uint64, traceTrials int32, trace uint64) int32
 	ngram         func(inputIDs uint64, l int32, inputLen, preIDs uint64, m int32, stepIdx uint64, rows, maxNgram, maxDraft, threshold int32, out uint64) int32
 	ngramFD       func(inputIDs uint64, l int32, inputLen, preIDs uint64, m int32, stepIdx, encoder, decoder, thisTime, maxDecLen, draftNum uint64, rows, maxNgram, minNgram, maxDraft int32, threshold int64, hybrid int32, out, seqLens uint64) int32
@@ -98,7 +99,7 @@ func loadLibrary(path string) (*library, error) {
 		{&l.synchronize, "sv_synchronize"}, {&l.eventsReserve, "sv_events_reserve"},
 		{&l.eventRecord, "sv_event_record"}, {&l.eventElapsed, "sv_event_elapsed"}, {&l.delay, "sv_delay"},
 		{&l.copyBandwidth, "sv_copy_bandwidth"}, {&l.fillRandom, "sv_fill_random"}, {&l.argmax, "sv_argmax"},
-		{&l.softmax, "sv_softmax"}, {&l.renorm, "sv_renorm"}, {&l.sample, "sv_sample"},
+		{&l.softmax, "sv_softmax"}, {&l.renorm, "sv_renorm"}, {&l.sample, "sv_sample"}, {&l.sampleCounts, "sv_sample_counts"},
 		{&l.specVerify, "sv_spec_verify"}, {&l.ngram, "sv_ngram_match"},
 		{&l.ngramFD, "sv_ngram_fastdeploy"},
 		{&l.faultOOB, "sv_fault_out_of_bounds"}, {&l.faultSpin, "sv_fault_spin"},

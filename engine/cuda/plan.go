@@ -301,7 +301,9 @@ func probsPlan(run *engine.Run) (*plan, error) {
 	return p, nil
 }
 
-// samplePlan: Tokens I32 [B] and, with draws, Samples I32 [B, Draws].
+// samplePlan: Tokens I32 [B] and, with draws, SampleCounts I32 [B, V]
+// counted on the device, or Samples I32 [B, Draws] when the run keeps its
+// draws (Params.KeepDraws).
 func samplePlan(run *engine.Run) (*plan, error) {
 	p, rows, vocab, err := logitsPlan(run)
 	if err != nil {
@@ -314,6 +316,11 @@ func samplePlan(run *engine.Run) (*plan, error) {
 	draws := run.Params.Draws
 	if draws < 0 {
 		return nil, fmt.Errorf("sample: draws %d is negative", draws)
+	}
+	keep := run.Params.KeepDraws
+	if keep && draws > engine.MaxKeptDraws {
+		return nil, fmt.Errorf("sample: %d draws a row with keep_draws, over the %d a row that are kept one by one (count them instead: keep_draws 0): %w",
+			draws, engine.MaxKeptDraws, engine.ErrUnsupported)
 	}
 	need := run.Op.Spec().Kernel
 	rp, err := resolveParams(&run.Params, rows, vocab, need)
@@ -340,19 +347,31 @@ func samplePlan(run *engine.Run) (*plan, error) {
 	p.req.Draws = draws
 	tokens := p.reserve(rows, poisonToken)
 	p.req.Out["tokens"] = tokens
-	var samples slot
-	if draws > 0 {
+	var samples, counts slot
+	switch {
+	case draws > 0 && keep:
 		samples = p.reserve(rows*draws, poisonToken)
 		p.req.Out["samples"] = samples
+	case draws > 0:
+		counts = p.reserve(rows*vocab, poisonToken)
+		p.req.Out["sample_counts"] = counts
 	}
 	p.decode = func(shm []byte) *engine.Output {
 		out := &engine.Output{Tokens: readTensor(shm, tokens, "tokens", engine.I32, rows)}
-		if draws > 0 {
+		switch {
+		case draws > 0 && keep:
 			out.Samples = readTensor(shm, samples, "samples", engine.I32, rows, draws)
+		case draws > 0:
+			out.SampleCounts = readTensor(shm, counts, "sample_counts", engine.I32, rows, vocab)
+			out.SampleDraws = draws
 		}
 		return out
 	}
-	p.bytes = engine.TensorBytes(run.Logits) + 4*int64(rows)*int64(1+draws) + int64(rows)*need.Bytes()
+	written := int64(draws)
+	if draws > 0 && !keep {
+		written = int64(vocab)
+	}
+	p.bytes = engine.TensorBytes(run.Logits) + 4*int64(rows)*(1+written) + int64(rows)*need.Bytes()
 	return p, nil
 }
 

@@ -447,6 +447,10 @@ var launchers = map[engine.Op]func(l *library, r *runRequest, in, out map[string
 		return l.check(l.renorm(int32(r.DType), in["logits"], int32(r.Rows), int32(r.Vocab), in["params"], int32(r.Flags), out["probs"]), "renorm")
 	},
 	engine.OpSample: func(l *library, r *runRequest, in, out map[string]uint64) error {
+		if counts, ok := out["sample_counts"]; ok {
+			return l.check(l.sampleCounts(int32(r.DType), in["logits"], int32(r.Rows), int32(r.Vocab), in["params"], int32(r.Flags), in["rows"],
+				int32(r.NGreedy), int32(r.NSampled), out["tokens"], int32(r.Draws), counts), "sample")
+		}
 		return l.check(l.sample(int32(r.DType), in["logits"], int32(r.Rows), int32(r.Vocab), in["params"], int32(r.Flags), in["rows"],
 			int32(r.NGreedy), int32(r.NSampled), out["tokens"], int32(r.Draws), out["samples"]), "sample")
 	},

@@ -242,7 +242,7 @@ func (b *builder) inferOp() (engine.Op, error) {
 			return "", tensorError(b.file, "input_ids", "not found; ngram_match needs input_ids and pre_ids (the file holds %s)", b.held())
 		}
 		return "", tensorError(b.file, "logits", "not found; a dump holds logits, or target_logits for spec_verify, or input_ids and pre_ids for ngram_match, and the file holds %s", b.held())
-	case has("samples", "seed", "offset"):
+	case has("samples", "sample_counts", "seed", "offset"):
 		return engine.OpSample, nil
 	case has("tokens"):
 		if err := b.f.Load("temperature"); err != nil {
@@ -708,6 +708,7 @@ func (b *builder) settings() error {
 	if b.o.Draws != nil {
 		p.Draws = *b.o.Draws
 	}
+	p.KeepDraws = b.o.KeepDraws != nil && *b.o.KeepDraws == 1
 	if b.o.Trials != nil {
 		p.Trials = *b.o.Trials
 	}

@@ -88,6 +88,7 @@ func TestInferOp(t *testing.T) {
 		{"top_p", []*engine.Tensor{m.logits(), m.floats("top_p", nil, 0.1, 1)}, nil, engine.Overrides{}, engine.OpRenorm},
 		{"min_p", []*engine.Tensor{m.logits(), m.floats("min_p", []int{b}, 0, 0.5)}, nil, engine.Overrides{}, engine.OpRenorm},
 		{"samples", []*engine.Tensor{m.logits(), m.ints("samples", engine.I64, []int{b, 9}, 0, m.v)}, nil, engine.Overrides{}, engine.OpSample},
+		{"sample_counts", []*engine.Tensor{m.logits(), m.ints("sample_counts", engine.I32, []int{b, m.v}, 0, 50)}, nil, engine.Overrides{}, engine.OpSample},
 		{"seed", []*engine.Tensor{m.logits(), m.ints("seed", engine.I64, nil, 1, 99)}, nil, engine.Overrides{}, engine.OpSample},
 		{"offset", []*engine.Tensor{m.logits(), m.ints("offset", engine.I64, []int{b}, 1, 99)}, nil, engine.Overrides{}, engine.OpSample},
 		{"tokens", []*engine.Tensor{m.logits(), tokens}, nil, engine.Overrides{}, engine.OpArgmax},

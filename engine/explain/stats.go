@@ -13,7 +13,7 @@ import (
 const maxZeroMassShown = 40
 
 // sampleDetail counts row r's draws of every output that drew many times
-// (ours, and the dump's samples), on the top most probable tokens under the
+// (ours, and the dump's samples; drawn one by one or counted per token), on the top most probable tokens under the
 // distribution sampled tokens are judged against (ref.Sample) and on every
 // token drawn that it gives no mass. It returns nil when no output drew
 // row r many times.
@@ -22,6 +22,8 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 	var drawn []*engine.Output
 	for _, o := range outs {
 		if s := o.Samples; s != nil && len(s.Shape) == 2 && s.Dim(0) == rows && s.Dim(1) > 0 {
+			drawn = append(drawn, o)
+		} else if c := o.SampleCounts; s == nil && c != nil && len(c.Shape) == 2 && c.Dim(0) == rows && c.Dim(1) == v {
 			drawn = append(drawn, o)
 		}
 	}
@@ -35,10 +37,24 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 	sd := &SampleDetail{OutOfRange: make([]int64, len(drawn))}
 	counts := make([][]int64, len(drawn))
 	for i, o := range drawn {
-		n := o.Samples.Dim(1)
 		sd.Outputs = append(sd.Outputs, engine.OutputInfo{Name: o.Name, External: o.External, Kind: "samples"})
-		sd.Draws = append(sd.Draws, n)
 		counts[i] = make([]int64, v)
+		if o.Samples == nil {
+			var sum int64
+			for t := range v {
+				counts[i][t] = max(o.SampleCounts.Int(r*v+t), 0)
+				sum += counts[i][t]
+			}
+			n := max(int64(o.SampleDraws), sum)
+			if o.SampleDraws == 0 {
+				n = sum
+			}
+			sd.Draws = append(sd.Draws, int(n))
+			sd.OutOfRange[i] = n - sum
+			continue
+		}
+		n := o.Samples.Dim(1)
+		sd.Draws = append(sd.Draws, n)
 		for k := range n {
 			t := o.Samples.Int(r*n + k)
 			if t < 0 || t >= int64(v) {
@@ -50,6 +66,11 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 	}
 	sd.SameAsFirst = make([]bool, len(drawn))
 	for i := 1; i < len(drawn); i++ {
+		if drawn[0].Samples == nil || drawn[i].Samples == nil {
+			// Counts say only whether the same tokens were drawn as often.
+			sd.SameAsFirst[i] = sd.Draws[0] == sd.Draws[i] && sd.OutOfRange[0] == sd.OutOfRange[i] && slices.Equal(counts[0], counts[i])
+			continue
+		}
 		sd.SameAsFirst[i] = sameDraws(drawn[0].Samples, drawn[i].Samples, r)
 	}
 	shown := make([]bool, v)

@@ -50,6 +50,9 @@ type SampleState struct {
 	// RunDraws the run's many draws per row (0: one token per row).
 	RowSeed  uint64 `json:"row_seed"`
 	RunDraws int    `json:"run_draws"`
+	// RunCounted says the run stored its many draws counted per token
+	// (sample_counts), not one by one: it holds no single draw.
+	RunCounted bool `json:"run_counted,omitempty"`
 	// Method is the method taught (never auto); RunMethod the run's own,
 	// auto resolved.
 	Method    engine.SampleMethod `json:"method"`

@@ -139,7 +139,13 @@ func need(run *engine.Run, f *dump.File, b engine.Backend, workers int, stored b
 		case engine.OpSoftmax, engine.OpRenorm:
 			ours = 4 * rows * vocab
 		case engine.OpSample:
-			ours = 4*rows*int64(1+max(p.Draws, 0)) + 8*rows // the seed reruns' tokens too
+			// A backend that counts its draws returns V counts a row
+			// whatever the draws; the others every draw.
+			drawn := int64(max(p.Draws, 0))
+			if engine.CountsDraws(b, run) {
+				drawn = vocab
+			}
+			ours = 4*rows*(1+drawn) + 8*rows // the seed reruns' tokens too
 		case engine.OpSpecVerify:
 			trials := int64(max(p.Trials, 1))
 			ours = 4*rows*(k+1) + 8*rows

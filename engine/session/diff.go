@@ -67,6 +67,7 @@ func (s *Session) admitDiff(a, b Job) error {
 			}
 			if be = kernels(be, side.run); be != nil {
 				side.run.SetWorkDefaults(side.job.Overrides)
+				side.run.SetBackendDefaults(side.job.Overrides, be)
 			}
 		}
 		needs[i] = need(side.run, side.f, be, s.workers(), side.job.OutputsPath != "")

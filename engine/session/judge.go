@@ -117,10 +117,17 @@ func (s *Session) runOrFallBack(ctx context.Context, b engine.Backend, run *engi
 		if other == b || other.Name() == b.Name() {
 			continue
 		}
+		// The counting backend's draws default is not the other's.
+		draws, also := run.Params.Draws, ""
+		if _, counts := other.(engine.DrawCounter); run.BackendDraws && !counts && draws > engine.DefaultDraws {
+			run.Params.Draws = engine.DefaultDraws
+			also = fmt.Sprintf(", with its default %d draws a row", engine.DefaultDraws)
+		}
 		if o, otherErr := runBackend(ctx, other, run); otherErr == nil {
 			why := strings.TrimSuffix(err.Error(), ": "+engine.ErrUnsupported.Error())
-			return o, other, fmt.Sprintf("%s; our output is the %s backend's", why, other.Name()), nil
+			return o, other, fmt.Sprintf("%s; our output is the %s backend's%s", why, other.Name(), also), nil
 		}
+		run.Params.Draws = draws
 	}
 	return nil, b, "", err
 }

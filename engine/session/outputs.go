@@ -30,6 +30,8 @@ type outputsMeta struct {
 	Backend string         `json:"backend"`
 	Device  engine.Device  `json:"device"`
 	Timing  *engine.Timing `json:"timing,omitempty"`
+	// SampleDraws is Output.SampleDraws (the draws sample_counts count).
+	SampleDraws int `json:"sample_draws,omitempty"`
 }
 
 // outputTensors names the tensors of an Output as DUMPS.md names them.
@@ -43,6 +45,7 @@ func outputTensors(o *engine.Output) []*engine.Tensor {
 	add("probs", o.Probs)
 	add("tokens", o.Tokens)
 	add("samples", o.Samples)
+	add("sample_counts", o.SampleCounts)
 	add("spec_tokens", o.SpecTokens)
 	add("spec_emitted", o.SpecEmitted)
 	add("spec_accepted", o.SpecAccepted)
@@ -59,7 +62,7 @@ func outputTensors(o *engine.Output) []*engine.Tensor {
 
 // writeOutputs stores our output, its seed reruns (nil: none) and its trace.
 func writeOutputs(path string, o *engine.Output, rr *compare.Reruns, d engine.Device) error {
-	meta, err := json.Marshal(outputsMeta{Backend: o.Name, Device: d, Timing: o.Timing})
+	meta, err := json.Marshal(outputsMeta{Backend: o.Name, Device: d, Timing: o.Timing, SampleDraws: o.SampleDraws})
 	if err != nil {
 		return fmt.Errorf("store outputs: %w", err)
 	}
@@ -119,6 +122,7 @@ func readOutputs(path string) (*storedOutputs, error) {
 	st.ours = &engine.Output{
 		Name: meta.Backend, Timing: meta.Timing,
 		Probs: f.Tensor("probs"), Tokens: f.Tensor("tokens"), Samples: f.Tensor("samples"),
+		SampleCounts: f.Tensor("sample_counts"), SampleDraws: meta.SampleDraws,
 		SpecTokens: f.Tensor("spec_tokens"), SpecEmitted: f.Tensor("spec_emitted"), SpecAccepted: f.Tensor("spec_accepted"),
 		SpecTrials: f.Tensor("spec_trials"), DraftOut: f.Tensor("draft_out"),
 		SeqLensThisTime: f.Tensor("seq_lens_this_time_out"),

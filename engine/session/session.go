@@ -184,6 +184,7 @@ func (s *Session) load(job Job, b engine.Backend, stored bool) (*engine.Run, *du
 	b = kernels(b, run)
 	if b != nil {
 		run.SetWorkDefaults(job.Overrides)
+		run.SetBackendDefaults(job.Overrides, b)
 	}
 	if err := overBudget(run.Source, need(run, f, b, s.workers(), stored), s.MaxMemory); err != nil {
 		f.Close()
@@ -259,6 +260,7 @@ func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 	b = kernels(b, run)
 	if b != nil {
 		run.SetWorkDefaults(job.Overrides)
+		run.SetBackendDefaults(job.Overrides, b)
 	}
 	n := need(run, f, b, s.workers(), job.OutputsPath != "")
 	if err := overBudget(run.Source, n, s.MaxMemory); err != nil {

@@ -49,6 +49,8 @@ func storedDraw(job Job, run *engine.Run, st *lesson.SampleState) error {
 	o := out.ours
 	if o.Samples != nil && len(o.Samples.Shape) == 2 {
 		st.RunDraws = o.Samples.Shape[1]
+	} else if o.SampleCounts != nil {
+		st.RunCounted = true
 	}
 	if st.Invalid == "" && st.Seed == st.RowSeed {
 		st.Kernel = kernelDraw(o, run.Rows(), st)

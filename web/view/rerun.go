@@ -73,7 +73,7 @@ func rerunPlaceholder(param *engine.Param) string {
 	case "method":
 		return string(engine.SampleInverseCDF) + " (default)"
 	case "draws":
-		return strconv.Itoa(engine.DefaultDraws) + " (default)"
+		return strconv.Itoa(engine.DefaultDraws) + " on cpu, " + strconv.Itoa(engine.DefaultCountedDraws) + " on cuda (default)"
 	case "trials":
 		return strconv.Itoa(engine.DefaultTrials) + " (default)"
 	case "semantics":

@@ -78,7 +78,7 @@ func Statistical(d RunPage) bool {
 	}
 	switch d.Info.Op {
 	case engine.OpSample:
-		return d.Params.Draws != nil && *d.Params.Draws > 0 || has("samples")
+		return d.Params.Draws != nil && *d.Params.Draws > 0 || has("samples") || has("sample_counts")
 	case engine.OpSpecVerify:
 		return d.Params.Trials != nil && *d.Params.Trials > 1 || has("spec_trials")
 	}

@@ -249,6 +249,8 @@ func kernelWords(st *lesson.SampleState, names Tokens) (string, string) {
 		why = fmt.Sprintf("The run drew with the row's seed %d, not %d, so it stored no draw of this seed", st.RowSeed, st.Seed)
 	case st.Method != st.RunMethod && st.Method != engine.SampleInverseCDF:
 		why = fmt.Sprintf("The run drew the row's token with %s, so it stored no %s draw (rerun it with method %s to have the kernels make this one)", MethodName(st.RunMethod), st.Method, st.Method)
+	case st.Draw > 0 && st.RunCounted:
+		why = fmt.Sprintf("The run counted its %d draws a row per token on the device and kept no single draw (keep_draws 1 keeps them), so it has no draw %d to show", st.RunDraws, st.Draw)
 	case st.Draw > 0 && st.RunDraws == 0:
 		why = fmt.Sprintf("The run stored one token per row (draw 0) and no many-draws samples, so it has no draw %d", st.Draw)
 	case st.Draw > 0 && st.Method != engine.SampleInverseCDF:

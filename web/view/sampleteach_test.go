@@ -82,6 +82,9 @@ func TestSampleTeachKernelWords(t *testing.T) {
 		{"another method", func(s *lesson.SampleState) { s.RunMethod = engine.SampleInverseCDF }, "none", "rerun it with method rejection"},
 		{"not stored yet", func(s *lesson.SampleState) { s.RunMethod = engine.SampleRejection }, "none", "have not stored their outputs yet"},
 		{"no many draws", func(s *lesson.SampleState) { s.RunMethod, s.Draw = engine.SampleRejection, 3 }, "none", "no many-draws samples"},
+		{"counted draws", func(s *lesson.SampleState) {
+			s.RunMethod, s.Draw, s.RunDraws, s.RunCounted = engine.SampleRejection, 3, 10_000_000, true
+		}, "none", "counted its 10000000 draws a row per token on the device and kept no single draw (keep_draws 1 keeps them), so it has no draw 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

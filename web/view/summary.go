@@ -199,6 +199,9 @@ func statsLine(o OutputVerdict, threshold float64) string {
 	if pw := o.Power; pw != nil {
 		parts = append(parts, fmt.Sprintf("any bias of total variation %.2g or more is caught %.0f times in 100 in every row (row %d is the least sensitive)",
 			float64(pw.TV), 100*float64(pw.Probability), pw.Row))
+		if g := pw.Gain(); g != "" {
+			parts = append(parts, g)
+		}
 	}
 	return o.Label() + ": " + strings.Join(parts, "; ") + "."
 }

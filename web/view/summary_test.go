@@ -41,3 +41,31 @@ func TestStatsLineSaysPower(t *testing.T) {
 		t.Errorf("stats line\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestStatsLineSaysPowerGained checks that a run of more draws than the
+// default says what they buy over the default, and one of the default
+// draws says nothing of it.
+func TestStatsLineSaysPowerGained(t *testing.T) {
+	tests := []struct {
+		name  string
+		draws int
+		power *engine.Power
+		want  string
+	}{
+		{"10^7 draws", 10_000_000, &engine.Power{TV: 0.0011, Row: 0, Best: 0.001, Probability: 0.9, Draws: 10_000_000, BaselineTV: 0.011},
+			"cuda kernel (ours): 10000000 draws per row; rows fail a statistical test below p = 1e-06; any bias of total variation 0.0011 or more is caught 90 times in 100 in every row (row 0 is the least sensitive); 10^7 draws a row catch a total-variation bias of 0.0011; 10^5 would catch 0.011."},
+		{"10^5 draws", 100_000, &engine.Power{TV: 0.011, Row: 0, Best: 0.01, Probability: 0.9, Draws: 100_000},
+			"cuda kernel (ours): 100000 draws per row; rows fail a statistical test below p = 1e-06; any bias of total variation 0.011 or more is caught 90 times in 100 in every row (row 0 is the least sensitive)."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fit := &engine.Fit{Draws: tt.draws, DetectableTV: tt.power.TV}
+			rep := &engine.Report{Rows: 1, Pass: true, Tolerances: engine.Tolerances{PValue: 1e-6}, Outputs: []engine.OutputReport{
+				{Name: "cuda", Kind: "samples", Pass: true, Rows: []engine.RowReport{{Row: 0, Pass: true, Fit: fit}}, Power: tt.power},
+			}}
+			if got := Summarize(rep).Outputs[0].StatsLine; got != tt.want {
+				t.Errorf("stats line\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}

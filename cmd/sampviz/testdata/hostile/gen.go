@@ -141,7 +141,7 @@ func main() {
 		Exit: 2, Status: 413, Words: []string{"sample_draws.safetensors needs about", "our outputs", "more than the"}}, sample.Bytes())
 	add(entry{File: "sample_draws.safetensors", What: "draws past the parameter's range",
 		Args: []string{"--draws", "100000000000"}, Query: "draws=100000000000",
-		Exit: 2, Status: 400, Words: []string{"must be an integer in [0, 1000000]"}}, sample.Bytes())
+		Exit: 2, Status: 400, Words: []string{"must be an integer in [0, 1000000000]"}}, sample.Bytes())
 
 	// Shapes that declare more than any machine holds, in a few bytes.
 	add(entry{File: "huge_shape.safetensors", What: "a safetensors header declaring logits of [10^12, 10^12]",

@@ -1,0 +1,244 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/cpu"
+	"github.com/sampviz/sampviz/engine/dump"
+)
+
+// countingBackend is a DrawCounter that runs nothing: need only asks what
+// it is.
+type countingBackend struct{ name string }
+
+func (c countingBackend) Name() string          { return c.name }
+func (c countingBackend) Device() engine.Device { return engine.Device{} }
+func (c countingBackend) Run(context.Context, *engine.Run) (*engine.Output, error) {
+	return nil, engine.ErrUnsupported
+}
+func (c countingBackend) DefaultDraws() int { return engine.DefaultCountedDraws }
+func (c countingBackend) MaxDraws() int     { return engine.MaxDraws }
+
+// drawing returns a backend called name with Backend's methods only: one
+// that returns every draw.
+func drawing(name string) engine.Backend {
+	return struct{ engine.Backend }{countingBackend{name: name}}
+}
+
+// TestBudgetCountsDraws checks that the memory a sample run needs for our
+// outputs follows the counts (V a row) on a backend that counts its draws,
+// and the draws (N a row) on one that returns them or when the run keeps
+// them; and that the draws default follows the backend.
+func TestBudgetCountsDraws(t *testing.T) {
+	const rows, vocab = 64, 50000
+	counting := countingBackend{name: "cuda"}
+	drawn := drawing("cpu")
+	tests := []struct {
+		name      string
+		b         engine.Backend
+		draws     *int
+		keep      bool
+		wantDraws int
+		// wantPerRow is what our outputs hold a row, before the heap's slack.
+		wantPerRow int64
+	}{
+		{"counted, default draws", counting, nil, false, engine.DefaultCountedDraws, 4*(1+vocab) + 8},
+		{"counted, 10^9 draws", counting, ptr(engine.MaxDraws), false, engine.MaxDraws, 4*(1+vocab) + 8},
+		{"counted but kept", counting, ptr(1000), true, 1000, 4*(1+1000) + 8},
+		{"drawn, default draws", drawn, nil, false, engine.DefaultDraws, 4*(1+engine.DefaultDraws) + 8},
+		{"drawn, 7 draws", drawn, ptr(7), false, 7, 4*(1+7) + 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := &engine.Run{Op: engine.OpSample, Logits: engine.NewTensor("logits", engine.BF16, rows, vocab)}
+			o := engine.Overrides{Draws: tt.draws}
+			if tt.draws != nil {
+				run.Params.Draws = *tt.draws
+			}
+			run.SetWorkDefaults(o)
+			run.SetBackendDefaults(o, tt.b)
+			run.Params.KeepDraws = tt.keep
+			if run.Params.Draws != tt.wantDraws {
+				t.Errorf("draws %d, want %d", run.Params.Draws, tt.wantDraws)
+			}
+			n := need(run, nil, tt.b, 1, false)
+			var ours int64 = -1
+			for _, p := range n.Parts {
+				if p.What == "our outputs" {
+					ours = p.Bytes
+				}
+			}
+			if want := int64(heapSlack * float64(rows*tt.wantPerRow)); ours != want {
+				t.Errorf("our outputs %d bytes, want %d", ours, want)
+			}
+		})
+	}
+}
+
+// TestStoredCounts checks that a stored run keeps counted draws as counts,
+// with the draws they count, and reads them back the same.
+func TestStoredCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, vocab, draws = 3, 257, 1000
+	counts := make([]int64, rows*vocab)
+	for r := range rows {
+		for range draws {
+			counts[r*vocab+rng.IntN(vocab)]++
+		}
+	}
+	tests := []struct {
+		name string
+		out  *engine.Output
+	}{
+		{"counts", &engine.Output{Name: "cuda", Tokens: engine.FromInts("tokens", engine.I32, []int{rows}, []int64{1, 2, 3}),
+			SampleCounts: engine.FromInts("sample_counts", engine.I32, []int{rows, vocab}, counts), SampleDraws: draws}},
+		{"draws", &engine.Output{Name: "cpu", Tokens: engine.FromInts("tokens", engine.I32, []int{rows}, []int64{1, 2, 3}),
+			Samples: engine.FromInts("samples", engine.I32, []int{rows, 2}, []int64{4, 5, 6, 7, 8, 9})}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "outputs.safetensors")
+			if err := writeOutputs(path, tt.out, nil, engine.Device{Backend: tt.out.Name}); err != nil {
+				t.Fatal(err)
+			}
+			st, err := readOutputs(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			got := st.ours
+			for _, c := range []struct {
+				what      string
+				got, want *engine.Tensor
+			}{{"tokens", got.Tokens, tt.out.Tokens}, {"samples", got.Samples, tt.out.Samples}, {"sample_counts", got.SampleCounts, tt.out.SampleCounts}} {
+				if (c.got == nil) != (c.want == nil) || c.got != nil && !bytes.Equal(c.got.Data, c.want.Data) {
+					t.Errorf("%s: stored %v, want %v", c.what, c.got, c.want)
+				}
+			}
+			if got.SampleDraws != tt.out.SampleDraws {
+				t.Errorf("sample draws %d, want %d", got.SampleDraws, tt.out.SampleDraws)
+			}
+		})
+	}
+}
+
+// TestExternalSampleCounts judges a dump that brings its draws counted per
+// token (sample_counts): engine/cpu's draws histogrammed pass, the same
+// counts with draws moved onto a dropped token fail on the support, each in
+// one output of kind samples with a fit of all the draws.
+func TestExternalSampleCounts(t *testing.T) {
+	const rows, vocab, draws = 4, 3000, 20000
+	rng := rand.New(rand.NewPCG(30, 31))
+	x := make([]float32, rows*vocab)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * 2)
+	}
+	logits := engine.FromFloat32s("logits", engine.F32, []int{rows, vocab}, x)
+	seeds := engine.FromInts("seed", engine.I64, []int{rows}, []int64{5, 6, 7, 8})
+	topK := engine.FromInts("top_k", engine.I64, []int{rows}, []int64{100, 100, 100, 100})
+	run := buildRun(t, []*engine.Tensor{logits, seeds, topK}, map[string]string{"op": "sample"}, engine.Overrides{Draws: ptr(draws)})
+	out, err := cpu.New().Run(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := make([]int64, rows*vocab)
+	for i := range rows * draws {
+		counts[(i/draws)*vocab+int(out.Samples.Int(i))]++
+	}
+	spoiled := slices.Clone(counts)
+	for tok := range vocab { // 30 draws of row 2 onto a token top-k drops
+		if spoiled[2*vocab+tok] == 0 && x[2*vocab+tok] < 0 {
+			spoiled[2*vocab+tok] += 30
+			spoiled[2*vocab+int(out.Tokens.Int(2))] -= 30
+			break
+		}
+	}
+	tests := []struct {
+		name     string
+		counts   []int64
+		failRows []int
+	}{
+		{"engine/cpu's draws", counts, nil},
+		{"draws off the support", spoiled, []int{2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "counts.safetensors")
+			var buf bytes.Buffer
+			tensors := []*engine.Tensor{logits, seeds, topK, engine.FromInts("sample_counts", engine.I32, []int{rows, vocab}, tt.counts)}
+			if err := dump.WriteSafetensors(&buf, tensors, map[string]string{"op": "sample"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := New(cpu.New()).Execute(context.Background(), Job{DumpPath: path, Backend: NoBackend}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Outputs) != 1 || rep.Outputs[0].Name != "sample_counts" || rep.Outputs[0].Kind != "samples" {
+				t.Fatalf("outputs %+v, want one sample_counts output of kind samples", rep.Outputs)
+			}
+			o := rep.Outputs[0]
+			var failed []int
+			for _, r := range o.Rows {
+				if !r.Pass {
+					failed = append(failed, r.Row)
+				}
+				if r.Fit == nil || r.Fit.Draws != draws {
+					t.Errorf("row %d: fit %+v, want one of %d draws", r.Row, r.Fit, draws)
+				}
+			}
+			if !slices.Equal(failed, tt.failRows) {
+				t.Errorf("failed rows %v, want %v", failed, tt.failRows)
+			}
+		})
+	}
+}
+
+// TestFallbackDraws checks that a run that took a counting backend's draws
+// default and falls back to the cpu backend (a filter chain the counting
+// one does not serve) makes the cpu's default draws, and says so; draws a
+// person named stay as named.
+func TestFallbackDraws(t *testing.T) {
+	const rows, vocab = 2, 50
+	tests := []struct {
+		name      string
+		draws     *int
+		wantDraws int
+		notice    string
+	}{
+		{"the counting default", nil, engine.DefaultDraws, "; our output is the cpu backend's, with its default 100000 draws a row"},
+		{"named draws", ptr(3000), 3000, "; our output is the cpu backend's"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 30))
+			x := make([]float32, rows*vocab)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			run := buildRun(t, []*engine.Tensor{engine.FromFloat32s("logits", engine.F32, []int{rows, vocab}, x),
+				engine.FromInts("seed", engine.I64, []int{rows}, []int64{3, 4})}, map[string]string{"op": "sample"}, engine.Overrides{Draws: tt.draws})
+			o := engine.Overrides{Draws: tt.draws}
+			rep, err := New(countingBackend{name: "cuda"}, cpu.New()).Execute(context.Background(), Job{Run: run, Backend: "cuda", Overrides: o}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(rep.Notices, " | "); !strings.HasSuffix(got, tt.notice) {
+				t.Errorf("notices %q, want one ending %q", got, tt.notice)
+			}
+			if r := rep.Outputs[0].Rows[0]; r.Fit == nil || r.Fit.Draws != tt.wantDraws {
+				t.Errorf("row 0 fit %+v, want one of %d draws", r.Fit, tt.wantDraws)
+			}
+		})
+	}
+}
