@@ -30,6 +30,14 @@
 // at x_1 (p - 1 <= 0) and each cut zeroes one token, so the node's Z_1 is
 // the table's sum over the row less Weight(p(x_1)), and the draw's
 // segment totals are table sums less the weights of the zeroed tokens.
+//
+// Where the nodes are few (slots <= SMs), bf16, no filter and one-hot drafts, the prepare
+// is tree_split_kernel, a cluster of blocks a node that reads the row once
+// from DRAM and leaves, beside the statistics, the totals of R_1 and of
+// Weight(p) per span of the row (as spec_split_kernel does for
+// spec_verify, with tables of the row's patterns instead of an exact
+// weight a token). The node kernel then takes Z_1 from the span totals (no
+// pass over the row) and the walk draws from one span (draw_tree_split).
 #include "spec_verify.cuh"
 
 namespace sv {
@@ -69,6 +77,9 @@ struct TreeArgs {
   int *fb, *ncut;
   unsigned long long *cuts;
   bool wide_table;  // the walk has kWideTableBytes of dynamic shared memory
+  // tree_split_kernel's span totals (tot null: the lean or filtered
+  // prepare ran): set only for one-hot drafts without filters.
+  SplitTotals split;
   int *path, *out_tokens, *accepted;  // [trials, rows, width] twice, [trials, rows]
   int trace_trials;
   float *tu, *tp, *tq;
@@ -279,8 +290,23 @@ __global__ void __launch_bounds__(BLOCK, 3) tree_node_kernel(const T *__restrict
   // recomputed; the same bits either way.
   bool tabbed = false;
   PatternTable<float> ptab{reinterpret_cast<float *>(table), 0};
+  const bool split = a.split.tot != nullptr;  // one-hot drafts, no filter
+  if (split) {
+    // Z_1 is the row's total of R_1, which tree_split_kernel left per span.
+    const unsigned long long *tot = a.split.tot + (size_t)slot * 2 * a.split.spans;
+    unsigned long long r = 0, t = 0;
+    for (int i = threadIdx.x; i < a.split.spans; i += BLOCK) {
+      r += tot[i];
+      t += tot[a.split.spans + i];
+    }
+    z = Reduce<BLOCK>::sum(red, r);
+    if (z == 0) {  // p - q_1 has no positive weight: R_1 is Weight(p)
+      res.fb = true;
+      z = Reduce<BLOCK>::sum(red, t);
+    }
+  }
   if constexpr (tabled<T>()) {
-    tabbed = !ps.onehot && !ps.filtered;
+    tabbed = !split && !ps.onehot && !ps.filtered;
     if (tabbed) {
       const __nv_bfloat16 *xb = reinterpret_cast<const __nv_bfloat16 *>(x);
       auto p_of = [&](float v) { return __fdiv_rn(weight_of(v, ps.m, ps.temp), ps.s); };
@@ -328,7 +354,7 @@ __global__ void __launch_bounds__(BLOCK, 3) tree_node_kernel(const T *__restrict
       res.fb = true;
       z = q_sum(r1);
     }
-  } else if (!tabbed) {
+  } else if (!tabbed && !split) {
     for (int v = threadIdx.x; v < n; v += BLOCK) z += res(v, p_row(v), 0.0f);
     z = Reduce<BLOCK>::sum(red, z);
     if (z == 0) {  // p - q_1 has no positive weight: R_1 is Weight(p)
@@ -367,6 +393,215 @@ __global__ void __launch_bounds__(BLOCK, 3) tree_node_kernel(const T *__restrict
     a.ncut[slot] = res.ncut;
   }
   for (int e = threadIdx.x; e < res.ncut; e += BLOCK) a.cuts[rbase + start + e] = cuts[e];
+}
+
+// kTreeSplitPerSM is how many blocks of tree_split_kernel an SM holds (its
+// launch bounds); tree_split_layout sizes the clusters so that the nodes'
+// blocks fill about kTreeSplitWaves waves of them.
+constexpr int kTreeSplitBlock = 512;
+constexpr int kTreeSplitPerSM = 2;
+constexpr int kTreeSplitWaves = 1;
+constexpr int kTreeSplitWarps = kTreeSplitBlock / 32;  // a span of totals per warp
+static_assert(kMaxCluster * kTreeSplitWarps <= kTreeWalkBlock, "draw_tree_split scans one span per walk thread");
+
+// tree_split_smem is tree_split_kernel's dynamic shared memory for a
+// vocabulary: the tables of fixed-point weights and of weights, then the
+// Sum's complete tree.
+inline size_t tree_split_smem(int vocab) {
+  int leaves = 1;
+  while (leaves < (vocab + 255) / 256) leaves <<= 1;
+  return (sizeof(unsigned long long) + sizeof(float)) * kTableEntries + sizeof(float) * 2 * leaves;
+}
+
+// tree_split_kernel (sm_90, bf16) prepares the nodes of an unfiltered
+// launch with one-hot drafts when they are few: one cluster of C blocks a
+// slot (blockIdx.x / C), block rank r owning tokens [r * chunk, (r + 1) *
+// chunk), chunk a multiple of the Sum's 256-token leaves. It is
+// spec_split_kernel's algorithm, bit for bit, with two changes: each
+// token's weight comes from a table of the row's patterns (fill_table:
+// 4096 exact weights a block instead of one a token), and the chunk is not
+// kept in shared memory but read again (from L2: a cluster's chunks are a
+// few hundred KB) by the Sum's leaves and by the span totals, which take
+// the fixed-point weight of p from a second table. The totals are those
+// of R_1 = Weight(p - onehot(x_1)), which is Weight(p) but 0 at x_1 (p - 1
+// <= 0), and of Weight(p), per warp span of chunk / kTreeSplitWarps tokens.
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK, kTreeSplitPerSM)
+    tree_split_kernel(const __nv_bfloat16 *__restrict__ target, int k, int vocab, int chunk, RowParams rp,
+                      const int *__restrict__ drafts, PosStat *__restrict__ stats,
+                      unsigned long long *__restrict__ totals) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ typename Reduce<BLOCK>::Shared red;
+  __shared__ __align__(8) ArgBest peer_best[kMaxCluster];
+  extern __shared__ __align__(16) unsigned long long dyn64[];
+  pdl_trigger();  // the node kernel may launch now; it waits for this kernel
+  const int csize = cluster_blocks();
+  const int rank = cluster_rank();
+  cluster_arrive();
+  const int slot = blockIdx.x / csize;
+  const int row = slot / (k + 1), pos = slot % (k + 1);
+  const __nv_bfloat16 *x = target + (size_t)slot * vocab;
+  const unsigned short *xs = reinterpret_cast<const unsigned short *>(x);
+  const int begin = rank * chunk, end = min(vocab, begin + chunk);
+  const int leaves_n = (vocab + 255) / 256;
+  int depth = 0;
+  while ((1 << depth) < leaves_n) depth++;
+  const int L = 1 << depth;
+  unsigned long long *ptab_v = dyn64;                               // [kTableEntries]: weight(p)
+  float *wtab_v = reinterpret_cast<float *>(dyn64 + kTableEntries);  // [kTableEntries]: w
+  float *tree = wtab_v + kTableEntries;                              // 2L: leaves at [L, 2L)
+  for (int j = threadIdx.x; j < L; j += BLOCK) tree[L + j] = 0.0f;
+  ArgBest best{-kInf, 0x7fffffff};
+  int nan = 0;
+  scan_max<__nv_bfloat16, BLOCK, 4>(x, begin, end, best, nan);
+  if (nan) best = ArgBest{kInf, -1};  // NaN beats every key: the row is invalid
+  best = Reduce<BLOCK>::argbest(red, best);
+  cluster_wait();  // every block has started, and zeroed its tree
+  if ((int)threadIdx.x < csize) store_peer(&peer_best[rank], threadIdx.x, pack(best));
+  cluster_sync();
+  best = peer_best[0];
+  for (int r = 1; r < csize; r++)
+    if (better(peer_best[r].v, peer_best[r].i, best)) best = peer_best[r];
+  const bool valid = best.i >= 0 && best.v > -kInf && best.v != kInf;
+  const float m = best.v, temp = rp.temperature[row];
+  const bool onehot = valid && temp == 0.0f;
+  const bool weights = valid && !onehot;
+  auto w_exact = [&](float v) { return weight_of(v, m, temp); };
+  const PatternTable<float> wt{wtab_v, weights ? table_window(m, temp) : 0u};
+  if (weights) {
+    fill_table<BLOCK>(wt, w_exact);
+    // The Sum's leaves of this chunk: thread (leaf, lane) adds the lane's
+    // 32 elements in order; the 8 lanes of a leaf are 8 consecutive
+    // threads, and the shuffles add them as ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)).
+    const int c0 = begin / 256, c1 = (end + 255) / 256;
+    for (int t0 = 0; t0 < (c1 - c0) * 8; t0 += BLOCK) {
+      const int t = t0 + (int)threadIdx.x;
+      const int leaf = c0 + t / 8, lane = t % 8;
+      float a = 0.0f;
+      if (leaf < c1) {
+        const int base = leaf * 256 + lane;
+        const int top = min(32, (end - base + 7) / 8);  // elements of this lane
+        if (top == 32) {
+          // Eight loads in flight, then their eight adds in order.
+#pragma unroll
+          for (int e0 = 0; e0 < 32; e0 += 8) {
+            unsigned b[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++) b[e] = __ldg(xs + base + 8 * (e0 + e));
+#pragma unroll
+            for (int e = 0; e < 8; e++) a = __fadd_rn(a, wt.value(b[e], w_exact));
+          }
+        } else {
+          for (int e = 0; e < top; e++) a = __fadd_rn(a, wt.value((unsigned)__ldg(xs + base + 8 * e), w_exact));
+        }
+      }
+      a = __fadd_rn(a, __shfl_xor_sync(0xffffffffu, a, 1));
+      a = __fadd_rn(a, __shfl_xor_sync(0xffffffffu, a, 2));
+      a = __fadd_rn(a, __shfl_xor_sync(0xffffffffu, a, 4));
+      if (leaf < c1 && lane == 0) {
+        float *dst = &tree[L + tree_leaf(leaf, leaves_n, depth)];
+        for (int r = 0; r < csize; r++) store_peer_f32(dst, r, a);
+      }
+    }
+  }
+  // After this barrier nothing touches another block's shared memory.
+  cluster_sync();
+  float s = 1.0f;
+  if (weights) {
+    for (int len = L >> 1; len >= 1; len >>= 1) {
+      for (int j = len + threadIdx.x; j < 2 * len; j += BLOCK) tree[j] = __fadd_rn(tree[2 * j], tree[2 * j + 1]);
+      __syncthreads();
+    }
+    s = tree[1];
+  }
+  const int xd = pos < k ? drafts[(size_t)row * k + pos] : -1;
+  if (rank == 0 && threadIdx.x == 0) {
+    PosStat ps;
+    ps.m = m;
+    ps.s = s;
+    ps.temp = temp;
+    ps.arg = best.i;
+    ps.valid = valid;
+    ps.onehot = onehot;
+    ps.filtered = 0;
+    ps.px = nan_f32();
+    if (valid && pos < k)
+      ps.px = onehot ? (xd == best.i ? 1.0f : 0.0f) : __fdiv_rn(weight_of(load_f32(x, xd), m, temp), s);
+    ps.list = -1;
+    ps.f = Filter{false, false, 0.0f, 0x7fffffff, 0.0f, 0.0f};
+    stats[slot] = ps;
+  }
+  if (!valid) return;
+  // weight(p) of every pattern of the window, from the table of w.
+  const PatternTable<unsigned long long> pt{ptab_v, wt.lo};
+  auto wp_exact = [&](float v) -> unsigned long long { return weight(__fdiv_rn(weight_of(v, m, temp), s)); };
+  if (weights) {
+    for (int j = threadIdx.x; j < (int)kTableEntries; j += BLOCK) ptab_v[j] = weight(__fdiv_rn(wtab_v[j], s));
+    __syncthreads();
+  }
+  // weight(p(v)) of token v (onehot: p is 1 at the maximum, else 0).
+  auto wp = [&](int v) -> unsigned long long {
+    if (onehot) return v == best.i ? weight(1.0f) : 0ull;
+    return pt.value((unsigned)__ldg(xs + v), wp_exact);
+  };
+  const int sub = chunk / kTreeSplitWarps, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int lo = begin + warp * sub, hi = min(end, lo + sub);
+  unsigned long long tgt = 0;
+  if (onehot) {
+    if (lane == 0 && best.i >= lo && best.i < hi) tgt = weight(1.0f);
+  } else if (lo < hi) {
+    int i = lo;
+    if ((reinterpret_cast<uintptr_t>(xs + lo) & 15) == 0) {
+      const int nv = (hi - lo) / 8;
+      tgt = table_vectors_sum(pt, reinterpret_cast<const uint4 *>(xs + lo), lane, 32, nv, wp_exact);
+      i = lo + 8 * nv;
+    }
+    for (i += lane; i < hi; i += 32) tgt += pt.value((unsigned)__ldg(xs + i), wp_exact);
+  }
+  for (int off = 16; off > 0; off >>= 1) tgt += __shfl_xor_sync(0xffffffffu, tgt, off);
+  if (lane == 0) {
+    // R_1's total: the target's less x_1's weight where x_1 is in the span.
+    const unsigned long long res = pos < k ? tgt - (xd >= lo && xd < hi ? wp(xd) : 0ull) : 0ull;
+    const int spans = csize * kTreeSplitWarps;
+    unsigned long long *t = totals + (size_t)slot * 2 * spans;
+    t[rank * kTreeSplitWarps + warp] = res;
+    t[spans + rank * kTreeSplitWarps + warp] = tgt;
+  }
+#endif
+}
+
+// draw_tree_split is the walk's draw at a stop node from tree_split_kernel's
+// span totals: the same token as draw_stop over the row (the first whose
+// inclusive prefix of weights exceeds pick(u, total)), from the residual
+// when residual_first is set and its total is not 0, else from Weight(p).
+// The residual's span totals are R_1's (Weight(p)'s where R_1 fell back,
+// fb) less the weights of the nz tokens in zeroed (-1: none) that the cuts
+// zero; the span that holds the target is then searched token by token.
+template <int BLOCK, typename Residual, typename Target>
+__device__ int draw_tree_split(const SplitTotals &sp, int slot, int n, bool residual_first, bool fb,
+                               const int *zeroed, int nz, uint64_t u, Residual residual, Target target,
+                               RowShared<BLOCK> &sh) {
+  const unsigned long long *tot = sp.tot + (size_t)slot * 2 * sp.spans;
+  unsigned long long rmine = 0, tmine = 0;  // span threadIdx.x (spans <= BLOCK)
+  const int r = (int)threadIdx.x;
+  if (r < sp.spans) {
+    tmine = tot[sp.spans + r];
+    rmine = fb ? tmine : tot[r];
+    const int lo = r * sp.span, hi = min(n, lo + sp.span);
+    for (int e = 0; e < nz; e++) {
+      const int v = zeroed[e];
+      if (v >= lo && v < hi) rmine -= target(v);
+    }
+  }
+  const unsigned long long rtotal = Reduce<BLOCK>::sum(sh.red, rmine);
+  const bool use_residual = residual_first && rtotal > 0;
+  const unsigned long long total = use_residual ? rtotal : Reduce<BLOCK>::sum(sh.red, tmine);
+  if (total == 0) return -1;
+  unsigned long long rem;
+  const int seg = find_segment<BLOCK>(pick(u, total), use_residual ? rmine : tmine, rem, sh);
+  if (seg < 0) return -1;
+  const int lo = seg * sp.span, hi = min(n, lo + sp.span);
+  return use_residual ? scan_find<BLOCK, 4>(lo, hi, rem, residual, sh) : scan_find<BLOCK, 4>(lo, hi, rem, target, sh);
 }
 
 // tree_walk_kernel, block = trial * rows + row. Child c is tested with
@@ -477,8 +712,26 @@ __global__ void __launch_bounds__(BLOCK, 1) tree_walk_kernel(const T *__restrict
     // Weight(p) serves the single child alone, as engine/cpu's R_1.
     const bool residual_first = cnt > 0;
     bool tabbed = false;
+    const bool split = a.split.tot != nullptr;  // one-hot drafts, no filter
+    if (split) {
+      // The residual is R_1 (Weight(p) where it fell back) with the cut
+      // tokens zeroed: the span totals less the weights of the cut tokens
+      // R_1 does not already zero, each counted once.
+      for (int i = threadIdx.x; i < res.ncut; i += BLOCK) {
+        int v = (int)cut_sh[i];
+        if (!res.fb && v == x1) v = -1;
+        for (int e = 0; e < i && v >= 0; e++)
+          if ((int)cut_sh[e] == v) v = -1;
+        zero_sh[i] = v;
+      }
+      __syncthreads();
+      auto residual = [&](int v) -> unsigned long long { return res(v, target_prob<T, true>(ps, x, wrow, v), 0.0f); };
+      auto target_weight = [&](int v) -> unsigned long long { return weight(target_prob<T, true>(ps, x, wrow, v)); };
+      token = draw_tree_split<BLOCK>(a.split, slot, n, residual_first, res.fb, zero_sh, res.ncut, u_sh, residual,
+                                     target_weight, sh);
+    }
     if constexpr (tabled<T>()) {
-      tabbed = a.wide_table && !ps.onehot && !ps.filtered;
+      tabbed = !split && a.wide_table && !ps.onehot && !ps.filtered;
       if (tabbed) {
         const __nv_bfloat16 *xb = reinterpret_cast<const __nv_bfloat16 *>(x);
         auto p_of = [&](float v) { return __fdiv_rn(weight_of(v, ps.m, ps.temp), ps.s); };
@@ -528,7 +781,7 @@ __global__ void __launch_bounds__(BLOCK, 1) tree_walk_kernel(const T *__restrict
         }
       }
     }
-    if (!tabbed) {
+    if (!tabbed && !split) {
       auto residual = [&](int v) -> unsigned long long { return res(v, target_prob<T, true>(ps, x, wrow, v), q_of(v)); };
       auto target_weight = [&](int v) -> unsigned long long { return weight(target_prob<T, true>(ps, x, wrow, v)); };
       token = draw_stop<BLOCK>(n, residual_first, u_sh, residual, target_weight, sh);
@@ -541,6 +794,33 @@ __global__ void __launch_bounds__(BLOCK, 1) tree_walk_kernel(const T *__restrict
 }
 
 size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+// tree_split_layout says whether a launch of slots nodes takes
+// tree_split_kernel, and with which cluster size and chunk: only when the
+// nodes alone do not fill the GPU (one block each, as the lean prepare
+// runs them), on a device that runs clusters; the clusters are sized so
+// that the blocks fill about kTreeSplitWaves waves of kTreeSplitPerSM
+// blocks an SM.
+bool tree_split_layout(int slots, int vocab, int &csize, int &chunk) {
+  if (!cluster_path() || slots > device_sms()) return false;
+  const int leaves = (vocab + 255) / 256;
+  csize = min(min(kMaxCluster, leaves), max(1, kTreeSplitWaves * kTreeSplitPerSM * device_sms() / slots));
+  chunk = (leaves + csize - 1) / csize * 256;
+  csize = (vocab + chunk - 1) / chunk;
+  return (long long)slots * csize <= 0x7fffffff;
+}
+
+// tree_split_launch launches tree_split_kernel, or returns -1 (nothing
+// launched) when the device cannot hold one of its clusters.
+int tree_split_launch(int slots, int csize, int chunk, const __nv_bfloat16 *target, int k, int vocab,
+                      const RowParams &rp, const int *first, PosStat *stats, unsigned long long *totals) {
+  auto kern = tree_split_kernel<kTreeSplitBlock>;
+  const size_t smem = tree_split_smem(vocab);
+  if (!cluster_ready((const void *)kern, true) || max_clusters((const void *)kern, csize, kTreeSplitBlock, smem) < 1)
+    return -1;
+  return launch_cluster(SV_VARIANT_TREE_SPLIT, kern, csize * slots, kTreeSplitBlock, smem, csize,
+                        "spec_tree_verify (split prepare)", target, k, vocab, chunk, rp, first, stats, totals);
+}
 
 }  // namespace
 
@@ -568,8 +848,12 @@ int launch_spec_tree_verify(const void *target, int rows, int nodes, int vocab, 
   const size_t fbytes = align256(sizeof(float) * slots);
   const size_t ibytes = align256(sizeof(int) * slots);
   const size_t cbytes = align256(sizeof(unsigned long long) * slots);
+  int split_c = 0, split_chunk = 0;
+  const bool split = tdtype == SV_BF16 && !filtered && !qprobs &&
+                     tree_split_layout((int)slots, vocab, split_c, split_chunk);
+  const size_t tbytes = split ? align256(sizeof(unsigned long long) * slots * 2 * split_c * kTreeSplitWarps) : 0;
   void *ws = nullptr;
-  int st = workspace(sbytes + wbytes + 2 * fbytes + 2 * ibytes + cbytes, &ws);
+  int st = workspace(sbytes + wbytes + 2 * fbytes + 2 * ibytes + cbytes + tbytes, &ws);
   if (st != SV_OK) return st;
   char *base = static_cast<char *>(ws);
   PosStat *stats = reinterpret_cast<PosStat *>(base);
@@ -596,6 +880,9 @@ int launch_spec_tree_verify(const void *target, int rows, int nodes, int vocab, 
   a.fb = reinterpret_cast<int *>(rest + 2 * fbytes);
   a.ncut = reinterpret_cast<int *>(rest + 2 * fbytes + ibytes);
   a.cuts = reinterpret_cast<unsigned long long *>(rest + 2 * fbytes + 2 * ibytes);
+  unsigned long long *totals =
+      split ? reinterpret_cast<unsigned long long *>(rest + 2 * fbytes + 2 * ibytes + cbytes) : nullptr;
+  a.split = SplitTotals{nullptr, split_c * kTreeSplitWarps, split_chunk / kTreeSplitWarps};
   a.path = path;
   a.out_tokens = tokens;
   a.accepted = accepted;
@@ -611,16 +898,25 @@ int launch_spec_tree_verify(const void *target, int rows, int nodes, int vocab, 
     const T *x = static_cast<const T *>(target);
     const SpecFullKernels<T> kk = spec_full_kernels(x);
     const SpecPrepareKernel<T> prepare = filtered ? kk.prepare_filtered : kk.prepare_lean;
-    st = launch_after(filtered ? SV_VARIANT_TREE_PREPARE_FILTERED : SV_VARIANT_TREE_PREPARE_LEAN, false, prepare,
-                      dim3((unsigned)slots), kSpecBlock, 0, "spec_tree_verify prepare", x, nodes - 1, vocab,
-                      (int)slots, rp, flags, first, wbuf, stats, (const int *)nullptr);
-    if (st != SV_OK) return st;
+    // split holds only for bf16 (tdtype), so the cast names x's own type.
+    st = split ? tree_split_launch((int)slots, split_c, split_chunk, reinterpret_cast<const __nv_bfloat16 *>(x),
+                                   nodes - 1, vocab, rp, first, stats, totals)
+               : -1;
+    if (st > 0) return st;
+    if (st == SV_OK) {
+      a.split.tot = totals;
+    } else {
+      st = launch_after(filtered ? SV_VARIANT_TREE_PREPARE_FILTERED : SV_VARIANT_TREE_PREPARE_LEAN, false, prepare,
+                        dim3((unsigned)slots), kSpecBlock, 0, "spec_tree_verify prepare", x, nodes - 1, vocab,
+                        (int)slots, rp, flags, first, wbuf, stats, (const int *)nullptr);
+      if (st != SV_OK) return st;
+    }
     const TreeKernel<T> node = tree_node_kernel<T, kTreeNodeBlock>;
     st = launch_after(SV_VARIANT_TREE_NODES, true, node, dim3((unsigned)slots), kTreeNodeBlock, 0,
                       "spec_tree_verify nodes", x, a);
     if (st != SV_OK) return st;
     const TreeKernel<T> walk = tree_walk_kernel<T, kTreeWalkBlock>;
-    a.wide_table = tabled<T>() && smem_ready((const void *)walk, kWideTableBytes);
+    a.wide_table = tabled<T>() && !a.split.tot && smem_ready((const void *)walk, kWideTableBytes);
     return launch_after(SV_VARIANT_TREE_WALK, true, walk, dim3((unsigned)((size_t)rows * trials)), kTreeWalkBlock,
                         a.wide_table ? kWideTableBytes : 0, "spec_tree_verify walk", x, a);
   });

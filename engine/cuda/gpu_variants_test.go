@@ -63,6 +63,7 @@ var kernelVariants = []struct {
 	{36, "SV_VARIANT_TREE_WALK", true},
 	{37, "SV_VARIANT_NGRAM_FASTDEPLOY", true},
 	{38, "SV_VARIANT_SAMPLE_COUNTS", true},
+	{39, "SV_VARIANT_TREE_SPLIT", true},
 }
 
 // treeVariant says whether a variant is spec_tree_verify's, which a library
@@ -282,6 +283,7 @@ func TestGPUVariants(t *testing.T) {
 		{"spec_verify/lean f16", specCase(engine.F16, 40, 3, 4100, unfiltered), []string{"spec_prepare_lean", "spec_chain_lean"}},
 		{"spec_tree_verify/filtered", treeCase(engine.BF16, 3, 4099, filtered), []string{"tree_prepare_filtered", "tree_nodes", "tree_walk"}},
 		{"spec_tree_verify/lean", treeCase(engine.F16, 3, 4100, unfiltered), []string{"tree_prepare_lean", "tree_nodes", "tree_walk"}},
+		{"spec_tree_verify/split", treeCase(engine.BF16, 3, 32003, unfiltered), []string{"tree_split", "tree_nodes", "tree_walk"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
