@@ -149,7 +149,7 @@ func fitSentence(f *stats.Fit, what, against string, threshold float64) string {
 		where = fmt.Sprintf("a pool of %d %ss", w.Tokens, f.Label)
 	}
 	return fmt.Sprintf("%s do not follow %s (%s %s < %s; TV %s, a correct sampler stays under %s); most deviant, %s: %d drawn where %s expected",
-		what, against, test, stats.PText(f.PValue, f.LogPValue), sci(threshold), num(f.TV), num(f.TVBound), where, w.Observed, num(w.Expected))
+		what, against, test, engine.PText(f.PValue, f.LogPValue), sci(threshold), num(f.TV), num(f.TVBound), where, w.Observed, num(w.Expected))
 }
 
 // fitSamples fits row r's draws (w.counts, every draw on the vocabulary)

@@ -187,7 +187,7 @@ func pooledSpec(or *engine.OutputReport, slack [][]float64, thr float64, tree bo
 	if f, err := stats.GoodnessOfFit(hist, law, stats.FitOptions{Label: "length"}); err == nil {
 		pool.EmittedPValue = engine.Float(f.PValue)
 		tests = append(tests, failure{f.PValue, fmt.Sprintf("%s of %d trials over %d rows do not follow their exact law (G-test %s): %s",
-			lengths, pool.Trials, len(rows), stats.PText(f.PValue, f.LogPValue), lengthTable(hist, law))})
+			lengths, pool.Trials, len(rows), engine.PText(f.PValue, f.LogPValue), lengthTable(hist, law))})
 	}
 	pool.MeanAcceptanceLength = engine.Float(stats.MeanAcceptanceLength(hist))
 	pool.TheoryMeanAcceptanceLength = engine.Float(theoryMean / float64(pool.Trials))

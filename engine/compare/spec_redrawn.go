@@ -185,7 +185,7 @@ func (w *worker) judgeRedrawn(p *plan, s *ref.SpecRef, r int, rep *engine.RowRep
 		n := ef.Draws
 		tests = append(tests, rowTest{rule: engine.RuleAcceptance, p: ef.PValue, tok: -1, msg: func(threshold float64) string {
 			return fmt.Sprintf("the emitted lengths of %d trials do not follow their exact law (G-test %s < %s): %s",
-				n, stats.PText(ef.PValue, ef.LogPValue), sci(threshold), lengthTable(tc.hist, theory))
+				n, engine.PText(ef.PValue, ef.LogPValue), sci(threshold), lengthTable(tc.hist, theory))
 		}})
 	}
 

@@ -278,7 +278,7 @@ func (w *worker) treeTrialStats(p *plan, s *ref.TreeRef, slack []float64, trials
 		st.EmittedPValue = engine.Float(ef.PValue)
 		tests = append(tests, rowTest{rule: engine.RuleAcceptance, p: ef.PValue, tok: -1, msg: func(threshold float64) string {
 			return fmt.Sprintf("the accepted tokens of %d trials do not follow their exact law (G-test %s < %s): %s",
-				n, stats.PText(ef.PValue, ef.LogPValue), sci(threshold), lengthTable(hist, theory))
+				n, engine.PText(ef.PValue, ef.LogPValue), sci(threshold), lengthTable(hist, theory))
 		}})
 	}
 

@@ -166,7 +166,7 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 		st.EmittedPValue = engine.Float(ef.PValue)
 		t := rowTest{rule: engine.RuleAcceptance, p: ef.PValue, tok: -1, msg: func(threshold float64) string {
 			return fmt.Sprintf("the emitted lengths of %d trials do not follow their exact law (G-test %s < %s): %s",
-				len(trials), stats.PText(ef.PValue, ef.LogPValue), sci(threshold), lengthTable(hist, theory))
+				len(trials), engine.PText(ef.PValue, ef.LogPValue), sci(threshold), lengthTable(hist, theory))
 		}}
 		if ef.ZeroMassTotal > 0 {
 			t.hard = fmt.Sprintf("%d of %d trials emitted a length that exact speculative sampling never gives (%s)",
@@ -361,7 +361,7 @@ func pText(p float64) string {
 	if p == 0 {
 		return "p < 1e-300"
 	}
-	return stats.PText(p, math.Log(p))
+	return engine.PText(p, math.Log(p))
 }
 
 // floats converts float64 values to the report's Float.
