@@ -109,14 +109,14 @@ func FormatSig(v float64, digits int) string {
 	return mant + "e" + exp
 }
 
-// FormatPercent writes a fraction as a percentage with 2 significant
-// digits, plain up to the integer: 0.734 is "73%", 1 is "100%" (never
+// FormatPercent writes a fraction as a percentage with 3 significant
+// digits, plain up to the integer: 0.7342 is "73.4%", 1 is "100%" (never
 // "1e+02%"), 0.00012 is "0.012%". Only 1 reads "100%": 0.9996 takes the
 // digits that keep it below ("99.96%"), and a fraction closer to 1 than
 // that reads "> 99.99%".
 func FormatPercent(frac float64) string {
-	s := FormatSig(100*frac, 2)
-	for d := 3; s == "100" && frac < 1 && d <= 4; d++ {
+	s := FormatSig(100*frac, 3)
+	for d := 4; s == "100" && frac < 1 && d <= 4; d++ {
 		s = FormatSig(100*frac, d)
 	}
 	if s == "100" && frac < 1 {
