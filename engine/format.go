@@ -111,16 +111,20 @@ func FormatSig(v float64, digits int) string {
 
 // FormatPercent writes a fraction as a percentage with 3 significant
 // digits, plain up to the integer: 0.7342 is "73.4%", 1 is "100%" (never
-// "1e+02%"), 0.00012 is "0.012%". Only 1 reads "100%": 0.9996 takes the
-// digits that keep it below ("99.96%"), and a fraction closer to 1 than
-// that reads "> 99.99%".
+// "1e+02%"), 0.00012 is "0.012%". Only 1 reads "100%" and only 0 reads
+// "0%": 0.9996 takes the digits that keep it below ("99.96%"), a fraction
+// closer to 1 than 1e-6 reads "> 99.9999%", and one closer to 0 "<
+// 0.0001%" (a rounding residue such as 5.6e-17 says nothing more).
 func FormatPercent(frac float64) string {
+	if frac > 0 && frac < 1e-6 {
+		return "< 0.0001%"
+	}
 	s := FormatSig(100*frac, 3)
-	for d := 4; s == "100" && frac < 1 && d <= 4; d++ {
+	for d := 4; s == "100" && frac < 1 && d <= 6; d++ {
 		s = FormatSig(100*frac, d)
 	}
 	if s == "100" && frac < 1 {
-		return "> 99.99%"
+		return "> 99.9999%"
 	}
 	return s + "%"
 }
@@ -154,6 +158,25 @@ func PText(p, logP float64) string {
 		return "p " + s
 	}
 	return "p = " + s
+}
+
+// FormatStoredP writes a p-value kept without its logarithm (a report's
+// p_value): there 0 only ever means it underflowed, so it reads "< 1e-300"
+// as FormatP writes that.
+func FormatStoredP(p float64) string {
+	if p == 0 {
+		return FormatP(0, -1000*math.Ln10)
+	}
+	return FormatP(p, math.Log(p))
+}
+
+// StoredPText writes "p = 0.012", or "p < 1e-300" for a stored p-value
+// that underflowed (FormatStoredP).
+func StoredPText(p float64) string {
+	if p == 0 {
+		return PText(0, -1000*math.Ln10)
+	}
+	return PText(p, math.Log(p))
 }
 
 // FormatBytes writes n in binary units, as messages about memory and sizes

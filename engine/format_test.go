@@ -44,7 +44,8 @@ var formatCases = []formatCase{
 	{"not 1e+02%", "percent", 4096.0 / 4096, 0, 0, "100%"},
 	{"almost all", "percent", 0.999, 0, 0, "99.9%"},
 	{"closer to all", "percent", 0.9996, 0, 0, "99.96%"},
-	{"as good as all", "percent", 1 - 1e-12, 0, 0, "> 99.99%"},
+	{"as good as all", "percent", 1 - 1e-12, 0, 0, "> 99.9999%"},
+	{"a rounding residue", "percent", 5.55e-17, 0, 0, "< 0.0001%"},
 	{"rate", "percent", 0.7342, 0, 0, "73.4%"},
 	{"small share", "percent", 37.0 / 32000, 0, 0, "0.116%"},
 	{"none", "percent", 0, 0, 0, "0%"},
@@ -90,7 +91,18 @@ func TestPText(t *testing.T) {
 			if got := PText(tt.p, tt.logP); got != tt.want {
 				t.Errorf("PText = %q, want %q", got, tt.want)
 			}
+			// A report keeps p without its log: 0 there is an underflow.
+			if got := StoredPText(math.Max(tt.p, 0)); got != tt.want {
+				t.Errorf("StoredPText(%v) = %q, want %q", tt.p, got, tt.want)
+			}
 		})
+	}
+	// The CLI's table writes a stored p as the sentences do: a subnormal
+	// p reads "< 1e-300", like one that underflowed to 0.
+	for p, want := range map[float64]string{0: "< 1e-300", 4.9e-324: "< 1e-300", 1e-310: "< 1e-300", 0.0123: "0.012"} {
+		if got := FormatStoredP(p); got != want {
+			t.Errorf("FormatStoredP(%v) = %q, want %q", p, got, want)
+		}
 	}
 }
 

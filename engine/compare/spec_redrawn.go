@@ -165,7 +165,7 @@ func (w *worker) judgeRedrawn(p *plan, s *ref.SpecRef, r int, rep *engine.RowRep
 			used[i] = clamp(rate, bl, bh)
 			tests = append(tests, rowTest{rule: engine.RuleAcceptance, p: pv, tok: -1, msg: func(float64) string {
 				return fmt.Sprintf("position %d accepts %s of the %d trials that reached it (95%% CI %s–%s), where drafts drawn from draft_probs are accepted with probability %s = 1 - TV(p, q) (%s)",
-					i, engine.FormatPercent(rate), reached, engine.FormatPercent(lo), engine.FormatPercent(hi), engine.FormatPercent(a), pText(pv))
+					i, engine.FormatPercent(rate), reached, engine.FormatPercent(lo), engine.FormatPercent(hi), engine.FormatPercent(a), engine.StoredPText(pv))
 			}})
 		}
 	}

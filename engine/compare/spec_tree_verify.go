@@ -256,7 +256,7 @@ func (w *worker) treeTrialStats(p *plan, s *ref.TreeRef, slack []float64, trials
 				if k == 0 {
 					which = fmt.Sprintf("of the %d trials accepted a first token", reachedK)
 				}
-				return fmt.Sprintf("depth %d: %s %s (95%% CI %s–%s), theory %s (%s)", k, engine.FormatPercent(rate), which, engine.FormatPercent(lo), engine.FormatPercent(hi), engine.FormatPercent(a), pText(pv))
+				return fmt.Sprintf("depth %d: %s %s (95%% CI %s–%s), theory %s (%s)", k, engine.FormatPercent(rate), which, engine.FormatPercent(lo), engine.FormatPercent(hi), engine.FormatPercent(a), engine.StoredPText(pv))
 			}})
 		}
 		atLeast = more

@@ -146,7 +146,7 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 			used[i] = clamp(pr.Rate, lo, hi)
 			tests = append(tests, rowTest{rule: engine.RuleAcceptance, p: pv, tok: int(drafts[i]), msg: func(float64) string {
 				return fmt.Sprintf("position %d accepts %s of the %d trials that reached it (95%% CI %s–%s), theory %s (%s)",
-					i, engine.FormatPercent(pr.Rate), pr.Reached, engine.FormatPercent(pr.Lo), engine.FormatPercent(pr.Hi), engine.FormatPercent(a), pText(pv))
+					i, engine.FormatPercent(pr.Rate), pr.Reached, engine.FormatPercent(pr.Lo), engine.FormatPercent(pr.Hi), engine.FormatPercent(a), engine.StoredPText(pv))
 			}})
 		}
 	}
@@ -337,18 +337,9 @@ func lengthTable(hist []int64, law []float64) string {
 	}
 	parts := make([]string, len(hist))
 	for j, h := range hist {
-		parts[j] = fmt.Sprintf("%d: %d (%s)", j, h, engine.FormatSig(law[j]*float64(n), 5))
+		parts[j] = fmt.Sprintf("%d: %d (%.1f)", j, h, law[j]*float64(n))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// pText writes a p-value for a message: "p = 0.013", "p = 3.1e-12", and
-// "p < 1e-300" where it underflowed.
-func pText(p float64) string {
-	if p == 0 {
-		return "p < 1e-300"
-	}
-	return engine.PText(p, math.Log(p))
 }
 
 // floats converts float64 values to the report's Float.
