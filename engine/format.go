@@ -88,25 +88,45 @@ func FormatSig(v float64, digits int) string {
 	case v == 0:
 		return "0"
 	}
-	// Round first: 0.00099996 to 2 digits is 0.001, written plain.
-	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'e', digits-1, 64), 64)
-	if ra := math.Abs(r); ra >= 1e-4 && ra < 1e6 {
-		decimals := max(0, digits-1-int(math.Floor(math.Log10(a))))
-		s := strconv.FormatFloat(v, 'f', decimals, 64)
-		if strings.Contains(s, ".") {
-			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-		}
-		if s == "-0" {
-			return "0"
-		}
-		return s
+	// Round to the digits asked for (ties to even, as strconv does), then
+	// place the point: 0.000099996 to 2 digits is 0.0001, written plain,
+	// and 9.96 is 10. A plain number keeps its whole part: 1234 to 2
+	// digits is 1234, rounded again to its units.
+	keep, exp := sigDigits(a, digits)
+	if exp >= digits && exp < 6 {
+		keep, exp = sigDigits(a, exp+1)
 	}
-	s := strconv.FormatFloat(v, 'e', digits-1, 64) // "1.0e-05"
-	mant, exp, _ := strings.Cut(s, "e")
-	if strings.Contains(mant, ".") {
-		mant = strings.TrimRight(strings.TrimRight(mant, "0"), ".")
+	sign := ""
+	if v < 0 {
+		sign = "-"
 	}
-	return mant + "e" + exp
+	if exp >= -4 && exp < 6 {
+		var whole, frac string
+		if exp >= 0 {
+			for len(keep) < exp+1 {
+				keep += "0"
+			}
+			whole, frac = keep[:exp+1], keep[exp+1:]
+		} else {
+			whole, frac = "0", strings.Repeat("0", -exp-1)+keep
+		}
+		if frac = strings.TrimRight(frac, "0"); frac != "" {
+			return sign + whole + "." + frac
+		}
+		return sign + whole
+	}
+	if m := strings.TrimRight(keep[1:], "0"); m != "" {
+		return fmt.Sprintf("%s%s.%se%+03d", sign, keep[:1], m, exp)
+	}
+	return fmt.Sprintf("%s%se%+03d", sign, keep[:1], exp)
+}
+
+// sigDigits rounds a > 0 to n significant digits: the digits, and the
+// power of ten of the first ("1235", 3 for 1234.5 to 4 digits).
+func sigDigits(a float64, n int) (string, int) {
+	mant, exps, _ := strings.Cut(strconv.FormatFloat(a, 'e', n-1, 64), "e")
+	exp, _ := strconv.Atoi(exps)
+	return strings.Replace(mant, ".", "", 1), exp
 }
 
 // FormatPercent writes a fraction as a percentage with 3 significant
