@@ -5,11 +5,10 @@ package web
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import (
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
-	"github.com/sampviz/sampviz/web/view"
-)
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
+import "github.com/sampviz/sampviz/web/view"
 
 // homePage is "/": the drop zone, the scenario catalogue and recent runs.
 func homePage(c view.Chrome, h view.Home) templ.Component {

@@ -5,14 +5,14 @@ package web
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import (
-	"strconv"
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
 
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
+import (
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/web/store"
 	"github.com/sampviz/sampviz/web/view"
+	"strconv"
 )
 
 // verdictBadge is a judgement's state or verdict in one word.

@@ -34,21 +34,15 @@
     instances.forEach(function (c) { c.resize(); });
   });
 
-  function expLabel(v) {
-    if (v === 0) return '0';
-    const a = Math.abs(v);
-    if (a >= 1e-2 && a < 1e4) return String(+v.toPrecision(3));
-    // Two significant digits, so that 1e4 and 1.2e4 stay apart.
-    return v.toExponential(1).replace('.0e', 'e');
-  }
+  // Numbers the script writes itself go through numfmt.js, the mirror of
+  // the server's formatter (engine.FormatSig): axis labels with 3
+  // significant digits, values in tooltips and the row table with 4, as the
+  // pages' tables write them.
+  const numbers = window.sampvizNumbers;
 
-  function num(v) {
-    if (typeof v !== 'number') return String(v);
-    if (v === 0) return '0';
-    const a = Math.abs(v);
-    if (a >= 1e-3 && a < 1e4) return String(+v.toPrecision(4));
-    return v.toExponential(2);
-  }
+  function axisLabel(v) { return numbers.sig(v, 3); }
+
+  function num(v) { return numbers.sig(v, 4); }
 
   // decorate adds what JSON cannot carry: label and tooltip functions.
   function decorate(kind, opt) {
@@ -58,9 +52,9 @@
         ax.axisLabel.interval = +ax.axisLabel.interval;
       }
       if (ax && ax.type === 'log') {
-        ax.axisLabel = Object.assign({}, ax.axisLabel, { formatter: expLabel });
+        ax.axisLabel = Object.assign({}, ax.axisLabel, { formatter: axisLabel });
       } else if (ax && ax.type === 'value') {
-        ax.axisLabel = Object.assign({}, ax.axisLabel, { formatter: expLabel });
+        ax.axisLabel = Object.assign({}, ax.axisLabel, { formatter: axisLabel });
       }
     });
     opt.tooltip = Object.assign({}, opt.tooltip, { confine: true });
@@ -98,8 +92,8 @@
       opt.tooltip.formatter = function (p) {
         const v = p.value || [];
         // A row failing another rule carries its own p-value third: it is drawn below the line.
-        if (v.length > 2) return 'row ' + v[0] + ' fails another rule; its fit passes (p = ' + num(v[2]) + ')<br>click to open the row';
-        return 'row ' + v[0] + ' (' + p.seriesName.replace('row ', '') + '): p = ' + num(v[1]) + '<br>click to open the row';
+        if (v.length > 2) return 'row ' + v[0] + ' fails another rule; its fit passes (' + numbers.pText(v[2]) + ')<br>click to open the row';
+        return 'row ' + v[0] + ' (' + p.seriesName.replace('row ', '') + '): ' + numbers.pText(v[1]) + '<br>click to open the row';
       };
     } else if (kind === 'accept') {
       opt.tooltip.formatter = function (ps) {
@@ -372,11 +366,11 @@
         return (s.pass ? '' : '✗ ') + text;
       }
       if (s.mal !== undefined) {
-        return (s.pass ? '' : '✗ ') + num(s.mal) + ' (' + num(s.mal_theory) + ')' + (s.p_value !== undefined ? (s.p_value === 0 ? ', p < 1e-300' : ', p = ' + num(s.p_value)) : '');
+        return (s.pass ? '' : '✗ ') + num(s.mal) + ' (' + num(s.mal_theory) + ')' + (s.p_value !== undefined ? ', ' + numbers.pText(s.p_value) : '');
       }
       // Many draws are judged by their fit: the p-value says more than the
       // first draw's token.
-      if (s.p_value !== undefined) return (s.pass ? '' : '✗ ') + (s.p_value === 0 ? 'p < 1e-300' : 'p = ' + num(s.p_value));
+      if (s.p_value !== undefined) return (s.pass ? '' : '✗ ') + numbers.pText(s.p_value);
       if (s.token !== undefined) return (s.pass ? '' : '✗ ') + 'token ' + s.token + (s.ref_token !== undefined && s.ref_token !== s.token ? ' (ref ' + s.ref_token + ')' : '');
       return s.pass ? 'pass' : '✗ fail';
     }
