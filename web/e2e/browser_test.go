@@ -486,6 +486,7 @@ func TestBrowserUploadStreamAndDrillDown(t *testing.T) {
 	for _, id := range []string{"chart-worst", "chart-hist", "chart-heat"} {
 		checkChart(t, ctx, id)
 	}
+	checkNumberLabels(t, ctx)
 	// The budget: no main-thread task over 200 ms while 512 rows streamed,
 	// from the moment the websocket opened (loading the page and its
 	// scripts comes before).
@@ -900,5 +901,31 @@ func TestBrowserStatisticsTraceAndTeach(t *testing.T) {
 	}
 	if got := evalString(t, ctx, `echarts.getInstanceByDom(document.querySelector('[data-testid="chart-samples"]')).getOption().yAxis[0].type`); got != "log" {
 		t.Errorf("the log view's sample histogram has a %q y axis", got)
+	}
+}
+
+// checkNumberLabels checks the numbers the run page's script wrote itself
+// against engine's formatter (issue 27: one formatter for the product): the
+// worst-error chart's axis labels and the row table's error cells.
+func checkNumberLabels(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, v := range []float64{1e-5, 0.0079123, 1234.5, 2.5e-7} {
+		js := fmt.Sprintf(`echarts.getInstanceByDom(document.querySelector('[data-testid="chart-worst"]')).getOption().yAxis[0].axisLabel.formatter(%v)`, v)
+		if got, want := evalString(t, ctx, js), engine.FormatSig(v, 3); got != want {
+			t.Errorf("the worst-error chart labels %v %q, want %q as engine.FormatSig writes it", v, got, want)
+		}
+	}
+	// A cell reads "0.0079 · 12× allowed": each number as FormatSig writes
+	// one, never "7.90e-3" or "1.00e-05".
+	cells := evalString(t, ctx, `[...document.querySelectorAll('#rows-body td')].map(td => td.textContent).filter(s => s.includes('× allowed')).join('\n')`)
+	number := `(?:-?\d+(?:\.\d*[1-9])?|-?\d(?:\.\d*[1-9])?e[+-]\d{2,3}|NaN|[+-]Inf|Inf)`
+	re := regexp.MustCompile(`^(?:✗ )?` + number + ` · ` + number + `× allowed$`)
+	if cells == "" {
+		t.Errorf("no error cells in the row table")
+	}
+	for _, c := range strings.Split(cells, "\n") {
+		if c != "" && !re.MatchString(c) {
+			t.Errorf("row table cell %q is not written as engine.FormatSig writes numbers", c)
+		}
 	}
 }

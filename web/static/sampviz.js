@@ -482,6 +482,13 @@
         if (c[k]) {
           el.hidden = false;
           drew = true;
+          // A chart scrolled out of view waits: it is drawn when it comes
+          // into view, and every chart once the run is final.
+          if (!st.final && !inView(el)) {
+            el.dataset.stale = '1';
+            return;
+          }
+          delete el.dataset.stale;
           if (k === 'heat' && !st.final && el.dataset.output === String(st.view.output) && now - (st.lastHeat || 0) < heatInterval) {
             st.chartsDirty = true; // drawn again at a later update
             return;
@@ -710,6 +717,22 @@
     }
 
 
+    // Which charts are in view: one scrolled out of view is not redrawn
+    // while rows stream (see renderCharts). Before the observer's first
+    // answer a chart counts as in view.
+    const inViewNow = new Map();
+    const observer = window.IntersectionObserver ? new IntersectionObserver(function (entries) {
+      entries.forEach(function (e) {
+        inViewNow.set(e.target, e.isIntersecting);
+        if (e.isIntersecting && e.target.dataset.stale) {
+          st.chartsDirty = true;
+          schedule();
+        }
+      });
+    }, { rootMargin: '100px' }) : null;
+    function inView(el) { return !observer || inViewNow.get(el) !== false; }
+    Object.keys(chartEls).forEach(function (k) { if (chartEls[k] && observer) observer.observe(chartEls[k]); });
+
     // Until the first rows arrive, each chart shows its empty axes. This also
     // runs ECharts' common code once before the stream starts, so its first
     // use does not land on the first streamed update.
@@ -739,6 +762,69 @@
         });
       }, i);
     });
+
+    // warmUps are a few points of each series type the run page's charts
+    // draw. Off screen, one type per idle task, they make ECharts compile
+    // its code for that type before the first streamed draw needs it: a
+    // fresh browser's first draw of a type ran 120-215 ms where later ones
+    // took 15-60 ms (docs/PERF.md), and split so, no task carries both.
+    const warmUps = {
+      worst: { x: 'value', y: 'log', series: [
+        // Past decorate's largeThreshold, so that large mode is warmed too.
+        { type: 'scatter', data: Array.from({ length: 256 }, function (_, i) { return [i, Math.pow(10, -6 + (i % 7))]; }) },
+        { type: 'line', symbol: 'none', lineStyle: { type: 'dashed' }, data: [[0, 1e-5], [1, 1e-5]] }] },
+      hist: { x: 'category', y: 'log', cats: ['a', 'b', 'c'], series: [{ type: 'bar', data: [1, 10, 100] }] },
+      accept: { x: 'category', y: 'value', cats: ['0', '1'], series: [
+        { type: 'bar', data: [0.5, 0.3] },
+        { type: 'boxplot', data: [[0.4, 0.4, 0.5, 0.6, 0.6], [0.2, 0.2, 0.3, 0.4, 0.4]] },
+        { type: 'scatter', data: [0.5, 0.3] }] },
+      heat: { x: 'category', y: 'category', cats: ['a', 'b'], ycats: ['r'],
+        visualMap: { type: 'continuous', min: -6, max: 2, orient: 'horizontal', left: 'center', bottom: 0, inRange: { color: ['#e7f5ff', '#e03131'] } },
+        series: [{ type: 'heatmap', progressive: 0, data: [[0, 0, -1], [1, 0, 1]] }] },
+    };
+    warmUps.pvalue = warmUps.worst;
+    warmUps.emitted = warmUps.accept;
+    (function warmUp() {
+      const kinds = Object.keys(chartEls).filter(function (k) { return chartEls[k] && !chartEls[k].hidden && warmUps[k]; });
+      if (!kinds.length || !window.echarts) return;
+      const idle = window.requestIdleCallback ?
+        function (f) { window.requestIdleCallback(f, { timeout: 400 }); } :
+        function (f) { setTimeout(f, 0); };
+      const box = document.createElement('div');
+      box.style.cssText = 'position:absolute;left:-10000px;top:0;width:600px;height:340px';
+      box.setAttribute('aria-hidden', 'true');
+      document.body.appendChild(box);
+      let chart = null;
+      const done = [];
+      (function step(i) {
+        idle(function () {
+          if (i >= kinds.length) {
+            if (chart) chart.dispose();
+            box.remove();
+            return;
+          }
+          const w = warmUps[kinds[i]];
+          if (done.indexOf(w) < 0) {
+            done.push(w);
+            timed('warm-up', function () {
+              if (!chart) chart = window.echarts.init(box, null, { renderer: 'canvas' });
+              chart.setOption(decorate(kinds[i], {
+                animation: false,
+                title: { text: ' ', left: 'center' },
+                legend: { show: true, bottom: 0 },
+                tooltip: { show: true, trigger: 'item' },
+                grid: { left: 70, right: 20, top: 60, bottom: 60 },
+                xAxis: [{ type: w.x, data: w.cats }],
+                yAxis: [{ type: w.y, data: w.ycats }],
+                visualMap: w.visualMap,
+                series: w.series,
+              }), { notMerge: true });
+            });
+          }
+          step(i + 1);
+        });
+      })(0);
+    })();
 
     let closedFinal = false;
     function connect(attempt) {
