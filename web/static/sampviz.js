@@ -71,9 +71,11 @@
         return 'row ' + v[0] + ' (' + p.seriesName.replace('row ', '') + '): error at its worst token ' + num(v[1]) + '<br>click to open the row';
       };
     } else if (kind === 'heat') {
-      // Draw every cell at once: progressive drawing leaves half a heatmap
-      // when updates come faster than its frames.
-      (opt.series || []).forEach(function (s) { s.progressive = 0; });
+      // Draw the cells 400 a frame, so that no one task draws them all:
+      // with the heatmap's code warmed (warmUps) its cost is the cells. The
+      // heatmap is redrawn at most every heatInterval, far longer than
+      // its few frames, so a draw is never cut short by the next.
+      (opt.series || []).forEach(function (s) { s.progressive = 400; s.progressiveThreshold = 800; });
       const xs = (opt.xAxis && opt.xAxis[0] && opt.xAxis[0].data) || [];
       const ys = (opt.yAxis && opt.yAxis[0] && opt.yAxis[0].data) || [];
       opt.tooltip.formatter = function (p) {
@@ -778,9 +780,13 @@
         { type: 'bar', data: [0.5, 0.3] },
         { type: 'boxplot', data: [[0.4, 0.4, 0.5, 0.6, 0.6], [0.2, 0.2, 0.3, 0.4, 0.4]] },
         { type: 'scatter', data: [0.5, 0.3] }] },
-      heat: { x: 'category', y: 'category', cats: ['a', 'b'], ycats: ['r'],
+      // Past decorate's progressiveThreshold, so that the progressive path
+      // is warmed too.
+      heat: { x: 'category', y: 'category',
+        cats: Array.from({ length: 40 }, function (_, i) { return String(i); }),
+        ycats: Array.from({ length: 24 }, function (_, i) { return String(i); }),
         visualMap: { type: 'continuous', min: -6, max: 2, orient: 'horizontal', left: 'center', bottom: 0, inRange: { color: ['#e7f5ff', '#e03131'] } },
-        series: [{ type: 'heatmap', progressive: 0, data: [[0, 0, -1], [1, 0, 1]] }] },
+        series: [{ type: 'heatmap', data: Array.from({ length: 960 }, function (_, i) { return [i % 40, Math.floor(i / 40), (i % 9) - 6]; }) }] },
     };
     warmUps.pvalue = warmUps.worst;
     warmUps.emitted = warmUps.accept;
