@@ -176,16 +176,21 @@ const chartDrew = `(function (id) {
   if (!inst) return 'no chart';
   var series = inst.getOption().series || [];
   var points = series.reduce(function (n, s) { return n + ((s.data && s.data.length) || 0); }, 0);
-  var c = el.querySelector('canvas');
-  if (!c) return 'no canvas';
-  var d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-  var inked = 0, colored = 0;
-  for (var i = 0; i < d.length; i += 4) {
-    if (d[i+3] > 0 && (d[i] < 235 || d[i+1] < 235 || d[i+2] < 235)) {
-      inked++;
-      if (Math.max(d[i], d[i+1], d[i+2]) - Math.min(d[i], d[i+1], d[i+2]) > 40) colored++;
+  // Every canvas layer: a progressive series (the heatmap's cells) draws on
+  // a layer of its own above the axes'.
+  var cs = el.querySelectorAll('canvas');
+  if (!cs.length) return 'no canvas';
+  var inked = 0, colored = 0, c = cs[0];
+  cs.forEach(function (layer) {
+    if (!layer.width || !layer.height) return;
+    var d = layer.getContext('2d').getImageData(0, 0, layer.width, layer.height).data;
+    for (var i = 0; i < d.length; i += 4) {
+      if (d[i+3] > 0 && (d[i] < 235 || d[i+1] < 235 || d[i+2] < 235)) {
+        inked++;
+        if (Math.max(d[i], d[i+1], d[i+2]) - Math.min(d[i], d[i+1], d[i+2]) > 40) colored++;
+      }
     }
-  }
+  });
   return {points: points, inked: inked, colored: colored, width: c.width, height: c.height};
 })`
 
