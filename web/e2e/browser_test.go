@@ -852,7 +852,7 @@ func TestBrowserStatisticsTraceAndTeach(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, ctx, `document.querySelector('[data-testid="teach-distance"]').dispatchEvent(new Event('change', {bubbles: true}))`)
-	if got := waitText(t, ctx, "teach-counter", counter); !strings.HasPrefix(got, "101 steps: 101 drafts accepted (100.0%)") {
+	if got := waitText(t, ctx, "teach-counter", counter); !strings.HasPrefix(got, "101 steps: 101 drafts accepted (100%)") {
 		t.Errorf("with the draft on the target the counter says %q", got)
 	}
 	if u := evalString(t, ctx, `location.search`); !strings.Contains(u, "distance=0") {
