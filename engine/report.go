@@ -261,8 +261,8 @@ func (p *Power) Gain() string {
 	if p == nil || p.BaselineTV <= 0 || p.Draws <= DefaultDraws {
 		return ""
 	}
-	return fmt.Sprintf("%s draws a row catch a total-variation bias of %.2g; %s would catch %.2g",
-		DrawsText(p.Draws), float64(p.TV), DrawsText(DefaultDraws), float64(p.BaselineTV))
+	return fmt.Sprintf("%s draws a row catch a total-variation bias of %s; %s would catch %s",
+		DrawsText(p.Draws), FormatSig(float64(p.TV), 2), DrawsText(DefaultDraws), FormatSig(float64(p.BaselineTV), 2))
 }
 
 // DrawsText writes a number of draws as a power of ten where it is one

@@ -68,8 +68,8 @@ func TestRunPageDriftTable(t *testing.T) {
 		t.Fatalf("%d drift lines, want 3 (ours strict and native, the dump's strict): %v", len(lines), lines)
 	}
 	want := [][]string{
-		{"cpu kernel (ours)", "strict", view.Sci(maxErr / 7), view.Sci(maxErr / 3), view.Sci(maxErr), "row 3, token 17"},
-		{"cpu kernel (ours)", "native", view.Sci(maxErr / 9), view.Sci(maxErr / 5), view.Sci(maxErr / 2), "row 3, token 9"},
+		{"cpu kernel (ours)", "strict", engine.FormatSig(float64(maxErr/7), 4), engine.FormatSig(float64(maxErr/3), 4), engine.FormatSig(float64(maxErr), 4), "row 3, token 17"},
+		{"cpu kernel (ours)", "native", engine.FormatSig(float64(maxErr/9), 4), engine.FormatSig(float64(maxErr/5), 4), engine.FormatSig(float64(maxErr/2), 4), "row 3, token 9"},
 		{"probs (from the dump)", "strict", "", "", "NaN", "row 3, token 5"},
 	}
 	for i, w := range want {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web/store"
 	"github.com/sampviz/sampviz/web/view"
@@ -28,7 +29,7 @@ func (s *Server) homeData(r *http.Request, uploadErr string) (view.Home, error) 
 	if err != nil {
 		return view.Home{}, internal(err)
 	}
-	h := view.Home{Error: uploadErr, MaxUpload: view.FormatBytes(s.cfg.MaxUpload), Origin: "http://" + r.Host, GPUs: s.gpus()}
+	h := view.Home{Error: uploadErr, MaxUpload: engine.FormatBytes(s.cfg.MaxUpload), Origin: "http://" + r.Host, GPUs: s.gpus()}
 	for _, sc := range s.cfg.Scenarios {
 		h.Scenarios = append(h.Scenarios, view.Scenario{Name: sc.Name, Title: sc.Title, Summary: sc.Summary})
 	}

@@ -18,7 +18,6 @@ import (
 	"unicode"
 
 	"github.com/sampviz/sampviz/engine"
-	"github.com/sampviz/sampviz/web/view"
 )
 
 // Dump file extensions, as DUMPS.md names the containers.
@@ -249,7 +248,7 @@ func tooLarge(err error) bool {
 func (s *Server) errTooLarge(name string) *httpError {
 	return &httpError{
 		Status: http.StatusRequestEntityTooLarge,
-		Msg:    fmt.Sprintf("%s is larger than this server's upload limit of %s (sampviz serve --max-upload).", name, view.FormatBytes(s.cfg.MaxUpload)),
+		Msg:    fmt.Sprintf("%s is larger than this server's upload limit of %s (sampviz serve --max-upload).", name, engine.FormatBytes(s.cfg.MaxUpload)),
 	}
 }
 

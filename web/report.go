@@ -65,7 +65,7 @@ var csvHeader = []string{
 func writeReportCSV(w io.Writer, rep *engine.Report) error {
 	cw := csv.NewWriter(w)
 	cw.Write(csvHeader)
-	f := func(x engine.Float) string { return strconv.FormatFloat(float64(x), 'g', -1, 64) }
+	f := func(x engine.Float) string { return engine.FormatFloat(float64(x)) }
 	drift := func(d *engine.Drift) []string {
 		if d == nil {
 			return []string{"", "", "", ""}
@@ -82,7 +82,7 @@ func writeReportCSV(w io.Writer, rep *engine.Report) error {
 		for _, row := range o.Rows {
 			pv := ""
 			if row.PValue != nil {
-				pv = strconv.FormatFloat(*row.PValue, 'g', -1, 64)
+				pv = engine.FormatFloat(*row.PValue)
 			}
 			line := []string{o.Name, strconv.FormatBool(o.External), o.Kind, strconv.Itoa(row.Row), strconv.FormatBool(row.Pass), row.Matched}
 			line = append(line, drift(row.Strict)...)

@@ -209,9 +209,9 @@ func parseLesson(q url.Values, k int) (lesson.Lesson, error) {
 func lessonQuery(st *lesson.State, steps int) url.Values {
 	return url.Values{
 		"pos":         {strconv.Itoa(st.Position)},
-		"temperature": {view.ParamText(st.Temperature)},
+		"temperature": {engine.FormatParam(st.Temperature)},
 		"top_k":       {strconv.Itoa(st.TopK)},
-		"top_p":       {view.ParamText(st.TopP)},
+		"top_p":       {engine.FormatParam(st.TopP)},
 		"distance":    {engine.FormatFloat(st.Distance)},
 		"seed":        {strconv.FormatUint(st.Seed, 10)},
 		"step":        {strconv.Itoa(steps)},

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"time"
 
@@ -242,7 +241,7 @@ func writeToleranceTable(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %-6s %-10s %-10s\n", "dtype", "atol", "rtol")
 	for _, row := range compare.ToleranceTable() {
-		fmt.Fprintf(w, "  %-6s %-10s %-10s\n", row.DType, fmtNum(row.Atol), fmtNum(row.Rtol))
+		fmt.Fprintf(w, "  %-6s %-10s %-10s\n", row.DType, engine.FormatFloat(row.Atol), engine.FormatFloat(row.Rtol))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "strict: the entry of the less precise of the input and output dtypes, against")
@@ -256,19 +255,11 @@ func writeToleranceTable(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %-6s %-10s %-10s\n", "dtype", "atol", "rtol")
 	for _, row := range compare.LogprobTable() {
-		fmt.Fprintf(w, "  %-6s %-10s %-10s\n", row.DType, fmtNum(row.Atol), fmtNum(row.Rtol))
+		fmt.Fprintf(w, "  %-6s %-10s %-10s\n", row.DType, engine.FormatFloat(row.Atol), engine.FormatFloat(row.Rtol))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "A row's atol adds 2^-22 times its largest |logit/T| (float32 rounding of the")
 	fmt.Fprintln(w, "scaled logits); --atol/--rtol override these too.")
-}
-
-// fmtNum prints a number the way reports do: %.2g, plain for integers.
-func fmtNum(v float64) string {
-	if v == float64(int64(v)) && v < 1e6 && v > -1e6 {
-		return strconv.FormatInt(int64(v), 10)
-	}
-	return strconv.FormatFloat(v, 'g', 2, 64)
 }
 
 // newSession returns the session of a command's --backend ("none": no

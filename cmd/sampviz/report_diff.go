@@ -125,7 +125,7 @@ func writeChangedRows(w io.Writer, o diff.Output, maxRows int) {
 func rowSide(pass bool, drift *engine.Float) string {
 	s := verdictWord(pass)
 	if drift != nil {
-		s += ", max |err| " + fmtSci(float64(*drift))
+		s += ", max |err| " + engine.FormatSig(float64(*drift), 2)
 	}
 	return s
 }
@@ -141,8 +141,8 @@ func writePositions(w io.Writer, o diff.Output) {
 	fmt.Fprintln(tw, "    position\tA rate\tA 95% CI\tA theory\tB rate\tB 95% CI\tB theory\t")
 	for _, p := range o.Positions {
 		fmt.Fprintf(tw, "    %d\t%s\t%s–%s\t%s\t%s\t%s–%s\t%s\t\n", p.Position,
-			pct(float64(p.A.Rate)), pct(float64(p.A.Lo)), pct(float64(p.A.Hi)), pct(float64(p.A.Theory)),
-			pct(float64(p.B.Rate)), pct(float64(p.B.Lo)), pct(float64(p.B.Hi)), pct(float64(p.B.Theory)))
+			engine.FormatPercent(float64(p.A.Rate)), engine.FormatPercent(float64(p.A.Lo)), engine.FormatPercent(float64(p.A.Hi)), engine.FormatPercent(float64(p.A.Theory)),
+			engine.FormatPercent(float64(p.B.Rate)), engine.FormatPercent(float64(p.B.Lo)), engine.FormatPercent(float64(p.B.Hi)), engine.FormatPercent(float64(p.B.Theory)))
 	}
 	tw.Flush()
 }

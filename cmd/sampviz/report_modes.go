@@ -55,7 +55,7 @@ func writeModes(w io.Writer, r *engine.Report) {
 				case !ok:
 					cells = append(cells, "-")
 				case a.Max != nil:
-					cells = append(cells, fmtSci(float64(*a.Max)))
+					cells = append(cells, engine.FormatSig(float64(*a.Max), 2))
 				case a.Differ != nil:
 					cells = append(cells, fmt.Sprintf("%d rows differ", *a.Differ))
 				case t.Metric == "logprob":
@@ -116,7 +116,7 @@ func writeAgreement(w io.Writer, r *engine.Report, name func(int64) string) {
 			if f.Fragile {
 				class = "fragile"
 			}
-			apart := fmt.Sprintf("logits %s apart", fmtSci(float64(f.Margin)))
+			apart := fmt.Sprintf("logits %s apart", engine.FormatSig(float64(f.Margin), 2))
 			if math.IsInf(float64(f.Margin), 0) {
 				apart = "a token outside the vocabulary"
 			}
@@ -130,7 +130,7 @@ func optSci(v *engine.Float) string {
 	if v == nil {
 		return "-"
 	}
-	return fmtSci(float64(*v))
+	return engine.FormatSig(float64(*v), 2)
 }
 
 // optInt prints an optional count, "-" when absent.

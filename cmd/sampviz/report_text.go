@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/session"
-	"github.com/sampviz/sampviz/engine/stats"
 	"github.com/sampviz/sampviz/engine/tokens"
 )
 
@@ -208,19 +206,19 @@ func verdictWord(pass bool) string {
 // driftSummary gives the numbers that matter for an output's kind on one line.
 func driftSummary(o engine.OutputReport, name func(int64) string) string {
 	if o.Spec != nil && len(o.Spec.Positions) > 0 {
-		return fmt.Sprintf("mean acceptance length %.3g (theory %.3g)", float64(o.Spec.MeanAcceptanceLength), float64(o.Spec.TheoryMeanAcceptanceLength))
+		return fmt.Sprintf("mean acceptance length %s (theory %s)", engine.FormatSig(float64(o.Spec.MeanAcceptanceLength), 3), engine.FormatSig(float64(o.Spec.TheoryMeanAcceptanceLength), 3))
 	}
 	if row, ok := leastP(o); ok {
-		return fmt.Sprintf("smallest p %s (row %d)", fmtP(*row.PValue), row.Row)
+		return fmt.Sprintf("smallest p %s (row %d)", engine.FormatStoredP(*row.PValue), row.Row)
 	}
 	d := o.Strict
 	if d == nil {
 		return ""
 	}
 	if lp := o.Logprobs; lp != nil {
-		s := fmt.Sprintf("%s, max |Δ| %s nats at %s, p99 %s", logprobsWhat(lp), fmtSci(float64(d.Abs.Max)), strictWorstAt(o, name), fmtSci(float64(d.Abs.P99)))
+		s := fmt.Sprintf("%s, max |Δ| %s nats at %s, p99 %s", logprobsWhat(lp), engine.FormatSig(float64(d.Abs.Max), 2), strictWorstAt(o, name), engine.FormatSig(float64(d.Abs.P99), 2))
 		if lp.TopN == 0 {
-			s += fmt.Sprintf(", KL %s", fmtSci(float64(d.KL)))
+			s += fmt.Sprintf(", KL %s", engine.FormatSig(float64(d.KL), 2))
 		}
 		if d.Mismatched > 0 {
 			s += fmt.Sprintf(", %d off", d.Mismatched)
@@ -228,7 +226,7 @@ func driftSummary(o engine.OutputReport, name func(int64) string) string {
 		return s
 	}
 	s := fmt.Sprintf("max |err| %s at %s, p99 %s, KL %s",
-		fmtSci(float64(d.Abs.Max)), strictWorstAt(o, name), fmtSci(float64(d.Abs.P99)), fmtSci(float64(d.KL)))
+		engine.FormatSig(float64(d.Abs.Max), 2), strictWorstAt(o, name), engine.FormatSig(float64(d.Abs.P99), 2), engine.FormatSig(float64(d.KL), 2))
 	if d.Mismatched > 0 {
 		s += fmt.Sprintf(", %d off", d.Mismatched)
 	}
@@ -256,14 +254,6 @@ func leastP(o engine.OutputReport) (engine.RowReport, bool) {
 	return best, found
 }
 
-// fmtP prints a p-value in two significant digits.
-func fmtP(p float64) string {
-	if p == 0 {
-		return "< 1e-300"
-	}
-	return stats.FormatP(p, math.Log(p)) // as the report's sentences write it
-}
-
 // writeFitSummary prints, for an output of many draws per row, the draws,
 // the smallest p-value and the largest total variation beside the value a
 // correct sampler stays under.
@@ -285,11 +275,11 @@ func writeFitSummary(w io.Writer, o engine.OutputReport) {
 		return
 	}
 	f := worstTV.Fit
-	fmt.Fprintf(w, "  goodness of fit (%s-test) of %d draws per row: smallest p %s at row %d; largest TV %.2g at row %d (a correct sampler stays under %.2g)\n",
-		f.Test, least.Fit.Draws, fmtP(*least.PValue), least.Row, float64(f.TV), worstTV.Row, float64(f.TVBound))
+	fmt.Fprintf(w, "  goodness of fit (%s-test) of %d draws per row: smallest p %s at row %d; largest TV %s at row %d (a correct sampler stays under %s)\n",
+		f.Test, least.Fit.Draws, engine.FormatStoredP(*least.PValue), least.Row, engine.FormatSig(float64(f.TV), 2), worstTV.Row, engine.FormatSig(float64(f.TVBound), 2))
 	if pw := o.Power; pw != nil {
-		fmt.Fprintf(w, "  power: a bias of total variation %.2g or more, of any shape, is caught %.0f times in 100 in every row at the p-value threshold (row %d is the least sensitive; the most sensitive catches %.2g)\n",
-			float64(pw.TV), 100*float64(pw.Probability), pw.Row, float64(pw.Best))
+		fmt.Fprintf(w, "  power: a bias of total variation %s or more, of any shape, is caught %.0f times in 100 in every row at the p-value threshold (row %d is the least sensitive; the most sensitive catches %s)\n",
+			engine.FormatSig(float64(pw.TV), 2), 100*float64(pw.Probability), pw.Row, engine.FormatSig(float64(pw.Best), 2))
 		if g := pw.Gain(); g != "" {
 			fmt.Fprintf(w, "  power gained: %s\n", g)
 		}
@@ -313,10 +303,10 @@ func writeSpecStats(w io.Writer, o engine.OutputReport) {
 	fmt.Fprintf(tw, "    %s\treached\taccepted\trate\t95%% CI\ttheory\tp\t\n", where)
 	for _, p := range s.Positions {
 		fmt.Fprintf(tw, "    %d\t%d\t%d\t%s\t%s–%s\t%s\t%s\t\n", p.Position, p.Reached, p.Accepted,
-			pct(float64(p.Rate)), pct(float64(p.Lo)), pct(float64(p.Hi)), pct(float64(p.Theory)), fmtP(float64(p.PValue)))
+			engine.FormatPercent(float64(p.Rate)), engine.FormatPercent(float64(p.Lo)), engine.FormatPercent(float64(p.Hi)), engine.FormatPercent(float64(p.Theory)), engine.FormatStoredP(float64(p.PValue)))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "  %s, trials against theory (p %s):\n", length, fmtP(float64(s.EmittedPValue)))
+	fmt.Fprintf(w, "  %s, trials against theory (p %s):\n", length, engine.FormatStoredP(float64(s.EmittedPValue)))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "    length\t")
 	for j := range s.Emitted {
@@ -332,13 +322,8 @@ func writeSpecStats(w io.Writer, o engine.OutputReport) {
 	}
 	fmt.Fprintln(tw)
 	tw.Flush()
-	fmt.Fprintf(w, "  mean acceptance length (1 + accepted/trials, as vLLM reports it) %.4g, theory %.4g\n",
-		float64(s.MeanAcceptanceLength), float64(s.TheoryMeanAcceptanceLength))
-}
-
-// pct prints a rate as a percentage with one decimal.
-func pct(x float64) string {
-	return fmt.Sprintf("%.1f%%", 100*x)
+	fmt.Fprintf(w, "  mean acceptance length (1 + accepted/trials, as vLLM reports it) %s, theory %s\n",
+		engine.FormatSig(float64(s.MeanAcceptanceLength), 4), engine.FormatSig(float64(s.TheoryMeanAcceptanceLength), 4))
 }
 
 // strictWorstAt prints where an output's greatest error against the strict
@@ -350,11 +335,6 @@ func strictWorstAt(o engine.OutputReport, name func(int64) string) string {
 		return "no row"
 	}
 	return fmt.Sprintf("row %d token %s", row, name(int64(tok)))
-}
-
-// fmtSci prints a drift number in two significant digits.
-func fmtSci(v float64) string {
-	return fmt.Sprintf("%.2g", v)
 }
 
 // timingLine says how long our kernels took and how fast they moved bytes;

@@ -262,7 +262,7 @@ func (j *judge) drift(ag *engine.Agreement, pr *pair, pa *plan, oa, ob *engine.O
 		return
 	}
 	ag.Message = fmt.Sprintf("%s and %s: identical %s on %d of %s; greatest |difference| %s (row %d, token %d), mean %s",
-		ag.A, ag.B, what, t.equal, plural(t.compared, "row"), num(t.max), t.row, t.token, num(t.mean))
+		ag.A, ag.B, what, t.equal, plural(t.compared, "row"), engine.FormatSig(t.max, 2), t.row, t.token, engine.FormatSig(t.mean, 2))
 	if len(ag.Flips) > 0 {
 		real := 0
 		for _, f := range ag.Flips {

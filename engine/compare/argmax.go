@@ -22,13 +22,13 @@ func (w *worker) judgeArgmax(p *plan, r int, rep *engine.RowReport) {
 		logit := w.j.run.Logits.Float(r*int(v) + int(tok))
 		l := engine.FormatDistinct(logit, a.Max)
 		rep.AddFinding(violation(engine.RuleToken, int(tok), "row %d: token %d is not the argmax: its logit %s is %s below the maximum %s at token %d",
-			r, tok, l[0], num(a.Max-logit), l[1], want))
+			r, tok, l[0], engine.FormatSig(a.Max-logit, 2), l[1], want))
 	}
 	tol := p.tol.Strict
 	switch {
 	case len(a.Tokens) > 1:
 		rep.AddFinding(note(engine.RuleFragile, a.Tokens[0], "row %d: %d tokens tie for the maximum logit %s (first %s); any of them is right",
-			r, len(a.Tokens), num(a.Max), firstTokens(a.Tokens, 4)))
+			r, len(a.Tokens), engine.FormatSig(a.Max, 2), firstTokens(a.Tokens, 4)))
 	case a.RunnerUpToken >= 0 && tol.Allows(a.RunnerUp, a.Max):
 		l := engine.FormatDistinct(a.RunnerUp, a.Max)
 		rep.AddFinding(note(engine.RuleFragile, a.RunnerUpToken, "row %d: fragile: the runner-up logit %s at token %d is within tolerance of the maximum %s at token %d",

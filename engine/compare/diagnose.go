@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/ref"
@@ -56,7 +55,7 @@ func (w *worker) diagnoseSamples(p *plan, r int, probs []float64, refFit *stats.
 	// it gives no mass.
 	refP := ""
 	if refFit != nil && refFit.PValue < p.tol.PValue {
-		refP = stats.PText(refFit.PValue, refFit.LogPValue)
+		refP = engine.PText(refFit.PValue, refFit.LogPValue)
 	}
 	if outside > 0 {
 		if refP != "" {
@@ -195,8 +194,8 @@ func (w *worker) tieCollapse(probs []float64, n int64, thr float64) *diagnosis {
 	}
 	return &diagnosis{DiagnosisTieCollapse, fmt.Sprintf(
 		"%d tokens tie at p = %s; the draws go to the lowest id, token %d (%d drawn where %s expected, about %sx its share), and never to the other %d (%s expected)%s: ties collapsed onto the lowest id (the draws fit that law, %s)",
-		size, num(p), g.lo, w.counts[g.lo], num(nf*p), num(float64(w.counts[g.lo])/(nf*p)),
-		size-1, num(nf*p*float64(size-1)), more, stats.PText(f.PValue, f.LogPValue))}
+		size, engine.FormatSig(p, 2), g.lo, w.counts[g.lo], engine.FormatSig(nf*p, 2), engine.FormatSig(float64(w.counts[g.lo])/(nf*p), 2),
+		size-1, engine.FormatSig(nf*p*float64(size-1), 2), more, engine.PText(f.PValue, f.LogPValue))}
 }
 
 // topPMass: top-p applied to the wrong mass, the full softmax instead of
@@ -231,7 +230,7 @@ func (w *worker) topPMass(p *plan, r int, thr float64, refP string) *diagnosis {
 		return nil
 	}
 	return &diagnosis{DiagnosisTopPMass, fmt.Sprintf("%s: the draws fit a cut that keeps %d tokens (%s), not the reference's %d (%s)",
-		says, kept, stats.PText(fit.PValue, fit.LogPValue), want, refP)}
+		says, kept, engine.PText(fit.PValue, fit.LogPValue), want, refP)}
 }
 
 // temperatureTwice: the logits divided by the temperature twice (T²).
@@ -250,7 +249,7 @@ func (w *worker) temperatureTwice(p *plan, r int, thr float64, refP string) *dia
 		return nil
 	}
 	return &diagnosis{DiagnosisTemperatureTwice, fmt.Sprintf("the draws fit T² = %s (%s) and not T = %s (%s): the temperature applied twice?",
-		num(t*t), stats.PText(fit.PValue, fit.LogPValue), num(t), refP)}
+		engine.FormatSig(t*t, 2), engine.PText(fit.PValue, fit.LogPValue), engine.FormatSig(t, 2), refP)}
 }
 
 // temperaturePlace: the filters decided on the other side of the
@@ -282,7 +281,7 @@ func (w *worker) temperaturePlace(p *plan, r int, thr float64, refP string) *dia
 		return nil
 	}
 	return &diagnosis{DiagnosisTemperaturePlace, fmt.Sprintf("the draws fit %s (%d tokens kept, %s) and not %s (%d kept; %s): the temperature applied at the wrong place?",
-		fits, kept, stats.PText(fit.PValue, fit.LogPValue), not, want, refP)}
+		fits, kept, engine.PText(fit.PValue, fit.LogPValue), not, want, refP)}
 }
 
 // minPPool: a row without min-p filtered by a min-p another row of the
@@ -311,7 +310,7 @@ func (w *worker) minPPool(p *plan, r int, thr float64, refP string) *diagnosis {
 			continue
 		}
 		return &diagnosis{DiagnosisMinPPool, fmt.Sprintf("min_p is off on this row, but the draws fit min_p = %s, the value row %d asks for (%d tokens kept, %s), and not the reference's %d tokens (%s): the batch's min-p pool applied to a row without min-p?",
-			num(m), o, kept, stats.PText(fit.PValue, fit.LogPValue), want, refP)}
+			engine.FormatSig(m, 2), o, kept, engine.PText(fit.PValue, fit.LogPValue), want, refP)}
 	}
 	return nil
 }
@@ -366,7 +365,7 @@ func (w *worker) minPClamp(p *plan, r int, probs []float64, n int64, thr float64
 		return nil
 	}
 	return &diagnosis{DiagnosisMinPClamp, fmt.Sprintf("min_p is 0 (off) on this row, but no token below %s·max p was drawn: the %s under that cut hold mass %s (%s draws expected, none came), and the rest follow the distribution (%s): min_p = 0 clamped to a cutoff?",
-		num(cut), plural(dropped, "token"), num(below), num(nf*below), stats.PText(fit.PValue, fit.LogPValue))}
+		engine.FormatSig(cut, 2), plural(dropped, "token"), engine.FormatSig(below, 2), engine.FormatSig(nf*below, 2), engine.PText(fit.PValue, fit.LogPValue))}
 }
 
 // argmaxFallback: a sampler that returns the argmax for a share ε of its
@@ -398,14 +397,5 @@ func (w *worker) argmaxFallback(probs []float64, n int64, thr float64) *diagnosi
 		return nil
 	}
 	return &diagnosis{DiagnosisArgmaxFallback, fmt.Sprintf("the argmax, token %d, is drawn %s times as often as expected (%d where %s expected), and the rest follow the distribution (%s): a retry cap that falls back to argmax (in about %s of the draws)?",
-		a, num(fa/pa), w.counts[a], num(nf*pa), stats.PText(fit.PValue, fit.LogPValue), percent(eps))}
-}
-
-// percent writes a share as a percentage with two significant digits.
-func percent(x float64) string {
-	s := fmt.Sprintf("%.2g", 100*x)
-	if strings.Contains(s, "e") {
-		s = fmt.Sprintf("%.1g", 100*x)
-	}
-	return s + "%"
+		a, engine.FormatSig(fa/pa, 2), w.counts[a], engine.FormatSig(nf*pa, 2), engine.PText(fit.PValue, fit.LogPValue), engine.FormatPercent(eps))}
 }

@@ -35,11 +35,11 @@ func (c *supportChange) sentence(verb string) string {
 	var parts []string
 	if c.added > 0 {
 		parts = append(parts, fmt.Sprintf("%s %s the reference drops (first at token %d, unfiltered reference mass %s)",
-			verb, plural(c.added, "boundary token"), c.firstAdded, num(c.addedMass)))
+			verb, plural(c.added, "boundary token"), c.firstAdded, engine.FormatSig(c.addedMass, 2)))
 	}
 	if c.removed > 0 {
 		parts = append(parts, fmt.Sprintf("never reach %s the reference keeps (first at token %d, unfiltered reference mass %s)",
-			plural(c.removed, "boundary token"), c.firstRem, num(c.removedMass)))
+			plural(c.removed, "boundary token"), c.firstRem, engine.FormatSig(c.removedMass, 2)))
 	}
 	if len(parts) == 2 {
 		return parts[0] + " and " + parts[1]
@@ -149,7 +149,7 @@ func fitSentence(f *stats.Fit, what, against string, threshold float64) string {
 		where = fmt.Sprintf("a pool of %d %ss", w.Tokens, f.Label)
 	}
 	return fmt.Sprintf("%s do not follow %s (%s %s < %s; TV %s, a correct sampler stays under %s); most deviant, %s: %d drawn where %s expected",
-		what, against, test, stats.PText(f.PValue, f.LogPValue), sci(threshold), num(f.TV), num(f.TVBound), where, w.Observed, num(w.Expected))
+		what, against, test, engine.PText(f.PValue, f.LogPValue), engine.FormatSig(threshold, 2), engine.FormatSig(f.TV, 2), engine.FormatSig(f.TVBound, 2), where, w.Observed, engine.FormatSig(w.Expected, 2))
 }
 
 // fitSamples fits row r's draws (w.counts, every draw on the vocabulary)

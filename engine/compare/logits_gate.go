@@ -70,7 +70,7 @@ func (w *worker) judgeLogits(i int, p *plan, r int, rep *engine.RowReport) {
 	}
 	if d.Mismatched > 0 && worst >= 0 {
 		rep.AddFinding(violation(engine.RuleTolerance, worst, "row %d: %d of %d logits off (%s); greatest |Δlogit| %s at token %d (allowed %s + %s·max|golden| = %s)",
-			r, d.Mismatched, v, share(d.Mismatched, v), num(math.Abs(e.Logits[worst]-g.Logits[worst])), worst, sci(tol.Atol), sci(tol.Rtol), num(allowed)))
+			r, d.Mismatched, v, engine.FormatShare(d.Mismatched, v), engine.FormatSig(math.Abs(e.Logits[worst]-g.Logits[worst]), 2), worst, engine.FormatSig(tol.Atol, 2), engine.FormatSig(tol.Rtol, 2), engine.FormatSig(allowed, 2)))
 	}
 	want := int64(g.Argmax.Tokens[0])
 	rep.RefToken = &want
@@ -90,11 +90,11 @@ func (w *worker) judgeLogits(i int, p *plan, r int, rep *engine.RowReport) {
 	rep.Flip = f
 	if f.Fragile {
 		rep.AddFinding(note(engine.RuleFragile, top, "row %d: fragile top-1 flip: %s put token %d first, the golden logits token %d, only %s above it (within the %s allowed)",
-			r, name, top, want, num(margin), num(allowed)))
+			r, name, top, want, engine.FormatSig(margin, 2), engine.FormatSig(allowed, 2)))
 		return
 	}
 	rep.AddFinding(violation(engine.RuleToken, top, "row %d: top-1 flip: %s put token %d first, the golden logits token %d, %s above it (more than the %s allowed)",
-		r, name, top, want, num(margin), num(allowed)))
+		r, name, top, want, engine.FormatSig(margin, 2), engine.FormatSig(allowed, 2)))
 }
 
 // measureLogits compares the engine's row e with the golden row g: the

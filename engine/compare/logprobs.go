@@ -525,7 +525,7 @@ func topNFindings(row *lpRow, lr *ref.LogRow, d *ref.Dist, atol, rtol float64, a
 	for k := 1; k < n; k++ {
 		if a, b := row.out[k-1], row.out[k]; b > a {
 			fs = append(fs, violation(engine.RuleTopN, int(row.ids[k]), "the values are not sorted, most probable first: position %d (token %d, %s) is above position %d (token %d, %s)",
-				k, row.ids[k], num(b), k-1, row.ids[k-1], num(a)))
+				k, row.ids[k], engine.FormatSig(b, 2), k-1, row.ids[k-1], engine.FormatSig(a, 2)))
 			break
 		}
 	}
@@ -537,7 +537,7 @@ func topNFindings(row *lpRow, lr *ref.LogRow, d *ref.Dist, atol, rtol float64, a
 	for k, id := range row.ids {
 		if l := lr.LogProbs[id]; l < cut-band {
 			fs = append(fs, violation(engine.RuleTopN, int(id), "position %d holds token %d, which is not among the reference's %d most probable: its logprob %s is below the %s, %s",
-				k, id, n, num(l), ordinal(n), num(cut)))
+				k, id, n, engine.FormatSig(l, 2), ordinal(n), engine.FormatSig(cut, 2)))
 			break
 		}
 	}
@@ -559,7 +559,7 @@ func topNFindings(row *lpRow, lr *ref.LogRow, d *ref.Dist, atol, rtol float64, a
 			}
 		}
 		fs = append(fs, violation(engine.RuleTopN, first, "the top-%d misses %s of the reference's %d most probable, the first its %s, token %d (logprob %s)",
-			n, plural(missing, "token"), n, ordinal(rank), first, num(lr.LogProbs[first])))
+			n, plural(missing, "token"), n, ordinal(rank), first, engine.FormatSig(lr.LogProbs[first], 2)))
 	}
 	return fs
 }
@@ -648,22 +648,22 @@ func logprobsFindings(rep *engine.RowReport, r int, p *plan, row *lpRow, s, nat 
 		}
 		if s.drift.Mismatched > 0 {
 			tol := s.drift.Tolerance
-			msg := fmt.Sprintf("row %d: %d of %d %s off (%s)", r, s.drift.Mismatched, n, what, share(s.drift.Mismatched, n))
+			msg := fmt.Sprintf("row %d: %d of %d %s off (%s)", r, s.drift.Mismatched, n, what, engine.FormatShare(s.drift.Mismatched, n))
 			if s.worst >= 0 {
 				msg += fmt.Sprintf("; greatest difference %s nats at token %d, %s where the reference says %s (allowed %s + %s·|ref| = %s)",
-					num(s.worstAbs), s.worstTok, num(row.out[s.worst]), num(s.worstRf), sci(tol.Atol), sci(tol.Rtol), num(tol.Atol+tol.Rtol*math.Abs(s.worstRf)))
+					engine.FormatSig(s.worstAbs, 2), s.worstTok, engine.FormatSig(row.out[s.worst], 2), engine.FormatSig(s.worstRf, 2), engine.FormatSig(tol.Atol, 2), engine.FormatSig(tol.Rtol, 2), engine.FormatSig(tol.Atol+tol.Rtol*math.Abs(s.worstRf), 2))
 			}
 			rep.AddFinding(violation(engine.RuleTolerance, s.worstTok, "%s%s", msg, nativeSays))
 			nativeSays = ""
 		}
 		if s.missing.n > 0 {
 			rep.AddFinding(violation(engine.RuleSupport, s.missing.first, "row %d: the output holds -inf at %s the reference keeps, first at token %d; reference mass of those tokens %s%s",
-				r, plural(s.missing.n, "token"), s.missing.first, num(s.missing.refMass), nativeSays))
+				r, plural(s.missing.n, "token"), s.missing.first, engine.FormatSig(s.missing.refMass, 2), nativeSays))
 			nativeSays = ""
 		}
 		if s.extra.n > 0 {
 			rep.AddFinding(violation(engine.RuleSupport, s.extra.first, "row %d: the output gives a finite logprob to %s the reference drops (-inf there), first at token %d (output mass %s, unfiltered reference mass %s)%s",
-				r, plural(s.extra.n, "token"), s.extra.first, num(s.extra.outMass), num(s.extra.refMass), nativeSays))
+				r, plural(s.extra.n, "token"), s.extra.first, engine.FormatSig(s.extra.outMass, 2), engine.FormatSig(s.extra.refMass, 2), nativeSays))
 			nativeSays = ""
 		}
 		for _, f := range s.topN {
@@ -675,10 +675,10 @@ func logprobsFindings(rep *engine.RowReport, r int, p *plan, row *lpRow, s, nat 
 	if matched.renormalised {
 		var parts []string
 		if k := matched.boundaryKept; k.n > 0 {
-			parts = append(parts, fmt.Sprintf("keeps %s the reference drops (first at token %d, unfiltered reference mass %s)", plural(k.n, "boundary token"), k.first, num(k.refMass)))
+			parts = append(parts, fmt.Sprintf("keeps %s the reference drops (first at token %d, unfiltered reference mass %s)", plural(k.n, "boundary token"), k.first, engine.FormatSig(k.refMass, 2)))
 		}
 		if d := matched.boundaryDropped; d.n > 0 {
-			parts = append(parts, fmt.Sprintf("drops %s the reference keeps (first at token %d, unfiltered reference mass %s)", plural(d.n, "boundary token"), d.first, num(d.refMass)))
+			parts = append(parts, fmt.Sprintf("drops %s the reference keeps (first at token %d, unfiltered reference mass %s)", plural(d.n, "boundary token"), d.first, engine.FormatSig(d.refMass, 2)))
 		}
 		switch {
 		case len(parts) > 0:
@@ -690,16 +690,16 @@ func logprobsFindings(rep *engine.RowReport, r int, p *plan, row *lpRow, s, nat 
 		}
 		if matched.fitted {
 			rep.AddFinding(note(engine.RuleBoundary, -1, "row %d: the top-%d does not say which of the boundary tokens beyond it are kept; the reference's log normaliser was taken between keeping none and all of them (%s to %s), where it fits the output best",
-				r, len(row.out), num(matched.fitLo), num(matched.fitHi)))
+				r, len(row.out), engine.FormatSig(matched.fitLo, 2), engine.FormatSig(matched.fitHi, 2)))
 		}
 	}
 	if u := matched.underflow; u.n > 0 {
 		rep.AddFinding(note(engine.RuleSupport, u.first, "row %d: the output holds -inf at %s whose reference logprob is below %s, where float32 probabilities underflow (first at token %d, %s): the log of softmax rather than log_softmax?",
-			r, plural(u.n, "token"), num(logUnderflow), u.first, num(matched.underflowAt)))
+			r, plural(u.n, "token"), engine.FormatSig(logUnderflow, 2), u.first, engine.FormatSig(matched.underflowAt, 2)))
 	}
 	if row.ids == nil && finite {
 		if e, lim := float64(s.drift.RowSumError), s.rowSumLimit; e > lim {
-			rep.AddFinding(note(engine.RuleRowSum, -1, "row %d: exp(logprobs) sum to %s (more than %s from 1): not normalised over the tokens they keep?", r, num(s.rowSum), sci(lim)))
+			rep.AddFinding(note(engine.RuleRowSum, -1, "row %d: exp(logprobs) sum to %s (more than %s from 1): not normalised over the tokens they keep?", r, engine.FormatSig(s.rowSum, 2), engine.FormatSig(lim, 2)))
 		}
 	}
 }

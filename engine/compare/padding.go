@@ -61,12 +61,12 @@ func (w *worker) judgeFill(p *plan, r int, rep *engine.RowReport) {
 		if off > 0 {
 			where := ""
 			if n > 1 {
-				where = fmt.Sprintf(" (%d of %d values, first at index %d: %s)", off, n, first, num(firstVal))
+				where = fmt.Sprintf(" (%d of %d values, first at index %d: %s)", off, n, first, engine.FormatSig(firstVal, 2))
 			} else {
-				where = fmt.Sprintf(" (%s)", num(firstVal))
+				where = fmt.Sprintf(" (%s)", engine.FormatSig(firstVal, 2))
 			}
 			rep.AddFinding(violation(engine.RulePadding, -1, "row %d is padding, but %s holds something other than its fill %s there%s",
-				r, withMode(f.name, modeOf(p.out.Name)), num(f.fill), where))
+				r, withMode(f.name, modeOf(p.out.Name)), engine.FormatSig(f.fill, 2), where))
 		}
 	}
 	if p.trials {
@@ -193,7 +193,7 @@ func (j *judge) bestOther(w *worker, p *plan, r, window int) (int, string) {
 	if p.logits {
 		what = "greatest |Δlogit|"
 	}
-	return at, fmt.Sprintf("%s %s against %s", what, num(best), num(own))
+	return at, fmt.Sprintf("%s %s against %s", what, engine.FormatSig(best, 2), engine.FormatSig(own, 2))
 }
 
 // tv returns the total variation between two distributions.

@@ -442,33 +442,33 @@ func probsFindings(rep *engine.RowReport, r int, s, nat *measurement, v int) {
 			nativeSays = againstNative(nat.drift.Mismatched, nat.missing.n+nat.extra.n)
 		}
 		if s.drift.Mismatched > 0 {
-			msg := fmt.Sprintf("row %d: %d of %d probabilities off (%s)", r, s.drift.Mismatched, v, share(s.drift.Mismatched, v))
+			msg := fmt.Sprintf("row %d: %d of %d probabilities off (%s)", r, s.drift.Mismatched, v, engine.FormatShare(s.drift.Mismatched, v))
 			if s.worst >= 0 {
 				// The greatest difference among the tokens off.
 				tol := s.drift.Tolerance
 				msg += fmt.Sprintf("; greatest absolute difference %s at token %d (allowed %s + %s·|ref| = %s)",
-					num(s.worstAbs), s.worst, sci(tol.Atol), sci(tol.Rtol), num(tol.Atol+tol.Rtol*s.worstRef))
+					engine.FormatSig(s.worstAbs, 2), s.worst, engine.FormatSig(tol.Atol, 2), engine.FormatSig(tol.Rtol, 2), engine.FormatSig(tol.Atol+tol.Rtol*s.worstRef, 2))
 			}
 			rep.AddFinding(violation(engine.RuleTolerance, s.worst, "%s%s", msg, nativeSays))
 			nativeSays = ""
 		}
 		if s.missing.n > 0 {
 			rep.AddFinding(violation(engine.RuleSupport, s.missing.first, "row %d: the output drops %s the reference keeps, first at token %d; reference mass of dropped tokens %s%s",
-				r, plural(s.missing.n, "token"), s.missing.first, num(s.missing.refMass), nativeSays))
+				r, plural(s.missing.n, "token"), s.missing.first, engine.FormatSig(s.missing.refMass, 2), nativeSays))
 			nativeSays = ""
 		}
 		if s.extra.n > 0 {
 			rep.AddFinding(violation(engine.RuleSupport, s.extra.first, "row %d: the output keeps %s the reference drops, first at token %d (output mass %s, unfiltered reference mass %s)%s",
-				r, plural(s.extra.n, "token"), s.extra.first, num(s.extra.outMass), num(s.extra.refMass), nativeSays))
+				r, plural(s.extra.n, "token"), s.extra.first, engine.FormatSig(s.extra.outMass, 2), engine.FormatSig(s.extra.refMass, 2), nativeSays))
 		}
 	}
 	if matched.renormalised {
 		var parts []string
 		if k := matched.boundaryKept; k.n > 0 {
-			parts = append(parts, fmt.Sprintf("keeps %s the reference drops (first at token %d, unfiltered reference mass %s)", plural(k.n, "boundary token"), k.first, num(k.refMass)))
+			parts = append(parts, fmt.Sprintf("keeps %s the reference drops (first at token %d, unfiltered reference mass %s)", plural(k.n, "boundary token"), k.first, engine.FormatSig(k.refMass, 2)))
 		}
 		if d := matched.boundaryDropped; d.n > 0 {
-			parts = append(parts, fmt.Sprintf("drops %s the reference keeps (first at token %d, unfiltered reference mass %s)", plural(d.n, "boundary token"), d.first, num(d.refMass)))
+			parts = append(parts, fmt.Sprintf("drops %s the reference keeps (first at token %d, unfiltered reference mass %s)", plural(d.n, "boundary token"), d.first, engine.FormatSig(d.refMass, 2)))
 		}
 		msg := fmt.Sprintf("row %d: the output %s", r, parts[0])
 		if len(parts) > 1 {
@@ -485,7 +485,7 @@ func probsFindings(rep *engine.RowReport, r int, s, nat *measurement, v int) {
 		if s.rowSum < 1 {
 			sign = "-"
 		}
-		rep.AddFinding(note(engine.RuleRowSum, -1, "row %d: probabilities sum to 1 %s %s (more than %s from 1)", r, sign, sci(math.Abs(s.rowSum-1)), sci(sumTol)))
+		rep.AddFinding(note(engine.RuleRowSum, -1, "row %d: probabilities sum to 1 %s %s (more than %s from 1)", r, sign, engine.FormatSig(math.Abs(s.rowSum-1), 2), engine.FormatSig(sumTol, 2)))
 	}
 }
 

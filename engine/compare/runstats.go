@@ -173,7 +173,7 @@ func pooledSpec(or *engine.OutputReport, slack [][]float64, thr float64, tree bo
 		p := stats.BinomialTest(pr.Accepted, pr.Reached, clamp(rate, los[i]/n, his[i]/n))
 		pr.Rate, pr.Theory, pr.PValue = engine.Float(rate), engine.Float(a), engine.Float(p)
 		tests = append(tests, failure{p, fmt.Sprintf("%s %d accepts %s of the %d trials that reached it over %d rows (95%% CI %s–%s), theory %s (%s)",
-			where, i, pct(rate), pr.Reached, len(rows), pct(lo), pct(hi), pct(a), pText(p))})
+			where, i, engine.FormatPercent(rate), pr.Reached, len(rows), engine.FormatPercent(lo), engine.FormatPercent(hi), engine.FormatPercent(a), engine.StoredPText(p))})
 	}
 	hist := make([]int64, k+1)
 	law := make([]float64, k+1)
@@ -190,7 +190,7 @@ func pooledSpec(or *engine.OutputReport, slack [][]float64, thr float64, tree bo
 	if f, err := stats.GoodnessOfFit(hist, law, stats.FitOptions{Label: "length"}); err == nil {
 		pool.EmittedPValue = engine.Float(f.PValue)
 		tests = append(tests, failure{f.PValue, fmt.Sprintf("%s of %d trials over %d rows do not follow their exact law (G-test %s): %s",
-			lengths, pool.Trials, len(rows), stats.PText(f.PValue, f.LogPValue), lengthTable(hist, law))})
+			lengths, pool.Trials, len(rows), engine.PText(f.PValue, f.LogPValue), lengthTable(hist, law))})
 	}
 	pool.MeanAcceptanceLength = engine.Float(stats.MeanAcceptanceLength(hist))
 	pool.TheoryMeanAcceptanceLength = engine.Float(theoryMean / float64(pool.Trials))
@@ -227,7 +227,7 @@ func acceptedCheck(or *engine.OutputReport, acc []acceptedRow, thr float64) {
 	n := float64(tests)
 	p := stats.BinomialTest(observed, tests, clamp(float64(observed)/n, lo/n, hi/n))
 	msg := fmt.Sprintf("spec_accepted sums to %d over %d rows where the acceptance tests at their %d positions give %s on average (%s)",
-		observed, rows, tests, num(mean), pText(p))
+		observed, rows, tests, engine.FormatSig(mean, 2), engine.StoredPText(p))
 	if p < thr {
 		runViolation(or, "%s: spec_accepted counts an acceptance test at every position, after the first rejection too", msg)
 		return

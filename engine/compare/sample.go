@@ -20,7 +20,7 @@ func (w *worker) drawProblem(d *ref.Dist, r int, tok int64) (string, engine.Rule
 	case ref.Greedy(ref.Temperature(w.j.run, r)):
 		return fmt.Sprintf("token %d is not an argmax of this greedy row (the maximum is at token %d)", tok, d.Argmax), engine.RuleToken
 	}
-	return fmt.Sprintf("token %d has zero reference mass (unfiltered reference probability %s)", tok, num(d.Base[tok])), engine.RuleSupport
+	return fmt.Sprintf("token %d has zero reference mass (unfiltered reference probability %s)", tok, engine.FormatSig(d.Base[tok], 2)), engine.RuleSupport
 }
 
 // judgeSamples judges the N draws of row r: every one must be in range and

@@ -165,7 +165,7 @@ func (w *worker) judgeRedrawn(p *plan, s *ref.SpecRef, r int, rep *engine.RowRep
 			used[i] = clamp(rate, bl, bh)
 			tests = append(tests, rowTest{rule: engine.RuleAcceptance, p: pv, tok: -1, msg: func(float64) string {
 				return fmt.Sprintf("position %d accepts %s of the %d trials that reached it (95%% CI %s–%s), where drafts drawn from draft_probs are accepted with probability %s = 1 - TV(p, q) (%s)",
-					i, pct(rate), reached, pct(lo), pct(hi), pct(a), pText(pv))
+					i, engine.FormatPercent(rate), reached, engine.FormatPercent(lo), engine.FormatPercent(hi), engine.FormatPercent(a), engine.StoredPText(pv))
 			}})
 		}
 	}
@@ -185,7 +185,7 @@ func (w *worker) judgeRedrawn(p *plan, s *ref.SpecRef, r int, rep *engine.RowRep
 		n := ef.Draws
 		tests = append(tests, rowTest{rule: engine.RuleAcceptance, p: ef.PValue, tok: -1, msg: func(threshold float64) string {
 			return fmt.Sprintf("the emitted lengths of %d trials do not follow their exact law (G-test %s < %s): %s",
-				n, stats.PText(ef.PValue, ef.LogPValue), sci(threshold), lengthTable(tc.hist, theory))
+				n, engine.PText(ef.PValue, ef.LogPValue), engine.FormatSig(threshold, 2), lengthTable(tc.hist, theory))
 		}})
 	}
 

@@ -256,7 +256,7 @@ func (w *worker) treeTrialStats(p *plan, s *ref.TreeRef, slack []float64, trials
 				if k == 0 {
 					which = fmt.Sprintf("of the %d trials accepted a first token", reachedK)
 				}
-				return fmt.Sprintf("depth %d: %s %s (95%% CI %s–%s), theory %s (%s)", k, pct(rate), which, pct(lo), pct(hi), pct(a), pText(pv))
+				return fmt.Sprintf("depth %d: %s %s (95%% CI %s–%s), theory %s (%s)", k, engine.FormatPercent(rate), which, engine.FormatPercent(lo), engine.FormatPercent(hi), engine.FormatPercent(a), engine.StoredPText(pv))
 			}})
 		}
 		atLeast = more
@@ -278,7 +278,7 @@ func (w *worker) treeTrialStats(p *plan, s *ref.TreeRef, slack []float64, trials
 		st.EmittedPValue = engine.Float(ef.PValue)
 		tests = append(tests, rowTest{rule: engine.RuleAcceptance, p: ef.PValue, tok: -1, msg: func(threshold float64) string {
 			return fmt.Sprintf("the accepted tokens of %d trials do not follow their exact law (G-test %s < %s): %s",
-				n, stats.PText(ef.PValue, ef.LogPValue), sci(threshold), lengthTable(hist, theory))
+				n, engine.PText(ef.PValue, ef.LogPValue), engine.FormatSig(threshold, 2), lengthTable(hist, theory))
 		}})
 	}
 
@@ -404,9 +404,9 @@ func treeSummary(or *engine.OutputReport) {
 	if pool.TargetTV < 1e-9 {
 		law = "the target (its lossless law here)"
 	}
-	msg := fmt.Sprintf("accepts %s %s tokens than the lossless rule (%.3g a trial where exact tree sampling gives %.3g, over %d trials of %s); the first emitted token is %s from %s in total variation (a lossless verifier stays under %s)",
-		pct(math.Abs(float64(pool.Excess))), more, float64(pool.Accepted), float64(pool.Theory), pool.Trials, plural(rows, "row"),
-		num(float64(pool.FirstTV)), law, num(float64(pool.FirstTVBound)))
+	msg := fmt.Sprintf("accepts %s %s tokens than the lossless rule (%s a trial where exact tree sampling gives %s, over %d trials of %s); the first emitted token is %s from %s in total variation (a lossless verifier stays under %s)",
+		engine.FormatPercent(math.Abs(float64(pool.Excess))), more, engine.FormatSig(float64(pool.Accepted), 3), engine.FormatSig(float64(pool.Theory), 3), pool.Trials, plural(rows, "row"),
+		engine.FormatSig(float64(pool.FirstTV), 2), law, engine.FormatSig(float64(pool.FirstTVBound), 2))
 	failed := len(or.Violations) > 0
 	for _, r := range or.Rows {
 		failed = failed || (r.PValue != nil && !r.Pass)

@@ -146,7 +146,7 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 			used[i] = clamp(pr.Rate, lo, hi)
 			tests = append(tests, rowTest{rule: engine.RuleAcceptance, p: pv, tok: int(drafts[i]), msg: func(float64) string {
 				return fmt.Sprintf("position %d accepts %s of the %d trials that reached it (95%% CI %s–%s), theory %s (%s)",
-					i, pct(pr.Rate), pr.Reached, pct(pr.Lo), pct(pr.Hi), pct(a), pText(pv))
+					i, engine.FormatPercent(pr.Rate), pr.Reached, engine.FormatPercent(pr.Lo), engine.FormatPercent(pr.Hi), engine.FormatPercent(a), engine.StoredPText(pv))
 			}})
 		}
 	}
@@ -166,7 +166,7 @@ func (w *worker) specTrialStats(p *plan, s *ref.SpecRef, laws *specLaws, tc *tri
 		st.EmittedPValue = engine.Float(ef.PValue)
 		t := rowTest{rule: engine.RuleAcceptance, p: ef.PValue, tok: -1, msg: func(threshold float64) string {
 			return fmt.Sprintf("the emitted lengths of %d trials do not follow their exact law (G-test %s < %s): %s",
-				len(trials), stats.PText(ef.PValue, ef.LogPValue), sci(threshold), lengthTable(hist, theory))
+				len(trials), engine.PText(ef.PValue, ef.LogPValue), engine.FormatSig(threshold, 2), lengthTable(hist, theory))
 		}}
 		if ef.ZeroMassTotal > 0 {
 			t.hard = fmt.Sprintf("%d of %d trials emitted a length that exact speculative sampling never gives (%s)",
@@ -340,28 +340,6 @@ func lengthTable(hist []int64, law []float64) string {
 		parts[j] = fmt.Sprintf("%d: %d (%.1f)", j, h, law[j]*float64(n))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// pct formats a rate as a percentage with one decimal: "41.2%"; rates
-// within 0.05% of 0 or 1 that are not exactly so keep more digits.
-func pct(x float64) string {
-	v := 100 * x
-	switch {
-	case v == 0 || v == 100:
-		return fmt.Sprintf("%.0f%%", v)
-	case v < 0.05 || v > 99.95:
-		return fmt.Sprintf("%.4g%%", v)
-	}
-	return fmt.Sprintf("%.1f%%", v)
-}
-
-// pText writes a p-value for a message: "p = 0.013", "p = 3.1e-12", and
-// "p < 1e-300" where it underflowed.
-func pText(p float64) string {
-	if p == 0 {
-		return "p < 1e-300"
-	}
-	return stats.PText(p, math.Log(p))
 }
 
 // floats converts float64 values to the report's Float.

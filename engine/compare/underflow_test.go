@@ -118,15 +118,3 @@ func TestFragileNoteShowsTheDifference(t *testing.T) {
 		t.Errorf("fragile note %q, want the logits 12.2 and 12.4 told apart", msg)
 	}
 }
-
-// Shares of 10% and more are whole percents: "100%", never "1e+02%".
-func TestShareWritesWholePercents(t *testing.T) {
-	for _, tt := range []struct {
-		n, of int
-		want  string
-	}{{4096, 4096, "100%"}, {999, 1000, "100%"}, {37, 32000, "0.12%"}, {1, 10, "10%"}} {
-		if got := share(tt.n, tt.of); got != tt.want {
-			t.Errorf("share(%d, %d) = %q, want %q", tt.n, tt.of, got, tt.want)
-		}
-	}
-}

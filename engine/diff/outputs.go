@@ -123,5 +123,5 @@ func fmtNum(v *engine.Float) string {
 	if v == nil {
 		return "none"
 	}
-	return fmt.Sprintf("%.2g", float64(*v))
+	return engine.FormatSig(float64(*v), 2)
 }

@@ -501,7 +501,7 @@ func (r *torchZip) metadata(v any, f *File) error {
 		case int:
 			s = strconv.Itoa(x)
 		case float64:
-			s = strconv.FormatFloat(x, 'g', -1, 64)
+			s = engine.FormatFloat(x)
 		case bool:
 			s = strconv.FormatBool(x)
 		default:

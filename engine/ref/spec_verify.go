@@ -173,7 +173,7 @@ func probsProblem(q []float64) string {
 		case math.IsInf(x, 0):
 			return fmt.Sprintf("contain %v at token %d", x, j)
 		case x < 0:
-			return fmt.Sprintf("contain the negative value %g at token %d", x, j)
+			return fmt.Sprintf("contain the negative value %s at token %d", engine.FormatFloat(x), j)
 		}
 	}
 	return ""

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/sampviz/sampviz/engine"
 )
 
 // Test names a goodness-of-fit statistic.
@@ -669,38 +671,18 @@ func (f *Fit) Violations(threshold float64) []string {
 		if w.Token < 0 {
 			where = fmt.Sprintf("a pool of %d %ss", w.Tokens, f.Label)
 		}
-		out = append(out, fmt.Sprintf("%d draws do not follow the reference (%s < %g): %s = %.4g over %d bins where a correct sampler gives %.4g ± %.2g (p = %.2g); most deviant, %s: %d drawn where %.4g expected (p = %.2g over %d bins)",
-			f.Draws-f.ZeroMassTotal, PText(f.PValue, f.LogPValue), threshold,
-			name, f.Statistic, f.Bins, f.NullMean, math.Sqrt(f.NullVariance), f.OmnibusP,
-			where, w.Observed, w.Expected, f.WorstP, f.Bins))
+		out = append(out, fmt.Sprintf("%d draws do not follow the reference (%s < %s): %s = %s over %d bins where a correct sampler gives %s ± %s (p = %s); most deviant, %s: %d drawn where %s expected (p = %s over %d bins)",
+			f.Draws-f.ZeroMassTotal, engine.PText(f.PValue, f.LogPValue), engine.FormatFloat(threshold),
+			name, engine.FormatSig(f.Statistic, 4), f.Bins, engine.FormatSig(f.NullMean, 4), engine.FormatSig(math.Sqrt(f.NullVariance), 2), engine.FormatP(f.OmnibusP, math.Log(f.OmnibusP)),
+			where, w.Observed, engine.FormatSig(w.Expected, 4), engine.FormatP(f.WorstP, math.Log(f.WorstP)), f.Bins))
 	}
 	return out
-}
-
-// FormatP writes a p-value in two significant digits ("0.012",
-// "3.1e-12"), and "< 1e-300" for one that underflowed float64 (p is 0 with
-// a finite logP): past that, the digits of a tail probability say nothing a
-// person can use, and the product writes every such p the one way.
-func FormatP(p, logP float64) string {
-	if p == 0 && !math.IsInf(logP, -1) && !math.IsNaN(logP) || p > 0 && p < 1e-300 {
-		return "< 1e-300"
-	}
-	return fmt.Sprintf("%.2g", p)
-}
-
-// PText writes "p = 0.012", or "p < 1e-300" for a p-value that underflowed.
-func PText(p, logP float64) string {
-	s := FormatP(p, logP)
-	if strings.HasPrefix(s, "<") {
-		return "p " + s
-	}
-	return "p = " + s
 }
 
 // probWords writes a probability inside a sentence: "3.1e-12", or "below
 // 1e-300" for one that underflowed.
 func probWords(p, logP float64) string {
-	s := FormatP(p, logP)
+	s := engine.FormatP(p, logP)
 	if strings.HasPrefix(s, "<") {
 		return "below 1e-300"
 	}

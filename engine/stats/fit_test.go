@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sampviz/sampviz/engine"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -391,15 +392,15 @@ func TestFormatP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			if got := FormatP(tt.p, tt.logP); got != tt.want {
+			if got := engine.FormatP(tt.p, tt.logP); got != tt.want {
 				t.Errorf("FormatP = %q, want %q", got, tt.want)
 			}
 		})
 	}
-	if got := PText(0, -1000*math.Ln10); got != "p < 1e-300" {
+	if got := engine.PText(0, -1000*math.Ln10); got != "p < 1e-300" {
 		t.Errorf("PText = %q, want p < 1e-300", got)
 	}
-	if got := PText(0.0123, math.Log(0.0123)); got != "p = 0.012" {
+	if got := engine.PText(0.0123, math.Log(0.0123)); got != "p = 0.012" {
 		t.Errorf("PText = %q, want p = 0.012", got)
 	}
 }

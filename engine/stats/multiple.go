@@ -3,6 +3,8 @@ package stats
 import (
 	"fmt"
 	"math"
+
+	"github.com/sampviz/sampviz/engine"
 )
 
 // Multiple testing: a run judges hundreds of rows at one threshold, so some
@@ -33,15 +35,6 @@ func AnyFalseAlarm(rows int, threshold float64) float64 {
 // chance alone gives 0.00051 failing rows (a 0.05% chance that any row
 // fails)".
 func ChanceLine(rows, failed int, threshold float64) string {
-	return fmt.Sprintf("%d of %d rows fail at p < %g; chance alone gives %s failing rows (a %s%% chance that any row fails)",
-		failed, rows, threshold, short(ExpectedFalseAlarms(rows, threshold)), short(100*AnyFalseAlarm(rows, threshold)))
-}
-
-// short writes x with two significant digits below 10 and as an integer
-// from 10 ("0.00051", "5.1", "512").
-func short(x float64) string {
-	if x >= 10 {
-		return fmt.Sprintf("%.0f", x)
-	}
-	return fmt.Sprintf("%.2g", x)
+	return fmt.Sprintf("%d of %d rows fail at p < %s; chance alone gives %s failing rows (a %s chance that any row fails)",
+		failed, rows, engine.FormatFloat(threshold), engine.FormatSig(ExpectedFalseAlarms(rows, threshold), 2), engine.FormatPercent(AnyFalseAlarm(rows, threshold)))
 }

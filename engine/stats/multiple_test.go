@@ -36,9 +36,9 @@ func TestChanceLine(t *testing.T) {
 		threshold    float64
 		want         string
 	}{
-		{512, 0, 1e-6, "0 of 512 rows fail at p < 1e-06; chance alone gives 0.00051 failing rows (a 0.051% chance that any row fails)"},
-		{512, 3, 0.05, "3 of 512 rows fail at p < 0.05; chance alone gives 26 failing rows (a 100% chance that any row fails)"},
-		{20, 1, 0.01, "1 of 20 rows fail at p < 0.01; chance alone gives 0.2 failing rows (a 18% chance that any row fails)"},
+		{512, 0, 1e-6, "0 of 512 rows fail at p < 1e-06; chance alone gives 0.00051 failing rows (a 0.0512% chance that any row fails)"},
+		{512, 3, 0.05, "3 of 512 rows fail at p < 0.05; chance alone gives 26 failing rows (a > 99.9999% chance that any row fails)"},
+		{20, 1, 0.01, "1 of 20 rows fail at p < 0.01; chance alone gives 0.2 failing rows (a 18.2% chance that any row fails)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

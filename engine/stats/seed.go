@@ -3,6 +3,8 @@ package stats
 import (
 	"fmt"
 	"math"
+
+	"github.com/sampviz/sampviz/engine"
 )
 
 // SeedCheck is the verdict of a seed rule on two sequences of draws.
@@ -131,16 +133,16 @@ func DifferentSeedsDiffer(a, b []int32, collision []float64, threshold float64) 
 	case c.FirstDiff >= 0:
 		if logTail := logChernoffTail(c.ExpectedAgree, c.Agree); logTail < math.Log(threshold) {
 			c.Pass = false
-			c.Message = fmt.Sprintf("different seeds agree at %d of %d positions; independent seeds (%.3g on average) agree that often with probability at most %s, under %g",
-				c.Agree, c.Compared, c.ExpectedAgree, probWords(math.Exp(logTail), logTail), threshold)
+			c.Message = fmt.Sprintf("different seeds agree at %d of %d positions; independent seeds (%s on average) agree that often with probability at most %s, under %s",
+				c.Agree, c.Compared, engine.FormatSig(c.ExpectedAgree, 3), probWords(math.Exp(logTail), logTail), engine.FormatFloat(threshold))
 			break
 		}
-		c.Message = fmt.Sprintf("different seeds agree at %d of %d positions (independent seeds: %.3g on average)",
-			c.Agree, c.Compared, c.ExpectedAgree)
+		c.Message = fmt.Sprintf("different seeds agree at %d of %d positions (independent seeds: %s on average)",
+			c.Agree, c.Compared, engine.FormatSig(c.ExpectedAgree, 3))
 	case logChance < math.Log(threshold):
 		c.Pass = false
-		c.Message = fmt.Sprintf("different seeds gave the same %d draws; independent seeds agree everywhere with probability %s, under %g",
-			c.Compared, probWords(c.ChanceIdentical, logChance), threshold)
+		c.Message = fmt.Sprintf("different seeds gave the same %d draws; independent seeds agree everywhere with probability %s, under %s",
+			c.Compared, probWords(c.ChanceIdentical, logChance), engine.FormatFloat(threshold))
 	default:
 		c.Message = fmt.Sprintf("different seeds gave the same %d draws, which independent seeds do with probability %s, so this is no evidence either way",
 			c.Compared, probWords(c.ChanceIdentical, logChance))

@@ -176,16 +176,21 @@ const chartDrew = `(function (id) {
   if (!inst) return 'no chart';
   var series = inst.getOption().series || [];
   var points = series.reduce(function (n, s) { return n + ((s.data && s.data.length) || 0); }, 0);
-  var c = el.querySelector('canvas');
-  if (!c) return 'no canvas';
-  var d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-  var inked = 0, colored = 0;
-  for (var i = 0; i < d.length; i += 4) {
-    if (d[i+3] > 0 && (d[i] < 235 || d[i+1] < 235 || d[i+2] < 235)) {
-      inked++;
-      if (Math.max(d[i], d[i+1], d[i+2]) - Math.min(d[i], d[i+1], d[i+2]) > 40) colored++;
+  // Every canvas layer: a progressive series (the heatmap's cells) draws on
+  // a layer of its own above the axes'.
+  var cs = el.querySelectorAll('canvas');
+  if (!cs.length) return 'no canvas';
+  var inked = 0, colored = 0, c = cs[0];
+  cs.forEach(function (layer) {
+    if (!layer.width || !layer.height) return;
+    var d = layer.getContext('2d').getImageData(0, 0, layer.width, layer.height).data;
+    for (var i = 0; i < d.length; i += 4) {
+      if (d[i+3] > 0 && (d[i] < 235 || d[i+1] < 235 || d[i+2] < 235)) {
+        inked++;
+        if (Math.max(d[i], d[i+1], d[i+2]) - Math.min(d[i], d[i+1], d[i+2]) > 40) colored++;
+      }
     }
-  }
+  });
   return {points: points, inked: inked, colored: colored, width: c.width, height: c.height};
 })`
 
@@ -486,6 +491,7 @@ func TestBrowserUploadStreamAndDrillDown(t *testing.T) {
 	for _, id := range []string{"chart-worst", "chart-hist", "chart-heat"} {
 		checkChart(t, ctx, id)
 	}
+	checkNumberLabels(t, ctx)
 	// The budget: no main-thread task over 200 ms while 512 rows streamed,
 	// from the moment the websocket opened (loading the page and its
 	// scripts comes before).
@@ -846,7 +852,7 @@ func TestBrowserStatisticsTraceAndTeach(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, ctx, `document.querySelector('[data-testid="teach-distance"]').dispatchEvent(new Event('change', {bubbles: true}))`)
-	if got := waitText(t, ctx, "teach-counter", counter); !strings.HasPrefix(got, "101 steps: 101 drafts accepted (100.0%)") {
+	if got := waitText(t, ctx, "teach-counter", counter); !strings.HasPrefix(got, "101 steps: 101 drafts accepted (100%)") {
 		t.Errorf("with the draft on the target the counter says %q", got)
 	}
 	if u := evalString(t, ctx, `location.search`); !strings.Contains(u, "distance=0") {
@@ -900,5 +906,31 @@ func TestBrowserStatisticsTraceAndTeach(t *testing.T) {
 	}
 	if got := evalString(t, ctx, `echarts.getInstanceByDom(document.querySelector('[data-testid="chart-samples"]')).getOption().yAxis[0].type`); got != "log" {
 		t.Errorf("the log view's sample histogram has a %q y axis", got)
+	}
+}
+
+// checkNumberLabels checks the numbers the run page's script wrote itself
+// against engine's formatter (issue 27: one formatter for the product): the
+// worst-error chart's axis labels and the row table's error cells.
+func checkNumberLabels(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, v := range []float64{1e-5, 0.0079123, 1234.5, 2.5e-7} {
+		js := fmt.Sprintf(`echarts.getInstanceByDom(document.querySelector('[data-testid="chart-worst"]')).getOption().yAxis[0].axisLabel.formatter(%v)`, v)
+		if got, want := evalString(t, ctx, js), engine.FormatSig(v, 3); got != want {
+			t.Errorf("the worst-error chart labels %v %q, want %q as engine.FormatSig writes it", v, got, want)
+		}
+	}
+	// A cell reads "0.0079 · 12× allowed": each number as FormatSig writes
+	// one, never "7.90e-3" or "1.00e-05".
+	cells := evalString(t, ctx, `[...document.querySelectorAll('#rows-body td')].map(td => td.textContent).filter(s => s.includes('× allowed')).join('\n')`)
+	number := `(?:-?\d+(?:\.\d*[1-9])?|-?\d(?:\.\d*[1-9])?e[+-]\d{2,3}|NaN|[+-]Inf|Inf)`
+	re := regexp.MustCompile(`^(?:✗ )?` + number + ` · ` + number + `× allowed$`)
+	if cells == "" {
+		t.Errorf("no error cells in the row table")
+	}
+	for _, c := range strings.Split(cells, "\n") {
+		if c != "" && !re.MatchString(c) {
+			t.Errorf("row table cell %q is not written as engine.FormatSig writes numbers", c)
+		}
 	}
 }

@@ -34,21 +34,15 @@
     instances.forEach(function (c) { c.resize(); });
   });
 
-  function expLabel(v) {
-    if (v === 0) return '0';
-    const a = Math.abs(v);
-    if (a >= 1e-2 && a < 1e4) return String(+v.toPrecision(3));
-    // Two significant digits, so that 1e4 and 1.2e4 stay apart.
-    return v.toExponential(1).replace('.0e', 'e');
-  }
+  // Numbers the script writes itself go through numfmt.js, the mirror of
+  // the server's formatter (engine.FormatSig): axis labels with 3
+  // significant digits, values in tooltips and the row table with 4, as the
+  // pages' tables write them.
+  const numbers = window.sampvizNumbers;
 
-  function num(v) {
-    if (typeof v !== 'number') return String(v);
-    if (v === 0) return '0';
-    const a = Math.abs(v);
-    if (a >= 1e-3 && a < 1e4) return String(+v.toPrecision(4));
-    return v.toExponential(2);
-  }
+  function axisLabel(v) { return numbers.sig(v, 3); }
+
+  function num(v) { return numbers.sig(v, 4); }
 
   // decorate adds what JSON cannot carry: label and tooltip functions.
   function decorate(kind, opt) {
@@ -58,9 +52,9 @@
         ax.axisLabel.interval = +ax.axisLabel.interval;
       }
       if (ax && ax.type === 'log') {
-        ax.axisLabel = Object.assign({}, ax.axisLabel, { formatter: expLabel });
+        ax.axisLabel = Object.assign({}, ax.axisLabel, { formatter: axisLabel });
       } else if (ax && ax.type === 'value') {
-        ax.axisLabel = Object.assign({}, ax.axisLabel, { formatter: expLabel });
+        ax.axisLabel = Object.assign({}, ax.axisLabel, { formatter: axisLabel });
       }
     });
     opt.tooltip = Object.assign({}, opt.tooltip, { confine: true });
@@ -77,9 +71,11 @@
         return 'row ' + v[0] + ' (' + p.seriesName.replace('row ', '') + '): error at its worst token ' + num(v[1]) + '<br>click to open the row';
       };
     } else if (kind === 'heat') {
-      // Draw every cell at once: progressive drawing leaves half a heatmap
-      // when updates come faster than its frames.
-      (opt.series || []).forEach(function (s) { s.progressive = 0; });
+      // Draw the cells 400 a frame, so that no one task draws them all:
+      // with the heatmap's code warmed (warmUps) its cost is the cells. The
+      // heatmap is redrawn at most every heatInterval, far longer than
+      // its few frames, so a draw is never cut short by the next.
+      (opt.series || []).forEach(function (s) { s.progressive = 400; s.progressiveThreshold = 800; });
       const xs = (opt.xAxis && opt.xAxis[0] && opt.xAxis[0].data) || [];
       const ys = (opt.yAxis && opt.yAxis[0] && opt.yAxis[0].data) || [];
       opt.tooltip.formatter = function (p) {
@@ -98,8 +94,8 @@
       opt.tooltip.formatter = function (p) {
         const v = p.value || [];
         // A row failing another rule carries its own p-value third: it is drawn below the line.
-        if (v.length > 2) return 'row ' + v[0] + ' fails another rule; its fit passes (p = ' + num(v[2]) + ')<br>click to open the row';
-        return 'row ' + v[0] + ' (' + p.seriesName.replace('row ', '') + '): p = ' + num(v[1]) + '<br>click to open the row';
+        if (v.length > 2) return 'row ' + v[0] + ' fails another rule; its fit passes (' + numbers.pText(v[2]) + ')<br>click to open the row';
+        return 'row ' + v[0] + ' (' + p.seriesName.replace('row ', '') + '): ' + numbers.pText(v[1]) + '<br>click to open the row';
       };
     } else if (kind === 'accept') {
       opt.tooltip.formatter = function (ps) {
@@ -372,11 +368,11 @@
         return (s.pass ? '' : '✗ ') + text;
       }
       if (s.mal !== undefined) {
-        return (s.pass ? '' : '✗ ') + num(s.mal) + ' (' + num(s.mal_theory) + ')' + (s.p_value !== undefined ? (s.p_value === 0 ? ', p < 1e-300' : ', p = ' + num(s.p_value)) : '');
+        return (s.pass ? '' : '✗ ') + num(s.mal) + ' (' + num(s.mal_theory) + ')' + (s.p_value !== undefined ? ', ' + numbers.pText(s.p_value) : '');
       }
       // Many draws are judged by their fit: the p-value says more than the
       // first draw's token.
-      if (s.p_value !== undefined) return (s.pass ? '' : '✗ ') + (s.p_value === 0 ? 'p < 1e-300' : 'p = ' + num(s.p_value));
+      if (s.p_value !== undefined) return (s.pass ? '' : '✗ ') + numbers.pText(s.p_value);
       if (s.token !== undefined) return (s.pass ? '' : '✗ ') + 'token ' + s.token + (s.ref_token !== undefined && s.ref_token !== s.token ? ' (ref ' + s.ref_token + ')' : '');
       return s.pass ? 'pass' : '✗ fail';
     }
@@ -488,6 +484,13 @@
         if (c[k]) {
           el.hidden = false;
           drew = true;
+          // A chart scrolled out of view waits: it is drawn when it comes
+          // into view, and every chart once the run is final.
+          if (!st.final && !inView(el)) {
+            el.dataset.stale = '1';
+            return;
+          }
+          delete el.dataset.stale;
           if (k === 'heat' && !st.final && el.dataset.output === String(st.view.output) && now - (st.lastHeat || 0) < heatInterval) {
             st.chartsDirty = true; // drawn again at a later update
             return;
@@ -716,6 +719,22 @@
     }
 
 
+    // Which charts are in view: one scrolled out of view is not redrawn
+    // while rows stream (see renderCharts). Before the observer's first
+    // answer a chart counts as in view.
+    const inViewNow = new Map();
+    const observer = window.IntersectionObserver ? new IntersectionObserver(function (entries) {
+      entries.forEach(function (e) {
+        inViewNow.set(e.target, e.isIntersecting);
+        if (e.isIntersecting && e.target.dataset.stale) {
+          st.chartsDirty = true;
+          schedule();
+        }
+      });
+    }, { rootMargin: '100px' }) : null;
+    function inView(el) { return !observer || inViewNow.get(el) !== false; }
+    Object.keys(chartEls).forEach(function (k) { if (chartEls[k] && observer) observer.observe(chartEls[k]); });
+
     // Until the first rows arrive, each chart shows its empty axes. This also
     // runs ECharts' common code once before the stream starts, so its first
     // use does not land on the first streamed update.
@@ -745,6 +764,85 @@
         });
       }, i);
     });
+
+    // warmUps are a few points of each series type the run page's charts
+    // draw. Off screen, one type per idle task, they make ECharts compile
+    // its code for that type before the first streamed draw needs it: a
+    // fresh browser's first draw of a type ran 120-215 ms where later ones
+    // took 15-60 ms (docs/PERF.md), and split so, no task carries both.
+    const warmUps = {
+      worst: { x: 'value', y: 'log', series: [
+        // Past decorate's largeThreshold, so that large mode is warmed too.
+        { type: 'scatter', data: Array.from({ length: 256 }, function (_, i) { return [i, Math.pow(10, -6 + (i % 7))]; }) },
+        { type: 'line', symbol: 'none', lineStyle: { type: 'dashed' }, data: [[0, 1e-5], [1, 1e-5]] }] },
+      hist: { x: 'category', y: 'log', cats: ['a', 'b', 'c'], series: [{ type: 'bar', data: [1, 10, 100] }] },
+      accept: { x: 'category', y: 'value', cats: ['0', '1'], series: [
+        { type: 'bar', data: [0.5, 0.3] },
+        { type: 'boxplot', data: [[0.4, 0.4, 0.5, 0.6, 0.6], [0.2, 0.2, 0.3, 0.4, 0.4]] },
+        { type: 'scatter', data: [0.5, 0.3] }] },
+      // The heatmap's code comes in three steps, each its own task: its
+      // cells alone, then a visual map, then past decorate's
+      // progressiveThreshold (the progressive path); in one task a fresh
+      // browser took 130-210 ms.
+      heatCells: { x: 'category', y: 'category', cats: ['a', 'b'], ycats: ['r'],
+        series: [{ type: 'heatmap', data: [[0, 0, 1], [1, 0, 2]] }] },
+      heatMap: { x: 'category', y: 'category', cats: ['a', 'b'], ycats: ['r'],
+        visualMap: { type: 'continuous', min: -6, max: 2, orient: 'horizontal', left: 'center', bottom: 0, inRange: { color: ['#e7f5ff', '#e03131'] } },
+        series: [{ type: 'heatmap', data: [[0, 0, -1], [1, 0, 1]] }] },
+      heat: { x: 'category', y: 'category',
+        cats: Array.from({ length: 40 }, function (_, i) { return String(i); }),
+        ycats: Array.from({ length: 24 }, function (_, i) { return String(i); }),
+        visualMap: { type: 'continuous', min: -6, max: 2, orient: 'horizontal', left: 'center', bottom: 0, inRange: { color: ['#e7f5ff', '#e03131'] } },
+        series: [{ type: 'heatmap', data: Array.from({ length: 960 }, function (_, i) { return [i % 40, Math.floor(i / 40), (i % 9) - 6]; }) }] },
+    };
+    warmUps.pvalue = warmUps.worst;
+    warmUps.emitted = warmUps.accept;
+    (function warmUp() {
+      const kinds = [];
+      Object.keys(chartEls).forEach(function (k) {
+        if (!chartEls[k] || chartEls[k].hidden || !warmUps[k]) return;
+        if (k === 'heat') kinds.push('heatCells', 'heatMap');
+        kinds.push(k);
+      });
+      if (!kinds.length || !window.echarts) return;
+      const idle = window.requestIdleCallback ?
+        function (f) { window.requestIdleCallback(f, { timeout: 400 }); } :
+        function (f) { setTimeout(f, 0); };
+      const box = document.createElement('div');
+      box.style.cssText = 'position:absolute;left:-10000px;top:0;width:600px;height:340px';
+      box.setAttribute('aria-hidden', 'true');
+      document.body.appendChild(box);
+      let chart = null;
+      const done = [];
+      (function step(i) {
+        idle(function () {
+          if (i >= kinds.length) {
+            if (chart) chart.dispose();
+            box.remove();
+            return;
+          }
+          const w = warmUps[kinds[i]];
+          if (done.indexOf(w) < 0) {
+            done.push(w);
+            timed('warm-up', function () {
+              if (!chart) chart = window.echarts.init(box, null, { renderer: 'canvas' });
+              chart.setOption(decorate(kinds[i], {
+                animation: false,
+                title: { text: ' ', left: 'center' },
+                legend: { show: true, bottom: 0 },
+                tooltip: { show: true, trigger: 'item' },
+                grid: { left: 70, right: 20, top: 60, bottom: 60 },
+                xAxis: [{ type: w.x, data: w.cats }],
+                yAxis: [{ type: w.y, data: w.ycats }],
+                visualMap: w.visualMap,
+                series: w.series,
+              }), { notMerge: true });
+            });
+          }
+          step(i + 1);
+        });
+      })(0);
+    })();
 
     let closedFinal = false;
     function connect(attempt) {

@@ -197,7 +197,7 @@ func ModeCells(t engine.ModeTable, l engine.ModeLine) []ModeCell {
 		if f == nil {
 			return "—"
 		}
-		return Sci(*f)
+		return engine.FormatSig(float64(*f), 4)
 	}
 	switch t.Metric {
 	case "logit", "abs", "logprob":
@@ -230,7 +230,7 @@ func AgainstCells(t engine.ModeTable, l engine.ModeLine, rowURL func(r int) stri
 			}
 			switch {
 			case d.Max != nil:
-				c = ModeCell{Text: Sci(*d.Max)}
+				c = ModeCell{Text: engine.FormatSig(float64(*d.Max), 4)}
 				if d.Row >= 0 {
 					c.Text += fmt.Sprintf(" (row %d)", d.Row)
 					c.Href = rowURL(d.Row)
@@ -308,7 +308,7 @@ func RuleWords(rule string) string {
 func PairHeadline(a engine.Agreement) string {
 	switch {
 	case a.Rule == "drift" && a.MaxAbs != nil:
-		s := "greatest |difference| " + Sci(*a.MaxAbs)
+		s := "greatest |difference| " + engine.FormatSig(float64(*a.MaxAbs), 4)
 		if a.MaxRow >= 0 {
 			s += fmt.Sprintf(" at row %d", a.MaxRow)
 		}
@@ -346,12 +346,12 @@ func DriftText(a engine.Agreement) string {
 	if a.MaxAbs == nil {
 		return ""
 	}
-	s := fmt.Sprintf("greatest |difference| %s", Sci(*a.MaxAbs))
+	s := fmt.Sprintf("greatest |difference| %s", engine.FormatSig(float64(*a.MaxAbs), 4))
 	if a.MaxRow >= 0 {
 		s += fmt.Sprintf(" at row %d, token %d", a.MaxRow, a.MaxToken)
 	}
 	if a.MeanAbs != nil {
-		s += ", mean " + Sci(*a.MeanAbs)
+		s += ", mean " + engine.FormatSig(float64(*a.MeanAbs), 4)
 	}
 	return s
 }
@@ -417,7 +417,7 @@ func GateLine(g Gate) string {
 	if !g.Pass {
 		verdict = "FAILS"
 	}
-	s := fmt.Sprintf("%s %s: mean KL %s, greatest %s (row %d); ", g.Output, verdict, Sci(st.MeanKL), Sci(st.MaxKL), st.MaxKLRow)
+	s := fmt.Sprintf("%s %s: mean KL %s, greatest %s (row %d); ", g.Output, verdict, engine.FormatSig(float64(st.MeanKL), 4), engine.FormatSig(float64(st.MaxKL), 4), st.MaxKLRow)
 	if len(st.Flips) == 0 {
 		return s + "the top-1 token is the golden's on every row."
 	}
@@ -430,7 +430,7 @@ func FlipLine(f engine.Flip) string {
 	if f.Fragile {
 		why = "within the tolerance of the winner's: a near-tie that rounding may flip"
 	}
-	return fmt.Sprintf("row %d: top-1 token %d where the golden's is %d, %s below it; %s.", f.Row, f.Token, f.RefToken, Sci(f.Margin), why)
+	return fmt.Sprintf("row %d: top-1 token %d where the golden's is %d, %s below it; %s.", f.Row, f.Token, f.RefToken, engine.FormatSig(float64(f.Margin), 4), why)
 }
 
 // GateSentence says which modes of a gate pass.

@@ -143,7 +143,7 @@ func DriftCell(f *engine.Float) string {
 	if f == nil {
 		return "—"
 	}
-	return Sci(*f)
+	return engine.FormatSig(float64(*f), 4)
 }
 
 // RowsList writes rows as "2, 5" (or "—").
@@ -209,7 +209,7 @@ func RowSide(pass bool, drift *engine.Float, within *bool) string {
 		s = "FAIL"
 	}
 	if drift != nil {
-		s += ", max |err| " + Sci(*drift)
+		s += ", max |err| " + engine.FormatSig(float64(*drift), 4)
 		if within != nil && !*within {
 			s += " (past the strict tolerance)"
 		}
@@ -223,7 +223,7 @@ func PositionCell(p engine.PositionRate) string {
 	if p.Reached == 0 {
 		return "not reached"
 	}
-	return fmt.Sprintf("%s [%s, %s] of %d (theory %s)", ShortFloat(float64(p.Rate)), ShortFloat(float64(p.Lo)), ShortFloat(float64(p.Hi)), p.Reached, ShortFloat(float64(p.Theory)))
+	return fmt.Sprintf("%s [%s, %s] of %d (theory %s)", engine.FormatSig(float64(p.Rate), 4), engine.FormatSig(float64(p.Lo), 4), engine.FormatSig(float64(p.Hi), 4), p.Reached, engine.FormatSig(float64(p.Theory), 4))
 }
 
 // PositionsApart says whether a position's two intervals are disjoint: the

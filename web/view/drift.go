@@ -87,9 +87,9 @@ func DriftOff(l RunDrift) string {
 // DriftNumber writes one of a drift's errors with its unit.
 func DriftNumber(l RunDrift, v engine.Float) string {
 	if l.Unit != "" {
-		return Sci(v) + " " + l.Unit
+		return engine.FormatSig(float64(v), 4) + " " + l.Unit
 	}
-	return Sci(v)
+	return engine.FormatSig(float64(v), 4)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -27,7 +27,7 @@ func BackendLine(d engine.Device) string {
 	if d.SMs > 0 {
 		line += fmt.Sprintf(" (%d SMs", d.SMs)
 		if d.MemoryBytes > 0 {
-			line += ", " + FormatBytes(d.MemoryBytes)
+			line += ", " + engine.FormatBytes(d.MemoryBytes)
 		}
 		line += ")"
 	}

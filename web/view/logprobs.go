@@ -56,7 +56,7 @@ func LogprobsKindLine(l explain.LogprobsDetail, temperature float64) string {
 		held = fmt.Sprintf("It holds the top %d, with their token ids.", l.TopN)
 	}
 	if l.LogprobsKind == engine.LogprobsProcessed {
-		how := fmt.Sprintf("the logits at temperature %s", ShortFloat(l.Temperature))
+		how := fmt.Sprintf("the logits at temperature %s", engine.FormatParam(l.Temperature))
 		if float32(temperature) == 0 {
 			how = "the logits at temperature 1 (a greedy row: vLLM divides it by 1)"
 		}
@@ -84,7 +84,7 @@ func LogprobAllowed(t explain.LogprobToken) string {
 	if math.IsInf(float64(t.Ref), -1) {
 		return "—"
 	}
-	return Sci(t.Allowed)
+	return engine.FormatSig(float64(t.Allowed), 4)
 }
 
 // logprobsAxis is where −inf is drawn: below the least finite value shown.
@@ -187,7 +187,7 @@ func LogprobText(v *engine.Float) string {
 	case x != x:
 		return "NaN"
 	}
-	return ShortFloat(x)
+	return engine.FormatSig(x, 4)
 }
 
 // LogprobErr writes |output − reference| of one token, "" where there is
@@ -204,7 +204,7 @@ func LogprobErr(t explain.LogprobToken) (string, bool) {
 		return "support", true
 	}
 	e := math.Abs(v - r)
-	return Sci(engine.Float(e)), e > float64(t.Allowed)
+	return engine.FormatSig(float64(e), 4), e > float64(t.Allowed)
 }
 
 // LogprobEntry writes a token's place in a top-N ("" for every token's

@@ -162,7 +162,7 @@ func cdfChart(d *explain.RowDetail, shown []int) map[string]any {
 		xs = append(xs, opts.MarkLineNameXAxisItem{Name: fmt.Sprintf("top-k keeps %d", d.Cuts.TopKRank), XAxis: d.Cuts.TopKRank})
 	}
 	if d.Cuts.TopPMass > 0 {
-		ys = append(ys, opts.MarkLineNameYAxisItem{Name: fmt.Sprintf("top-p cut at mass %s", ShortFloat(d.Cuts.TopPMass)), YAxis: d.Cuts.TopPMass})
+		ys = append(ys, opts.MarkLineNameYAxisItem{Name: fmt.Sprintf("top-p cut at mass %s", engine.FormatSig(d.Cuts.TopPMass, 4)), YAxis: d.Cuts.TopPMass})
 		if d.Cuts.TopPRank > 0 {
 			xs = append(xs, opts.MarkLineNameXAxisItem{Name: fmt.Sprintf("top-p keeps %d", d.Cuts.TopPRank), XAxis: d.Cuts.TopPRank})
 		}

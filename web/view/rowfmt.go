@@ -91,26 +91,26 @@ func MatchedText(rep *engine.RowReport) string {
 // DriftLine summarises a drift in one line with units.
 func DriftLine(d *engine.Drift) string {
 	return fmt.Sprintf("Against the %s reference: worst |error| %s at token %d, mean %s; %d of %d values outside atol %s + rtol %s·|ref|; KL %s nats; least atol that passes %s.",
-		d.Reference, Sci(d.Abs.Max), d.Abs.Index, Sci(d.Abs.Mean), d.Mismatched, d.Elements,
-		engine.FormatFloat(d.Tolerance.Atol), engine.FormatFloat(d.Tolerance.Rtol), Sci(d.KL), Sci(d.MinAtol))
+		d.Reference, engine.FormatSig(float64(d.Abs.Max), 4), d.Abs.Index, engine.FormatSig(float64(d.Abs.Mean), 4), d.Mismatched, d.Elements,
+		engine.FormatFloat(d.Tolerance.Atol), engine.FormatFloat(d.Tolerance.Rtol), engine.FormatSig(float64(d.KL), 4), engine.FormatSig(float64(d.MinAtol), 4))
 }
 
 // RowParamsLine says the row's sampling parameters, and which filters are
 // off.
 func RowParamsLine(d *explain.RowDetail) string {
-	parts := []string{"temperature " + ShortFloat(d.Temperature)}
+	parts := []string{"temperature " + engine.FormatParam(d.Temperature)}
 	if d.TopK > 0 && d.TopK < d.Vocab {
 		parts = append(parts, "top-k "+strconv.Itoa(d.TopK))
 	} else {
 		parts = append(parts, "top-k off")
 	}
 	if d.TopP < 1 {
-		parts = append(parts, "top-p "+ShortFloat(d.TopP))
+		parts = append(parts, "top-p "+engine.FormatParam(d.TopP))
 	} else {
 		parts = append(parts, "top-p off")
 	}
 	if d.MinP > 0 {
-		parts = append(parts, "min-p "+ShortFloat(d.MinP))
+		parts = append(parts, "min-p "+engine.FormatParam(d.MinP))
 	} else {
 		parts = append(parts, "min-p off")
 	}
@@ -125,10 +125,10 @@ func CutsLine(d *explain.RowDetail) string {
 		parts = append(parts, fmt.Sprintf("top-k keeps the %d most probable tokens", c.TopKRank))
 	}
 	if c.TopPMass > 0 {
-		parts = append(parts, fmt.Sprintf("top-p stops once %s of the mass is taken, after %d tokens", ShortFloat(c.TopPMass), c.TopPRank))
+		parts = append(parts, fmt.Sprintf("top-p stops once %s of the mass is taken, after %d tokens", engine.FormatSig(c.TopPMass, 4), c.TopPRank))
 	}
 	if c.MinPProb > 0 {
-		parts = append(parts, fmt.Sprintf("min-p drops tokens below probability %s, keeping %d", ShortFloat(c.MinPProb), c.MinPRank))
+		parts = append(parts, fmt.Sprintf("min-p drops tokens below probability %s, keeping %d", engine.FormatSig(c.MinPProb, 4), c.MinPRank))
 	}
 	if len(parts) == 0 {
 		return fmt.Sprintf("No filter is active: all %d tokens keep their softmax probability.", d.Vocab) + outputCutsText(d)
@@ -144,7 +144,7 @@ func outputCutsText(d *explain.RowDetail) string {
 		if oc.Kept == d.Cuts.Kept || i >= len(d.Probs) {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s keeps %d (its last at rank %d, reference mass %s before filters)", d.Probs[i].Label(), oc.Kept, oc.Rank, Sci(oc.Mass)))
+		parts = append(parts, fmt.Sprintf("%s keeps %d (its last at rank %d, reference mass %s before filters)", d.Probs[i].Label(), oc.Kept, oc.Rank, engine.FormatSig(float64(oc.Mass), 4)))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -155,7 +155,7 @@ func outputCutsText(d *explain.RowDetail) string {
 // ValueAt writes output i's value at token t ("" when it has none).
 func ValueAt(t explain.TokenDetail, i int) string {
 	if i < len(t.Values) {
-		return Sci(t.Values[i])
+		return engine.FormatSig(float64(t.Values[i]), 4)
 	}
 	return ""
 }
@@ -163,7 +163,7 @@ func ValueAt(t explain.TokenDetail, i int) string {
 // ErrAt writes output i's error against the reference at token t.
 func ErrAt(t explain.TokenDetail, i int) string {
 	if i < len(t.Values) {
-		return Sci(t.Values[i] - t.Ref)
+		return engine.FormatSig(float64(t.Values[i]-t.Ref), 4)
 	}
 	return ""
 }

@@ -187,7 +187,7 @@ func ChosenLine(d *RowPage) string {
 		part := fmt.Sprintf("%s chose token %s", o.Label(), Tokens(d.Detail.Text).Label(tok))
 		for _, t := range d.Detail.Tokens {
 			if int64(t.Token) == tok {
-				part += fmt.Sprintf(" (rank %d, reference probability %s)", t.Rank, Sci(t.Ref))
+				part += fmt.Sprintf(" (rank %d, reference probability %s)", t.Rank, engine.FormatSig(float64(t.Ref), 4))
 			}
 		}
 		parts = append(parts, part)

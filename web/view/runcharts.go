@@ -142,9 +142,9 @@ var histLabels = func() []string {
 	l := make([]string, session.HistBins)
 	l[0] = "exact"
 	for i := 1; i < session.HistBins; i++ {
-		l[i] = fmt.Sprintf("%.0e", session.HistEdge(i))
+		l[i] = engine.FormatSig(session.HistEdge(i), 1)
 	}
-	l[1] = "<" + fmt.Sprintf("%.0e", session.HistEdge(2))
+	l[1] = "<" + engine.FormatSig(session.HistEdge(2), 1)
 	l[session.HistBins-1] = "≥1, NaN"
 	return l
 }()

@@ -177,15 +177,15 @@ const cdfIntro = "The inverse CDF lays the kept tokens end to end in index order
 
 // sampleParams says the row's parameters as the kernels read them.
 func sampleParams(st *lesson.SampleState) string {
-	parts := []string{"T = " + ParamText(st.Temperature)}
+	parts := []string{"T = " + engine.FormatParam(st.Temperature)}
 	if st.TopK > 0 && st.TopK < st.Vocab {
 		parts = append(parts, "top-k "+strconv.Itoa(st.TopK))
 	}
 	if st.TopP < 1 {
-		parts = append(parts, "top-p "+ParamText(st.TopP))
+		parts = append(parts, "top-p "+engine.FormatParam(st.TopP))
 	}
 	if st.MinP > 0 {
-		parts = append(parts, "min-p "+ParamText(st.MinP))
+		parts = append(parts, "min-p "+engine.FormatParam(st.MinP))
 	}
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "Row %d: %s of %s", st.Row, strings.Join(parts, ", "), Plural(st.Vocab, "token"))
@@ -197,21 +197,13 @@ func sampleParams(st *lesson.SampleState) string {
 		if st.TemperatureLast {
 			b.WriteString(", decided at T = 1")
 		}
-		fmt.Fprintf(b, ") keep %s holding %s of the mass", Plural(st.Kept, "token"), pct(float64(st.KeptMass)))
+		fmt.Fprintf(b, ") keep %s holding %s of the mass", Plural(st.Kept, "token"), engine.FormatPercent(float64(st.KeptMass)))
 	} else {
 		b.WriteString("; no filter is on")
 	}
 	fmt.Fprintf(b, ". Draw %d of seed %d, offset %d: Philox counter (offset + block, row %d, draw %d).", st.Draw, st.Seed, st.Offset, st.Row, st.Draw)
 	return b.String()
 }
-
-// pct writes a share as a percentage with 3 significant digits.
-func pct(x float64) string {
-	return strconv.FormatFloat(100*x, 'g', 3, 64) + "%"
-}
-
-// u64 writes a 64-bit uniform, a fraction of 2^64.
-func u64(x engine.Float) string { return strconv.FormatFloat(float64(x), 'f', 6, 64) }
 
 // findToken returns the lesson's token t (ok false when it is not shown).
 func findToken(st *lesson.SampleState, t int) (lesson.SampleToken, int, bool) {
@@ -269,9 +261,9 @@ func resultWords(st *lesson.SampleState, names Tokens) string {
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "The draw emits token %s", names.Label(int64(st.Token)))
 	if st.Filtered {
-		fmt.Fprintf(b, ", which the filtered distribution gives %s (%s before the filters, rank %d of the row)", prob(tk.Q), prob(tk.P), tk.Rank+1)
+		fmt.Fprintf(b, ", which the filtered distribution gives %s (%s before the filters, rank %d of the row)", engine.FormatSig(float64(tk.Q), 3), engine.FormatSig(float64(tk.P), 3), tk.Rank+1)
 	} else {
-		fmt.Fprintf(b, ", which the distribution gives %s (rank %d of the row)", prob(tk.Q), tk.Rank+1)
+		fmt.Fprintf(b, ", which the distribution gives %s (rank %d of the row)", engine.FormatSig(float64(tk.Q), 3), tk.Rank+1)
 	}
 	switch st.Method {
 	case engine.SampleRejection:
@@ -292,7 +284,7 @@ func outcomeWords(st *lesson.SampleState, names Tokens) string {
 	case engine.SampleGumbel:
 		return fmt.Sprintf("Draw %d with seed %d: token %s wins the race over %s.", st.Draw, st.Seed, names.Label(int64(st.Token)), Plural(st.Kept, "kept token"))
 	}
-	return fmt.Sprintf("Draw %d with seed %d: u = %s lands in token %s.", st.Draw, st.Seed, u64(st.CDF.U), names.Label(int64(st.Token)))
+	return fmt.Sprintf("Draw %d with seed %d: u = %s lands in token %s.", st.Draw, st.Seed, engine.FormatSig(float64(st.CDF.U), 6), names.Label(int64(st.Token)))
 }
 
 // roundsSummary says how many rounds rejected.
@@ -323,9 +315,9 @@ func rejectionItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 	for i, rd := range st.Rounds {
 		pivot := "none: every token"
 		if rd.PivotToken >= 0 {
-			pivot = fmt.Sprintf("above %s (w %s)", names.Label(int64(rd.PivotToken)), prob(rd.PivotW))
+			pivot = fmt.Sprintf("above %s (w %s)", names.Label(int64(rd.PivotToken)), engine.FormatSig(float64(rd.PivotW), 3))
 			if st.Ties == engine.TiesLowestIndex {
-				pivot = fmt.Sprintf("before %s (w %s)", names.Label(int64(rd.PivotToken)), prob(rd.PivotW))
+				pivot = fmt.Sprintf("before %s (w %s)", names.Label(int64(rd.PivotToken)), engine.FormatSig(float64(rd.PivotW), 3))
 			}
 		}
 		verdict, kept := "rejected", "no"
@@ -336,8 +328,8 @@ func rejectionItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 		if rd.Candidate >= 0 {
 			cand, rank = names.Label(int64(rd.Candidate)), strconv.Itoa(rd.CandRank+1)
 		}
-		v.Table = append(v.Table, []string{strconv.Itoa(rd.Round), pivot, strconv.Itoa(rd.Candidates), pct(float64(rd.Mass)),
-			pct(float64(rd.Outside)), u64(rd.U), cand, rank, kept, verdict})
+		v.Table = append(v.Table, []string{strconv.Itoa(rd.Round), pivot, strconv.Itoa(rd.Candidates), engine.FormatPercent(float64(rd.Mass)),
+			engine.FormatPercent(float64(rd.Outside)), engine.FormatSig(float64(rd.U), 6), cand, rank, kept, verdict})
 		v.Classes = append(v.Classes, verdict)
 		title := fmt.Sprintf("Round %d", rd.Round)
 		if rd.Accepted {
@@ -363,13 +355,13 @@ func filterWords(st *lesson.SampleState, names Tokens) string {
 		on = append(on, fmt.Sprintf("top-k keeps the %d most probable", st.TopK))
 	}
 	if st.TopP < 1 {
-		on = append(on, fmt.Sprintf("top-p the smallest head holding %s of the mass", pct(st.TopP)))
+		on = append(on, fmt.Sprintf("top-p the smallest head holding %s of the mass", engine.FormatPercent(st.TopP)))
 	}
 	if st.MinP > 0 {
-		on = append(on, fmt.Sprintf("min-p those at least %s times the most probable", ParamText(st.MinP)))
+		on = append(on, fmt.Sprintf("min-p those at least %s times the most probable", engine.FormatParam(st.MinP)))
 	}
 	return fmt.Sprintf("The filters (%s) keep %s of the row's %d of positive weight, %s of its mass; the draw must follow the kept tokens' weights renormalised "+
-		"(the blue bars: q), and give the dropped ones (grey) nothing.", strings.Join(on, "; "), Plural(st.Kept, "token"), st.Positive, pct(float64(st.KeptMass)))
+		"(the blue bars: q), and give the dropped ones (grey) nothing.", strings.Join(on, "; "), Plural(st.Kept, "token"), st.Positive, engine.FormatPercent(float64(st.KeptMass)))
 }
 
 // roundWords says what round i of a rejection lesson does.
@@ -379,20 +371,20 @@ func roundWords(st *lesson.SampleState, i int, names Tokens) string {
 	if rd.PivotToken < 0 {
 		fmt.Fprintf(b, "Round 0 draws from the whole row: all %s of positive weight are candidates. ", Plural(rd.Candidates, "token"))
 	} else {
-		above := "weight above " + prob(rd.PivotW)
+		above := "weight above " + engine.FormatSig(float64(rd.PivotW), 3)
 		if st.Ties == engine.TiesLowestIndex {
 			above += ", or equal to it at a lower index, as the lowest_index tie rule orders them"
 		}
 		fmt.Fprintf(b, "The last round's candidate %s is the pivot: the candidates are now the tokens more probable than it (%s), %s holding %s of the row's mass. ",
-			names.Label(int64(rd.PivotToken)), above, Plural(rd.Candidates, "token"), pct(float64(rd.Mass)))
+			names.Label(int64(rd.PivotToken)), above, Plural(rd.Candidates, "token"), engine.FormatPercent(float64(rd.Mass)))
 	}
-	fmt.Fprintf(b, "Of their mass the filters drop %s, so this round rejects with probability %s. ", pct(float64(rd.Outside)), prob(rd.Outside))
+	fmt.Fprintf(b, "Of their mass the filters drop %s, so this round rejects with probability %s. ", engine.FormatPercent(float64(rd.Outside)), engine.FormatSig(float64(rd.Outside), 3))
 	if rd.Candidate < 0 {
 		b.WriteString("No candidate has weight left, so the sampler gives up and writes -1.")
 		return b.String()
 	}
 	fmt.Fprintf(b, "Block %d of the stream gives u = %s; the target u·S = %s of S = %s (fixed point) lands in candidate %s, rank %d of the row, weight %s. ",
-		rd.Round, u64(rd.U), strconv.FormatUint(rd.Target, 10), strconv.FormatUint(rd.Total, 10), names.Label(int64(rd.Candidate)), rd.CandRank+1, prob(rd.CandW))
+		rd.Round, engine.FormatSig(float64(rd.U), 6), strconv.FormatUint(rd.Target, 10), strconv.FormatUint(rd.Total, 10), names.Label(int64(rd.Candidate)), rd.CandRank+1, engine.FormatSig(float64(rd.CandW), 3))
 	if rd.Accepted {
 		fmt.Fprintf(b, "The filters keep it: token %s is emitted.", names.Label(int64(rd.Candidate)))
 	} else {
@@ -422,7 +414,7 @@ func rejectionWhy(st *lesson.SampleState) []string {
 		kept := math.Max(float64(st.KeptMass), 1e-300)
 		why = append(why, fmt.Sprintf("On this draw: round 0 rejects with probability %s (the mass outside the filters), and the filters keep K = %s of the mass, "+
 			"so a draw takes about 1 + ln(1/K) = %s rounds on average. This draw's %s in a row had probability %s.",
-			prob(st.Rounds[0].Outside), pct(kept), strconv.FormatFloat(1+math.Log(1/kept), 'f', 1, 64), Plural(len(st.Rounds)-1, "rejection"), prob(engine.Float(p))))
+			engine.FormatSig(float64(st.Rounds[0].Outside), 3), engine.FormatPercent(kept), engine.FormatSig(1+math.Log(1/kept), 2), Plural(len(st.Rounds)-1, "rejection"), engine.FormatSig(p, 3)))
 	}
 	return why
 }
@@ -467,7 +459,7 @@ func roundChart(st *lesson.SampleState, i int, names Tokens) map[string]any {
 	out[n] = opts.BarData{Value: math.Max(float64(st.RestMass)-restKept-restDrop, 0)}
 	c := charts.NewBar()
 	c.SetXAxis(xs)
-	c.SetGlobalOptions(append(frame(opts.Title{Title: fmt.Sprintf("Round %d: the candidates (%s of the mass) and the candidate drawn", rd.Round, pct(float64(rd.Mass)))}, true, "axis",
+	c.SetGlobalOptions(append(frame(opts.Title{Title: fmt.Sprintf("Round %d: the candidates (%s of the mass) and the candidate drawn", rd.Round, engine.FormatPercent(float64(rd.Mass)))}, true, "axis",
 		opts.Grid{Left: "70", Right: "20", Top: "50", Bottom: "90"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "token, most probable first; the last bar pools the rest of the row", NameLocation: "middle", NameGap: 35}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "share of the row's mass", NameLocation: "middle", NameGap: 50, Min: 0}),
@@ -489,9 +481,9 @@ func gumbelItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 	g := st.Gumbel
 	v.Header = GumbelHeader
 	for _, tk := range st.Tokens {
-		row := []string{names.Label(int64(tk.Token)), strconv.Itoa(tk.Rank + 1), num(tk.Logit), num(tk.Z), prob(tk.U), "", "", "", "no"}
+		row := []string{names.Label(int64(tk.Token)), strconv.Itoa(tk.Rank + 1), engine.FormatSig(float64(tk.Logit), 4), engine.FormatSig(float64(tk.Z), 4), engine.FormatSig(float64(tk.U), 3), "", "", "", "no"}
 		if tk.Kept {
-			row[5], row[6], row[7], row[8] = num(tk.G), num(tk.Score), prob(tk.Time), "yes"
+			row[5], row[6], row[7], row[8] = engine.FormatSig(float64(tk.G), 4), engine.FormatSig(float64(tk.Score), 4), engine.FormatSig(float64(tk.Time), 3), "yes"
 		}
 		v.Table = append(v.Table, row)
 		v.Classes = append(v.Classes, map[bool]string{true: "winner", false: ""}[tk.Token == g.Winner])
@@ -500,14 +492,14 @@ func gumbelItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 	v.Items = append(v.Items, SampleTeachItem{
 		Title: "The scaled logits",
 		What: fmt.Sprintf("The race starts from the scaled logits z = (x − m)/T, with m = %s the row's largest logit and T = %s: the most probable token "+
-			"has z = 0 and the rest are negative, z being the log of the token's weight. %s", num(g.Max), ParamText(st.Temperature), keptRace(st)),
+			"has z = 0 and the rest are negative, z being the log of the token's weight. %s", engine.FormatSig(float64(g.Max), 4), engine.FormatParam(st.Temperature), keptRace(st)),
 		Rows:  len(v.Table),
 		Chart: gumbelChart(st, names, 0),
 	}, SampleTeachItem{
 		Title: "The noise",
 		What: fmt.Sprintf("Each kept token i gets u_i from word i mod 4 of Philox block ⌊i/4⌋ (in (0, 1), never 0 or 1) and the noise g_i = −log(−log u_i), "+
 			"in float32 as the kernels compute it. The noise is usually between −1 and 3 but has a long right tail, which is what lets an improbable token "+
-			"win now and then. The winner got u = %s, g = %s.", prob(winner.U), num(winner.G)),
+			"win now and then. The winner got u = %s, g = %s.", engine.FormatSig(float64(winner.U), 3), engine.FormatSig(float64(winner.G), 4)),
 		Rows:  len(v.Table),
 		Chart: gumbelChart(st, names, 1),
 	}, SampleTeachItem{
@@ -525,37 +517,28 @@ func gumbelItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 	})
 }
 
-// num writes a logit-like number with 4 significant digits.
-func num(x engine.Float) string {
-	v := float64(x)
-	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
-}
-
 // keptRace says which tokens race.
 func keptRace(st *lesson.SampleState) string {
 	if !st.Filtered {
 		return fmt.Sprintf("No filter is on: all %s race.", Plural(st.Vocab, "token"))
 	}
-	return fmt.Sprintf("The filters keep %s (%s of the mass); only they race, the dropped ones (shown without noise) sit out.", Plural(st.Kept, "token"), pct(float64(st.KeptMass)))
+	return fmt.Sprintf("The filters keep %s (%s of the mass); only they race, the dropped ones (shown without noise) sit out.", Plural(st.Kept, "token"), engine.FormatPercent(float64(st.KeptMass)))
 }
 
 func gumbelArgmaxWords(st *lesson.SampleState, names Tokens, winner lesson.SampleToken) string {
 	g := st.Gumbel
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "The score of each racer is z + g in float32; the first index of the largest score wins. Token %s scores %s = %s + %s",
-		names.Label(int64(g.Winner)), num(winner.Score), num(winner.Z), num(winner.G))
+		names.Label(int64(g.Winner)), engine.FormatSig(float64(winner.Score), 4), engine.FormatSig(float64(winner.Z), 4), engine.FormatSig(float64(winner.G), 4))
 	if winner.Rank == 0 {
 		b.WriteString(", and it is also the most probable token: its head start held.")
 	} else {
-		fmt.Fprintf(b, ", although it is only rank %d by probability: its noise made up the gap of %s to the head.", winner.Rank+1, num(engine.Float(-float64(winner.Z))))
+		fmt.Fprintf(b, ", although it is only rank %d by probability: its noise made up the gap of %s to the head.", winner.Rank+1, engine.FormatSig(float64(engine.Float(-float64(winner.Z))), 4))
 	}
 	if g.RunnerUp >= 0 {
-		fmt.Fprintf(b, " The runner-up, token %s, scores %s, %s behind.", names.Label(int64(g.RunnerUp)), num(g.RunnerUpScore), num(g.WinnerScore-g.RunnerUpScore))
+		fmt.Fprintf(b, " The runner-up, token %s, scores %s, %s behind.", names.Label(int64(g.RunnerUp)), engine.FormatSig(float64(g.RunnerUpScore), 4), engine.FormatSig(float64(g.WinnerScore-g.RunnerUpScore), 4))
 	}
-	fmt.Fprintf(b, " A token wins with probability exactly its share of the kept mass: %s wins %s of such races.", names.Label(int64(g.Winner)), prob(winner.Q))
+	fmt.Fprintf(b, " A token wins with probability exactly its share of the kept mass: %s wins %s of such races.", names.Label(int64(g.Winner)), engine.FormatSig(float64(winner.Q), 3))
 	return b.String()
 }
 
@@ -564,7 +547,7 @@ func raceWords(st *lesson.SampleState, names Tokens, winner lesson.SampleToken) 
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "Turn the scores around: token i arrives at time −log(u_i)/e^{z_i}, an exponential clock that runs faster "+
 		"the heavier the token. The largest z + g is the earliest arrival, since z + g = −log(arrival). Token %s arrives first, at %s.",
-		names.Label(int64(g.Winner)), prob(winner.Time))
+		names.Label(int64(g.Winner)), engine.FormatSig(float64(winner.Time), 3))
 	if g.RaceWinner != g.Winner {
 		fmt.Fprintf(b, " (In float64 the race's first arrival is token %s: the two scores tie in float32, where the kernels decide, and the lower index wins.)", names.Label(int64(g.RaceWinner)))
 	}
@@ -665,7 +648,7 @@ func cdfItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 		if tk.Kept {
 			kept = "yes"
 		}
-		v.Table = append(v.Table, []string{names.Label(int64(tk.Token)), strconv.Itoa(tk.Rank + 1), num(tk.Logit), prob(tk.W), prob(tk.P), kept, prob(tk.Q)})
+		v.Table = append(v.Table, []string{names.Label(int64(tk.Token)), strconv.Itoa(tk.Rank + 1), engine.FormatSig(float64(tk.Logit), 4), engine.FormatSig(float64(tk.W), 3), engine.FormatSig(float64(tk.P), 3), kept, engine.FormatSig(float64(tk.Q), 3)})
 		v.Classes = append(v.Classes, map[bool]string{true: "emitted", false: ""}[tk.Token == st.Token])
 	}
 	target := float64(c.Target) / float64(c.Total)
@@ -677,14 +660,14 @@ func cdfItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 	}, SampleTeachItem{
 		Title: "The uniform and the target",
 		What: fmt.Sprintf("Words 0 and 1 of Philox block 0 make one 64-bit uniform, u = %s. The target is t = ⌊u·S⌋ = %s, a fraction %s of the way along the kept "+
-			"tokens laid end to end in index order (the line on the chart).", u64(c.U), strconv.FormatUint(c.Target, 10), u64(engine.Float(target))),
+			"tokens laid end to end in index order (the line on the chart).", engine.FormatSig(float64(c.U), 6), strconv.FormatUint(c.Target, 10), engine.FormatSig(float64(target), 6)),
 		Rows:  len(v.Table),
 		Chart: cdfDrawChart(st, names, false),
 	}, SampleTeachItem{
 		Title: "The walk along the prefix sums",
 		What: fmt.Sprintf("The first kept token whose prefix sum exceeds t is token %s: the sums before and with it are %s and %s of S, and t/S = %s lies between. "+
 			"The kernels find it with a parallel scan; the CPU twin with a guide table and a binary search; both land here because the sums are exact integers.",
-			names.Label(int64(st.Token)), u64(engine.Float(float64(c.Before)/float64(c.Total))), u64(engine.Float(float64(c.After)/float64(c.Total))), u64(engine.Float(target))),
+			names.Label(int64(st.Token)), engine.FormatSig(float64(engine.Float(float64(c.Before)/float64(c.Total))), 6), engine.FormatSig(float64(engine.Float(float64(c.After)/float64(c.Total))), 6), engine.FormatSig(float64(target), 6)),
 		Rows:  len(v.Table),
 		Chart: cdfDrawChart(st, names, true),
 		Marks: []TraceMark{{Name: "token", Coord: [2]any{st.Token, float64(c.After) / float64(c.Total)}, Color: colorPass}},
@@ -714,7 +697,7 @@ func cdfDrawChart(st *lesson.SampleState, names Tokens, drawn bool) map[string]a
 	ch := charts.NewLine()
 	title := "The prefix sums of the kept weights, in index order, and the target t/S"
 	if drawn {
-		title = fmt.Sprintf("t/S = %s lands in token %s", u64(engine.Float(target)), names.Label(int64(st.Token)))
+		title = fmt.Sprintf("t/S = %s lands in token %s", engine.FormatSig(float64(target), 6), names.Label(int64(st.Token)))
 	}
 	ch.SetGlobalOptions(append(frame(opts.Title{Title: title}, false, "axis", opts.Grid{Left: "70", Right: "30", Top: "50", Bottom: "60"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "token id", NameLocation: "middle", NameGap: 30, Min: 0, Max: st.Vocab - 1}),

@@ -120,7 +120,7 @@ func TestLogprobsWords(t *testing.T) {
 		bad        bool
 		rank       string
 	}{
-		{"within", explain.LogprobToken{Rank: 1, Ref: -1.5, Value: f(-1.50001), Allowed: 1e-4}, "-1.5", "1.00e-05", false, "1"},
+		{"within", explain.LogprobToken{Rank: 1, Ref: -1.5, Value: f(-1.50001), Allowed: 1e-4}, "-1.5", "1e-05", false, "1"},
 		{"outside", explain.LogprobToken{Rank: 2, Ref: -1.5, Value: f(-1.2), Allowed: 1e-4}, "-1.2", "0.3", true, "2"},
 		{"both -inf", explain.LogprobToken{Rank: 9, Ref: engine.Float(inf), Value: f(inf)}, "−inf", "0", false, "—"},
 		{"-inf where the reference keeps it", explain.LogprobToken{Rank: 3, Ref: -2, Value: f(inf), Allowed: 1e-4}, "−inf", "support", true, "3"},

@@ -6,6 +6,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
+	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/explain"
 	"github.com/sampviz/sampviz/engine/lesson"
 )
@@ -135,7 +136,7 @@ func teachTVChart(st *lesson.State) map[string]any {
 			charts.WithMarkLineNameYAxisItemOpts(opts.MarkLineNameYAxisItem{Name: "TV(p, q)", YAxis: tv}),
 			charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Symbol: []string{"none", "none"},
 				LineStyle: &opts.LineStyle{Color: colorDraft, Type: "dashed", Width: 1.5},
-				Label:     &opts.Label{Show: opts.Bool(true), Formatter: "q itself: " + ShortFloat(tv), Position: "insideEndTop"}}))
+				Label:     &opts.Label{Show: opts.Bool(true), Formatter: "q itself: " + engine.FormatSig(tv, 4), Position: "insideEndTop"}}))
 	}
 	c.AddSeries("emitted tokens (verified)", em, emOpts...)
 	c.AddSeries("the drafts, had every one been emitted", dr,

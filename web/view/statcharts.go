@@ -65,7 +65,7 @@ func pvalueChart(rows int, o *outputChartAcc, name string, threshold float64) ma
 			charts.WithScatterChartOpts(opts.ScatterChart{Symbol: "diamond", SymbolSize: 8}))
 	}
 	if len(under) > 0 {
-		c.AddSeries(fmt.Sprintf("p below %s", Sci(engine.Float(floor))), under, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorFail}),
+		c.AddSeries(fmt.Sprintf("p below %s", engine.FormatSig(float64(floor), 4)), under, charts.WithItemStyleOpts(opts.ItemStyle{Color: colorFail}),
 			charts.WithScatterChartOpts(opts.ScatterChart{Symbol: "triangle", SymbolSize: 9}))
 	}
 	if threshold > 0 {
@@ -170,10 +170,10 @@ func emittedChart(s *engine.SpecStats, title, subtitle string) map[string]any {
 func specSubtitle(s *engine.SpecStats, name string) string {
 	sub := fmt.Sprintf("%s: %d trials", name, s.Trials)
 	if finite(float64(s.MeanAcceptanceLength)) && s.MeanAcceptanceLength > 0 {
-		sub += fmt.Sprintf("; mean acceptance length %s (theory %s)", ShortFloat(float64(s.MeanAcceptanceLength)), ShortFloat(float64(s.TheoryMeanAcceptanceLength)))
+		sub += fmt.Sprintf("; mean acceptance length %s (theory %s)", engine.FormatSig(float64(s.MeanAcceptanceLength), 4), engine.FormatSig(float64(s.TheoryMeanAcceptanceLength), 4))
 	}
 	if p := float64(s.EmittedPValue); finite(p) && len(s.Emitted) > 0 {
-		sub += "; emitted lengths p = " + Sci(s.EmittedPValue)
+		sub += "; emitted lengths " + engine.StoredPText(float64(s.EmittedPValue))
 	}
 	return sub
 }

@@ -2,13 +2,11 @@ package view
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/explain"
-	"github.com/sampviz/sampviz/engine/stats"
 )
 
 // This file puts the statistical findings of a row into words for the row
@@ -18,7 +16,7 @@ import (
 // FitLine says a row's goodness of fit in one line with its numbers.
 func FitLine(f *engine.Fit) string {
 	s := fmt.Sprintf("Goodness of fit of %d draws: %s test, statistic %s on %d degrees of freedom over %d bins, %s; total variation %s (a correct sampler stays under %s at this N); cosine similarity %s.",
-		f.Draws, f.Test, Sci(f.Statistic), f.DF, f.Bins, PWords(f.PValue), Sci(f.TV), Sci(f.TVBound), Sci(f.Cosine))
+		f.Draws, f.Test, engine.FormatSig(float64(f.Statistic), 4), f.DF, f.Bins, engine.StoredPText(float64(f.PValue)), engine.FormatSig(float64(f.TV), 4), engine.FormatSig(float64(f.TVBound), 4), engine.FormatSig(float64(f.Cosine), 4))
 	if f.ZeroMassDraws > 0 {
 		s += fmt.Sprintf(" %d draws landed on tokens the reference gives no mass.", f.ZeroMassDraws)
 	}
@@ -29,14 +27,14 @@ func FitLine(f *engine.Fit) string {
 func SpecStatsLine(s *engine.SpecStats) string {
 	parts := []string{fmt.Sprintf("%d trials", s.Trials)}
 	if s.MeanAcceptanceLength > 0 {
-		parts = append(parts, fmt.Sprintf("mean acceptance length %s against %s in theory", ShortFloat(float64(s.MeanAcceptanceLength)), ShortFloat(float64(s.TheoryMeanAcceptanceLength))))
+		parts = append(parts, fmt.Sprintf("mean acceptance length %s against %s in theory", engine.FormatSig(float64(s.MeanAcceptanceLength), 4), engine.FormatSig(float64(s.TheoryMeanAcceptanceLength), 4)))
 	}
 	if len(s.Emitted) > 0 {
-		parts = append(parts, "emitted lengths against their exact law: "+PWords(s.EmittedPValue))
+		parts = append(parts, "emitted lengths against their exact law: "+engine.StoredPText(float64(s.EmittedPValue)))
 	}
 	var low []string
 	for _, p := range s.Positions {
-		low = append(low, fmt.Sprintf("%d: %d of %d (theory %s, %s)", p.Position, p.Accepted, p.Reached, Sci(p.Theory), PWords(p.PValue)))
+		low = append(low, fmt.Sprintf("%d: %d of %d (theory %s, %s)", p.Position, p.Accepted, p.Reached, engine.FormatSig(float64(p.Theory), 4), engine.StoredPText(float64(p.PValue))))
 	}
 	if len(low) > 0 {
 		parts = append(parts, "accepted by position "+strings.Join(low, "; "))
@@ -48,7 +46,7 @@ func SpecStatsLine(s *engine.SpecStats) string {
 				worst = j
 			}
 		}
-		parts = append(parts, fmt.Sprintf("output tokens against exact speculative sampling at %d positions, smallest %s at position %d", n, PWords(s.Lossless[worst].PValue), worst))
+		parts = append(parts, fmt.Sprintf("output tokens against exact speculative sampling at %d positions, smallest %s at position %d", n, engine.StoredPText(float64(s.Lossless[worst].PValue)), worst))
 	}
 	return "Speculative trials: " + strings.Join(parts, "; ") + "."
 }
@@ -66,7 +64,7 @@ func LawRows(sd *explain.SpecDetail, names Tokens) []LawRow {
 	for j := 0; j <= sd.K; j++ {
 		r := LawRow{Position: strconv.Itoa(j)}
 		if j < len(sd.Emitted) {
-			r.Emitted = prob(sd.Emitted[j])
+			r.Emitted = engine.FormatSig(float64(sd.Emitted[j]), 3)
 		}
 		if j == sd.K {
 			r.Draft = "bonus"
@@ -77,12 +75,12 @@ func LawRows(sd *explain.SpecDetail, names Tokens) []LawRow {
 			r.Draft = names.Label(sd.Drafts[j])
 		}
 		if j < len(sd.Accept) {
-			r.Accept = prob(sd.Accept[j])
+			r.Accept = engine.FormatSig(float64(sd.Accept[j]), 3)
 		}
 		if j < len(sd.Positions) && j < len(sd.Drafts) {
 			for _, t := range sd.Positions[j].Tokens {
 				if int64(t.Token) == sd.Drafts[j] {
-					r.P, r.Q = prob(t.P), prob(t.Q)
+					r.P, r.Q = engine.FormatSig(float64(t.P), 3), engine.FormatSig(float64(t.Q), 3)
 				}
 			}
 			if sd.Positions[j].Invalid != "" {
@@ -101,7 +99,7 @@ func LawsLine(sd *explain.SpecDetail) string {
 		q = "one-hot drafts (the dump has no draft_probs, so q_i(x_i) = 1)"
 	}
 	return fmt.Sprintf("%d draft positions with %s. Position i accepts its draft with probability a_i = min(1, p_i(x_i)/q_i(x_i)); the chain emits j drafts with probability a_0···a_{j−1}(1 − a_j), and its mean acceptance length is %s.",
-		sd.K, q, ShortFloat(float64(sd.MeanAcceptanceLength)))
+		sd.K, q, engine.FormatSig(float64(sd.MeanAcceptanceLength), 4))
 }
 
 // SamplesLine says how many draws each sampling output made of the row and
@@ -129,13 +127,4 @@ func SamplesLine(d *explain.SampleDetail) string {
 		s += fmt.Sprintf(" %d tokens drawn have no reference mass: red, or amber where a filter boundary allows them.", zero)
 	}
 	return s
-}
-
-// PWords writes a p-value as the report's sentences do: "p = 0.012", or
-// "p < 1e-300" where it underflowed (stats.FormatP).
-func PWords(p engine.Float) string {
-	if p == 0 {
-		return "p < 1e-300"
-	}
-	return stats.PText(float64(p), math.Log(float64(p)))
 }

@@ -62,8 +62,8 @@ func TestSummaryToleranceFields(t *testing.T) {
 // report's sentences, never "p = 0" or a number of ten thousand digits.
 func TestPWords(t *testing.T) {
 	for p, want := range map[engine.Float]string{0: "p < 1e-300", 0.0123: "p = 0.012", 3.1e-12: "p = 3.1e-12"} {
-		if got := PWords(p); got != want {
-			t.Errorf("PWords(%v) = %q, want %q", p, got, want)
+		if got := engine.StoredPText(float64(p)); got != want {
+			t.Errorf("engine.StoredPText(float64(%v)) = %q, want %q", p, got, want)
 		}
 	}
 }

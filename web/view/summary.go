@@ -186,7 +186,7 @@ func statsLine(o OutputVerdict, threshold float64) string {
 	case o.Trials > 0:
 		parts = append(parts, fmt.Sprintf("%d trials per row", o.Trials))
 		if sp := o.Spec; sp != nil && sp.Trials > 0 {
-			parts = append(parts, fmt.Sprintf("mean acceptance length %s against %s in theory", ShortFloat(float64(sp.MeanAcceptanceLength)), ShortFloat(float64(sp.TheoryMeanAcceptanceLength))))
+			parts = append(parts, fmt.Sprintf("mean acceptance length %s against %s in theory", engine.FormatSig(float64(sp.MeanAcceptanceLength), 4), engine.FormatSig(float64(sp.TheoryMeanAcceptanceLength), 4)))
 		}
 	case o.Draws > 0:
 		parts = append(parts, fmt.Sprintf("%d draws per row", o.Draws))
@@ -197,8 +197,8 @@ func statsLine(o OutputVerdict, threshold float64) string {
 		parts = append(parts, fmt.Sprintf("rows fail a statistical test below p = %s", engine.FormatFloat(threshold)))
 	}
 	if pw := o.Power; pw != nil {
-		parts = append(parts, fmt.Sprintf("any bias of total variation %.2g or more is caught %.0f times in 100 in every row (row %d is the least sensitive)",
-			float64(pw.TV), 100*float64(pw.Probability), pw.Row))
+		parts = append(parts, fmt.Sprintf("any bias of total variation %s or more is caught %.0f times in 100 in every row (row %d is the least sensitive)",
+			engine.FormatSig(float64(pw.TV), 2), 100*float64(pw.Probability), pw.Row))
 		if g := pw.Gain(); g != "" {
 			parts = append(parts, g)
 		}

@@ -79,9 +79,9 @@ func NewTeachView(st *lesson.State, k int) *TeachView {
 	v := &TeachView{
 		Steps: st.Steps, Full: st.Steps >= lesson.MaxSteps, Invalid: st.Invalid,
 		Controls: TeachControls{
-			Position: st.Position, Temperature: ParamText(st.Temperature), TopK: strconv.Itoa(st.TopK),
-			TopP: ParamText(st.TopP), Distance: engine.FormatFloat(st.Distance), Seed: strconv.FormatUint(st.Seed, 10),
-			MinP: ParamText(st.MinP),
+			Position: st.Position, Temperature: engine.FormatParam(st.Temperature), TopK: strconv.Itoa(st.TopK),
+			TopP: engine.FormatParam(st.TopP), Distance: engine.FormatFloat(st.Distance), Seed: strconv.FormatUint(st.Seed, 10),
+			MinP: engine.FormatParam(st.MinP),
 		},
 		Last: []TeachStepRow{},
 	}
@@ -107,8 +107,8 @@ func NewTeachView(st *lesson.State, k int) *TeachView {
 func stepRow(s lesson.Step, names Tokens) TeachStepRow {
 	a := acceptProb(float64(s.P), float64(s.Q))
 	row := TeachStepRow{
-		Step: strconv.Itoa(s.Step), Draft: names.Label(int64(s.Draft)), U: prob(s.U), P: prob(s.P), Q: prob(s.Q),
-		Accept: prob(engine.Float(a)), Token: names.Label(int64(s.Token)), Accepted: s.Accepted,
+		Step: strconv.Itoa(s.Step), Draft: names.Label(int64(s.Draft)), U: engine.FormatSig(float64(s.U), 3), P: engine.FormatSig(float64(s.P), 3), Q: engine.FormatSig(float64(s.Q), 3),
+		Accept: engine.FormatSig(float64(a), 3), Token: names.Label(int64(s.Token)), Accepted: s.Accepted,
 	}
 	if s.Accepted {
 		row.Verdict = "accepted"
@@ -127,11 +127,11 @@ func definitionText(st *lesson.State) string {
 	}
 	s := fmt.Sprintf("The target p is the renormalised softmax of this row's target logits at position %d with the controls above", st.Position)
 	if st.MinP > 0 {
-		s += fmt.Sprintf(" (and the row's min-p %s)", ShortFloat(st.MinP))
+		s += fmt.Sprintf(" (and the row's min-p %s)", engine.FormatParam(st.MinP))
 	}
 	s += fmt.Sprintf(". The draft is q = normalise((1 − d)·p + d·q_row), where q_row is %s, and d = %s: at d = 0 the draft is the target itself and every proposal is accepted; at d = 1 it is the row's real draft.", qrow, engine.FormatFloat(st.Distance))
 	if st.Invalid == "" {
-		s += fmt.Sprintf(" Here the total variation between p and q is %s, so a step accepts its draft with probability β = Σ min(p, q) = %s.", prob(st.TV), prob(st.Beta))
+		s += fmt.Sprintf(" Here the total variation between p and q is %s, so a step accepts its draft with probability β = Σ min(p, q) = %s.", engine.FormatSig(float64(st.TV), 3), engine.FormatSig(float64(st.Beta), 3))
 	}
 	return s
 }
@@ -142,7 +142,7 @@ func counterText(st *lesson.State) string {
 		return "No steps yet."
 	}
 	return fmt.Sprintf("%s: %s accepted (%s), %d rejected and redrawn from the residual.",
-		Plural(st.Steps, "step"), Plural(st.Accepted, "draft"), percent(st.Accepted, st.Steps), st.Resampled)
+		Plural(st.Steps, "step"), Plural(st.Accepted, "draft"), engine.FormatShare(st.Accepted, st.Steps), st.Resampled)
 }
 
 // whatText says what the last step did and why.
@@ -156,16 +156,16 @@ func whatText(st *lesson.State) string {
 	p, q := float64(s.P), float64(s.Q)
 	a := acceptProb(p, q)
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "Step %d: the draft proposes token %s, drawn from q, which gives it q(x) = %s; the target gives it p(x) = %s. ", s.Step, draft, prob(s.Q), prob(s.P))
+	fmt.Fprintf(b, "Step %d: the draft proposes token %s, drawn from q, which gives it q(x) = %s; the target gives it p(x) = %s. ", s.Step, draft, engine.FormatSig(float64(s.Q), 3), engine.FormatSig(float64(s.P), 3))
 	switch {
 	case p >= q:
-		fmt.Fprintf(b, "p ≥ q, so min(1, p/q) = 1: the draft proposes this token no more often than the target wants it, and it is always accepted (u = %s). Token %s is emitted.", prob(s.U), emitted)
+		fmt.Fprintf(b, "p ≥ q, so min(1, p/q) = 1: the draft proposes this token no more often than the target wants it, and it is always accepted (u = %s). Token %s is emitted.", engine.FormatSig(float64(s.U), 3), emitted)
 	case s.Accepted:
 		fmt.Fprintf(b, "p/q = %s, so it is accepted with probability min(1, p/q) = %s. u = %s and u·q(x) = %s < p(x): accepted, and token %s is emitted.",
-			prob(engine.Float(p/q)), prob(engine.Float(a)), prob(s.U), prob(engine.Float(float64(s.U)*q)), emitted)
+			engine.FormatSig(float64(engine.Float(p/q)), 3), engine.FormatSig(float64(a), 3), engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(engine.Float(float64(s.U)*q)), 3), emitted)
 	default:
 		fmt.Fprintf(b, "p/q = %s, so it is accepted with probability min(1, p/q) = %s. u = %s and u·q(x) = %s ≥ p(x): rejected. The token emitted is drawn instead from the residual max(p − q, 0), normalised: token %s.",
-			prob(engine.Float(p/q)), prob(engine.Float(a)), prob(s.U), prob(engine.Float(float64(s.U)*q)), emitted)
+			engine.FormatSig(float64(engine.Float(p/q)), 3), engine.FormatSig(float64(a), 3), engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(engine.Float(float64(s.U)*q)), 3), emitted)
 	}
 	return b.String()
 }
@@ -191,23 +191,23 @@ func whyTexts(st *lesson.State) (whyMin, whyResidual, whyP string) {
 	if over >= 0 {
 		t := st.Tokens[over]
 		whyMin += fmt.Sprintf(" Here token %s is proposed with q = %s but the target wants p = %s: only %s of its proposals are kept, %s × %s = %s.",
-			Tokens(st.Text).Label(int64(t.Token)), prob(t.Q), prob(t.P), prob(engine.Float(float64(t.P/t.Q))), prob(t.Q), prob(engine.Float(float64(t.P/t.Q))), prob(t.P))
+			Tokens(st.Text).Label(int64(t.Token)), engine.FormatSig(float64(t.Q), 3), engine.FormatSig(float64(t.P), 3), engine.FormatSig(float64(engine.Float(float64(t.P/t.Q))), 3), engine.FormatSig(float64(t.Q), 3), engine.FormatSig(float64(engine.Float(float64(t.P/t.Q))), 3), engine.FormatSig(float64(t.P), 3))
 	}
-	whyMin += fmt.Sprintf(" Over every token the accept step delivers Σ min(p, q) = β = %s of the mass.", prob(st.Beta))
-	whyResidual = fmt.Sprintf("Why the residual is max(p − q, 0): a step rejects with probability 1 − β = %s, and the mass still missing at each token after the accept step is exactly max(p(x) − q(x), 0), which sums to 1 − β as well (Σ max(p − q, 0) = 1 − Σ min(p, q)). So after a rejection, drawing from that shortfall, normalised, fills every token up to p(x) and no further; tokens the draft over-proposes get nothing from it.", prob(engine.Float(1-beta)))
+	whyMin += fmt.Sprintf(" Over every token the accept step delivers Σ min(p, q) = β = %s of the mass.", engine.FormatSig(float64(st.Beta), 3))
+	whyResidual = fmt.Sprintf("Why the residual is max(p − q, 0): a step rejects with probability 1 − β = %s, and the mass still missing at each token after the accept step is exactly max(p(x) − q(x), 0), which sums to 1 − β as well (Σ max(p − q, 0) = 1 − Σ min(p, q)). So after a rejection, drawing from that shortfall, normalised, fills every token up to p(x) and no further; tokens the draft over-proposes get nothing from it.", engine.FormatSig(float64(engine.Float(1-beta)), 3))
 	if 1-beta < 1e-9 {
 		whyResidual = "Why the residual is max(p − q, 0): here the draft is the target (q = p), so no step is ever rejected and the residual, max(p − q, 0) = 0 everywhere, is never used. Move the draft away from p (d > 0) to see it work: a step then rejects with probability 1 − β, and the mass still missing at each token after the accept step is exactly max(p(x) − q(x), 0), which sums to 1 − β as well; drawing from that shortfall, normalised, fills every token up to p(x) and no further."
 	}
 	if under >= 0 && 1-beta >= 1e-9 {
 		t := st.Tokens[under]
 		whyResidual += fmt.Sprintf(" Token %s, for one, has p = %s but q = %s: the residual gives it %s of the rejections.",
-			Tokens(st.Text).Label(int64(t.Token)), prob(t.P), prob(t.Q), prob(engine.Float((float64(t.P)-float64(t.Q))/math.Max(1-beta, 1e-300))))
+			Tokens(st.Text).Label(int64(t.Token)), engine.FormatSig(float64(t.P), 3), engine.FormatSig(float64(t.Q), 3), engine.FormatSig(float64(engine.Float((float64(t.P)-float64(t.Q))/math.Max(1-beta, 1e-300))), 3))
 	}
 	whyP = "Why the result is still p: a token x comes out with probability q(x)·min(1, p(x)/q(x)) + (1 − β)·max(p(x) − q(x), 0)/(1 − β) = min(p(x), q(x)) + max(p(x) − q(x), 0) = p(x), whatever q is; q only decides how often the cheap accept step does the work (β)."
 	if n := len(st.Running); n > 0 {
 		last := st.Running[n-1]
 		whyP += fmt.Sprintf(" After %s the emitted tokens are %s from p in total variation over the histogram's bars, shrinking like 1/√n, while the drafts alone settle %s away, where q itself is (now %s).",
-			Plural(last.Steps, "step"), prob(last.Emitted), prob(st.TVBars), prob(last.Drafts))
+			Plural(last.Steps, "step"), engine.FormatSig(float64(last.Emitted), 3), engine.FormatSig(float64(st.TVBars), 3), engine.FormatSig(float64(last.Drafts), 3))
 	}
 	return whyMin, whyResidual, whyP
 }

@@ -137,7 +137,7 @@ func NewTrace(sd *explain.SpecDetail, names Tokens, t, i int, path string, base 
 // describeStep fills the step table's cells and says what step s (position
 // j of a trial whose chain emitted up to position emitted) did and why.
 func describeStep(sd *explain.SpecDetail, names Tokens, s engine.SpecStep, j, emitted int) (cells []string, say, outcome string) {
-	f := func(x float32) string { return prob(engine.Float(x)) }
+	f := func(x float32) string { return engine.FormatSig(float64(x), 3) }
 	tok := "none"
 	if s.Resampled >= 0 {
 		tok = names.Label(int64(s.Resampled))
@@ -157,7 +157,7 @@ func describeStep(sd *explain.SpecDetail, names Tokens, s engine.SpecStep, j, em
 	a := acceptProb(p, q)
 	ratio := "∞"
 	if q > 0 {
-		ratio = prob(engine.Float(p / q))
+		ratio = engine.FormatSig(float64(engine.Float(p/q)), 3)
 	}
 	test := "no"
 	if s.Accepted {
@@ -168,7 +168,7 @@ func describeStep(sd *explain.SpecDetail, names Tokens, s engine.SpecStep, j, em
 	} else if j > emitted {
 		tok = "none (chain stopped)"
 	}
-	cells = []string{draft, f(s.U), f(s.P), f(s.Q), ratio, prob(engine.Float(a)), test, tok}
+	cells = []string{draft, f(s.U), f(s.P), f(s.Q), ratio, engine.FormatSig(float64(a), 3), test, tok}
 	b := &strings.Builder{}
 	switch {
 	case math.IsNaN(p):
@@ -180,7 +180,7 @@ func describeStep(sd *explain.SpecDetail, names Tokens, s engine.SpecStep, j, em
 			verdict = "< p(x): it passes"
 		}
 		fmt.Fprintf(b, "The draft here is token %s, but the chain already stopped at position %d in this trial. The kernel still tests it (u·q(x) = %s %s), because spec_accepted counts the acceptances at every position; nothing is emitted here.",
-			draft, emitted, prob(engine.Float(float64(s.U)*q)), verdict)
+			draft, emitted, engine.FormatSig(float64(engine.Float(float64(s.U)*q)), 3), verdict)
 		return cells, b.String(), "after"
 	}
 	fmt.Fprintf(b, "The draft proposed token %s. The target gives it p(x) = %s and the draft q(x) = %s", draft, f(s.P), f(s.Q))
@@ -194,11 +194,11 @@ func describeStep(sd *explain.SpecDetail, names Tokens, s engine.SpecStep, j, em
 		outcome = "accepted"
 	case s.Accepted:
 		fmt.Fprintf(b, "The draft over-proposes it, so it is kept with probability min(1, p/q) = %s. u = %s, and u·q(x) = %s < p(x): accepted. The chain moves on to position %d.",
-			prob(engine.Float(a)), f(s.U), prob(engine.Float(float64(s.U)*q)), j+1)
+			engine.FormatSig(float64(a), 3), f(s.U), engine.FormatSig(float64(engine.Float(float64(s.U)*q)), 3), j+1)
 		outcome = "accepted"
 	default:
 		fmt.Fprintf(b, "The draft over-proposes it, so it is kept with probability min(1, p/q) = %s. u = %s, and u·q(x) = %s ≥ p(x): rejected. The chain stops here and emits a token drawn from the residual max(p − q, 0), normalised (orange), which has mass only where the draft proposes less than the target: token %s.",
-			prob(engine.Float(a)), f(s.U), prob(engine.Float(float64(s.U)*q)), tok)
+			engine.FormatSig(float64(a), 3), f(s.U), engine.FormatSig(float64(engine.Float(float64(s.U)*q)), 3), tok)
 		outcome = "rejected"
 	}
 	return cells, b.String(), outcome

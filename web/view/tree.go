@@ -170,13 +170,13 @@ func NewTreeView(d *explain.TreeDetail, outs []engine.OutputInfo, reps []*engine
 		v.Heads = append(v.Heads, oi.Label())
 	}
 	for _, n := range d.Node {
-		row := TreeNodeRow{Node: strconv.Itoa(n.Node), Depth: strconv.Itoa(n.Depth), Reach: prob(n.Reach), Stop: prob(n.Stop)}
+		row := TreeNodeRow{Node: strconv.Itoa(n.Node), Depth: strconv.Itoa(n.Depth), Reach: engine.FormatSig(float64(n.Reach), 3), Stop: engine.FormatSig(float64(n.Stop), 3)}
 		if n.Parent < 0 {
 			row.Token = "root: " + names.Label(n.Token)
 		} else {
 			row.Parent, row.Sibling = strconv.Itoa(n.Parent), strconv.Itoa(n.Rank+1)
 			row.Token = names.Label(n.Token)
-			row.P, row.Q, row.Residual, row.Accept, row.Tested = prob(n.P), prob(n.Q), prob(n.Residual), prob(n.Accept), prob(n.Tested)
+			row.P, row.Q, row.Residual, row.Accept, row.Tested = engine.FormatSig(float64(n.P), 3), engine.FormatSig(float64(n.Q), 3), engine.FormatSig(float64(n.Residual), 3), engine.FormatSig(float64(n.Accept), 3), engine.FormatSig(float64(n.Tested), 3)
 		}
 		for i := range d.Outputs {
 			row.Observed = append(row.Observed, observedShare(d, i, n.Node))
@@ -243,24 +243,16 @@ func treeSummary(d *explain.TreeDetail) string {
 		b.WriteString(", with draft distributions (each node's children were drawn from the node's q).")
 	}
 	fmt.Fprintf(b, " Exact tree speculative sampling accepts %s tokens a trial on average here (mean acceptance length %s)",
-		prob(d.MeanAcceptanceLength-1), prob(d.MeanAcceptanceLength))
+		engine.FormatSig(float64(d.MeanAcceptanceLength-1), 3), engine.FormatSig(float64(d.MeanAcceptanceLength), 3))
 	switch {
 	case len(d.Depth) == 0:
 	case d.Depth[0] < 5e-4:
 		b.WriteString(" and almost never stops at the root without accepting a token")
 	default:
-		fmt.Fprintf(b, " and stops at the root, accepting nothing, in %s of the trials", percentOf(float64(d.Depth[0])))
+		fmt.Fprintf(b, " and stops at the root, accepting nothing, in %s of the trials", engine.FormatPercent(float64(d.Depth[0])))
 	}
 	b.WriteString(".")
 	return b.String()
-}
-
-// percentOf writes a probability as a percentage with one decimal.
-func percentOf(p float64) string {
-	if !finite(p) {
-		return "NaN%"
-	}
-	return strconv.FormatFloat(100*p, 'f', 1, 64) + "%"
 }
 
 // TreeStatsLine says a tree output's trials of one row in a sentence: the
@@ -269,25 +261,25 @@ func percentOf(p float64) string {
 func TreeStatsLine(rep *engine.RowReport) string {
 	t := rep.Tree
 	parts := []string{fmt.Sprintf("%s accepted %s tokens a trial where the lossless rule gives %s (%s)",
-		Plural(t.Trials, "trial"), prob(t.Accepted), prob(t.Theory), signedPercent(float64(t.Excess)))}
+		Plural(t.Trials, "trial"), engine.FormatSig(float64(t.Accepted), 3), engine.FormatSig(float64(t.Theory), 3), signedPercent(float64(t.Excess)))}
 	if s := rep.Spec; s != nil {
 		var by []string
 		for _, p := range s.Positions {
-			by = append(by, fmt.Sprintf("%d: %d of %d (theory %s, p = %s)", p.Position, p.Accepted, p.Reached, prob(p.Theory), Sci(p.PValue)))
+			by = append(by, fmt.Sprintf("%d: %d of %d (theory %s, %s)", p.Position, p.Accepted, p.Reached, engine.FormatSig(float64(p.Theory), 3), engine.StoredPText(float64(p.PValue))))
 		}
 		if len(by) > 0 {
 			parts = append(parts, "one more token accepted after depth "+strings.Join(by, "; "))
 		}
 		if len(s.Emitted) > 0 {
-			parts = append(parts, "the accepted tokens against their exact law: p = "+Sci(s.EmittedPValue))
+			parts = append(parts, "the accepted tokens against their exact law: "+engine.StoredPText(float64(s.EmittedPValue)))
 		}
 	}
-	first := fmt.Sprintf("the first emitted tokens are %s from their exact law in total variation", prob(t.FirstTV))
+	first := fmt.Sprintf("the first emitted tokens are %s from their exact law in total variation", engine.FormatSig(float64(t.FirstTV), 3))
 	if t.FirstTVBound > 0 {
 		if t.FirstTV > t.FirstTVBound {
-			first += fmt.Sprintf(", past the %s a lossless verifier stays under at this many trials", prob(t.FirstTVBound))
+			first += fmt.Sprintf(", past the %s a lossless verifier stays under at this many trials", engine.FormatSig(float64(t.FirstTVBound), 3))
 		} else {
-			first += fmt.Sprintf(" (a lossless verifier stays under %s)", prob(t.FirstTVBound))
+			first += fmt.Sprintf(" (a lossless verifier stays under %s)", engine.FormatSig(float64(t.FirstTVBound), 3))
 		}
 	}
 	parts = append(parts, first)
@@ -303,9 +295,9 @@ func signedPercent(x float64) string {
 	case math.Abs(x) < 5e-4:
 		return "the same"
 	case x > 0:
-		return strconv.FormatFloat(100*x, 'f', 1, 64) + "% more"
+		return engine.FormatPercent(x) + " more"
 	}
-	return strconv.FormatFloat(-100*x, 'f', 1, 64) + "% fewer"
+	return engine.FormatPercent(-x) + " fewer"
 }
 
 // observedShare writes how often output i's trials reached node n: the
@@ -315,7 +307,7 @@ func observedShare(d *explain.TreeDetail, i, n int) string {
 		return ""
 	}
 	k, t := d.Reached[i][n], d.Trials[i]
-	return fmt.Sprintf("%s (%d of %d)", prob(engine.Float(float64(k)/float64(t))), k, t)
+	return fmt.Sprintf("%s (%d of %d)", engine.FormatSig(float64(engine.Float(float64(k)/float64(t))), 3), k, t)
 }
 
 // treeDepthRows lists, for each number d of accepted tokens, its law and
@@ -323,9 +315,9 @@ func observedShare(d *explain.TreeDetail, i, n int) string {
 func treeDepthRows(d *explain.TreeDetail, reps map[string]*engine.RowReport) []TreeDepthRow {
 	var rows []TreeDepthRow
 	for k := 0; k < len(d.Depth); k++ {
-		r := TreeDepthRow{Depth: strconv.Itoa(k), Exactly: prob(d.Depth[k])}
+		r := TreeDepthRow{Depth: strconv.Itoa(k), Exactly: engine.FormatSig(float64(d.Depth[k]), 3)}
 		if k < len(d.Accept) {
-			r.More = prob(d.Accept[k])
+			r.More = engine.FormatSig(float64(d.Accept[k]), 3)
 		}
 		for _, o := range d.Outputs {
 			var s *engine.SpecStats
@@ -335,12 +327,12 @@ func treeDepthRows(d *explain.TreeDetail, reps map[string]*engine.RowReport) []T
 			ex, more := "", ""
 			if s != nil && s.Trials > 0 {
 				if k < len(s.Emitted) {
-					ex = fmt.Sprintf("%s (%d of %d)", prob(engine.Float(float64(s.Emitted[k])/float64(s.Trials))), s.Emitted[k], s.Trials)
+					ex = fmt.Sprintf("%s (%d of %d)", engine.FormatSig(float64(engine.Float(float64(s.Emitted[k])/float64(s.Trials))), 3), s.Emitted[k], s.Trials)
 				}
 				if k < len(s.Positions) && k < len(d.Accept) {
 					p := s.Positions[k]
 					if p.Reached > 0 {
-						more = fmt.Sprintf("%s (%d of %d; 95%%: %s–%s)", prob(p.Rate), p.Accepted, p.Reached, prob(p.Lo), prob(p.Hi))
+						more = fmt.Sprintf("%s (%d of %d; 95%%: %s–%s)", engine.FormatSig(float64(p.Rate), 3), p.Accepted, p.Reached, engine.FormatSig(float64(p.Lo), 3), engine.FormatSig(float64(p.Hi), 3))
 					} else {
 						more = "no trial got here"
 					}
@@ -362,9 +354,9 @@ func firstLine(d *explain.TreeDetail) string {
 	tv := float64(d.TargetTV)
 	if d.OneHot {
 		if tv < 1e-9 {
-			return fmt.Sprintf("The first emitted token (an accepted child of the root, or the root's draw when all are rejected) follows this law, which is the root's target itself: their total variation is %s. With one-hot drafts of distinct tokens a lossless tree verifier emits the target, token by token.", Sci(d.TargetTV))
+			return fmt.Sprintf("The first emitted token (an accepted child of the root, or the root's draw when all are rejected) follows this law, which is the root's target itself: their total variation is %s. With one-hot drafts of distinct tokens a lossless tree verifier emits the target, token by token.", engine.FormatSig(float64(d.TargetTV), 4))
 		}
-		return fmt.Sprintf("The first emitted token follows this law, %s from the root's target in total variation: siblings with the same token make a one-hot tree's law differ from the target.", Sci(d.TargetTV))
+		return fmt.Sprintf("The first emitted token follows this law, %s from the root's target in total variation: siblings with the same token make a one-hot tree's law differ from the target.", engine.FormatSig(float64(d.TargetTV), 4))
 	}
-	return fmt.Sprintf("The first emitted token follows this law, %s from the root's target in total variation: with draft distributions the tree's tokens are fixed in the dump, so the law is conditioned on them; averaged over the drafter's own draws it would be the target.", Sci(d.TargetTV))
+	return fmt.Sprintf("The first emitted token follows this law, %s from the root's target in total variation: with draft distributions the tree's tokens are fixed in the dump, so the law is conditioned on them; averaged over the drafter's own draws it would be the target.", engine.FormatSig(float64(d.TargetTV), 4))
 }

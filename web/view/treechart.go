@@ -185,7 +185,7 @@ func treeGraph(nodes []explain.TreeNode, maxDepth int, names Tokens, colors Tree
 // its edges and each node's laws in its tooltip.
 func treeChart(d *explain.TreeDetail, names Tokens, color string) map[string]any {
 	return treeGraph(d.Node, d.MaxDepth, names, treeColorModes(d)[color], false,
-		func(n explain.TreeNode) string { return "a=" + prob(n.Accept) },
+		func(n explain.TreeNode) string { return "a=" + engine.FormatSig(float64(n.Accept), 3) },
 		func(n explain.TreeNode) string { return nodeTip(d, n, names) })
 }
 
@@ -194,14 +194,14 @@ func nodeTip(d *explain.TreeDetail, n explain.TreeNode, names Tokens) string {
 	var lines []string
 	if n.Parent < 0 {
 		lines = append(lines, "the root: after token "+names.Label(n.Token)+", the last accepted one",
-			"every trial starts here; it stops here, accepting nothing, with probability "+prob(n.Stop))
+			"every trial starts here; it stops here, accepting nothing, with probability "+engine.FormatSig(float64(n.Stop), 3))
 	} else {
 		lines = append(lines,
 			fmt.Sprintf("node %d: token %s", n.Node, names.Label(n.Token)),
 			fmt.Sprintf("child %d of node %d, depth %d", n.Rank+1, n.Parent, n.Depth),
-			fmt.Sprintf("its test: r(x) = %s (target p(x) = %s), q(x) = %s", prob(n.Residual), prob(n.P), prob(n.Q)),
-			fmt.Sprintf("a = min(1, r/q) = %s; tested with probability %s", prob(n.Accept), prob(n.Tested)),
-			fmt.Sprintf("on the accepted path with probability %s; stops there with probability %s", prob(n.Reach), prob(n.Stop)))
+			fmt.Sprintf("its test: r(x) = %s (target p(x) = %s), q(x) = %s", engine.FormatSig(float64(n.Residual), 3), engine.FormatSig(float64(n.P), 3), engine.FormatSig(float64(n.Q), 3)),
+			fmt.Sprintf("a = min(1, r/q) = %s; tested with probability %s", engine.FormatSig(float64(n.Accept), 3), engine.FormatSig(float64(n.Tested), 3)),
+			fmt.Sprintf("on the accepted path with probability %s; stops there with probability %s", engine.FormatSig(float64(n.Reach), 3), engine.FormatSig(float64(n.Stop), 3)))
 	}
 	for i, o := range d.Outputs {
 		if s := observedShare(d, i, n.Node); s != "" {
@@ -363,7 +363,7 @@ func treeDepthChart(d *explain.TreeDetail, reps map[string]*engine.RowReport) ma
 	}
 	c := charts.NewBar()
 	c.SetXAxis(xs)
-	c.SetGlobalOptions(append(frame(opts.Title{Title: "Accepted tokens per trial", Subtitle: fmt.Sprintf("mean acceptance length %s in theory", prob(d.MeanAcceptanceLength))}, true, "axis", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "70"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: "Accepted tokens per trial", Subtitle: fmt.Sprintf("mean acceptance length %s in theory", engine.FormatSig(float64(d.MeanAcceptanceLength), 3))}, true, "axis", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "70"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "tokens accepted (the depth where the walk stopped)", NameLocation: "middle", NameGap: 28}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "share of the trials", NameLocation: "middle", NameGap: 45, Min: 0}),
 	)...)
@@ -405,7 +405,7 @@ func treeFirstChart(d *explain.TreeDetail, names Tokens) map[string]any {
 	}
 	c := charts.NewBar()
 	c.SetXAxis(xs)
-	c.SetGlobalOptions(append(frame(opts.Title{Title: "The first emitted token: its exact law beside the root's target", Subtitle: "total variation " + Sci(d.TargetTV)}, true, "axis", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "80"}),
+	c.SetGlobalOptions(append(frame(opts.Title{Title: "The first emitted token: its exact law beside the root's target", Subtitle: "total variation " + engine.FormatSig(float64(d.TargetTV), 4)}, true, "axis", opts.Grid{Left: "70", Right: "20", Top: "60", Bottom: "80"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "token, most probable under the target first, then the root's children", NameLocation: "middle", NameGap: 30}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "probability", NameLocation: "middle", NameGap: 50, Min: 0}),
 	)...)

@@ -152,7 +152,7 @@ func NewTreeTeachView(st *lesson.TreeState, index int, url func(step int) string
 				emitted = names.Label(int64(s.Token))
 			}
 			it.Cells = []string{strconv.Itoa(s.Step), at, fmt.Sprintf("node %d (sibling %d)", s.Child, s.Sibling+1), names.Label(int64(s.Token)),
-				prob(s.U), prob(s.P), prob(s.Q), prob(engine.Float(a)), verdict, emitted}
+				engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(s.P), 3), engine.FormatSig(float64(s.Q), 3), engine.FormatSig(float64(a), 3), verdict, emitted}
 		} else {
 			it.Title = fmt.Sprintf("Step %d of %d: the draw at %s", s.Step, st.Total, teachWhere(s.Node, st, names))
 			it.What, it.Outcome = teachDrawWords(s, st, names, !tested[s.Node])
@@ -255,27 +255,27 @@ func teachTestWords(s lesson.TreeStep, st *lesson.TreeState, names Tokens) (what
 		b.WriteString("The target here has no distribution (NaN), so the test fails.")
 		return b.String(), "rejected"
 	case s.Sibling == 0:
-		fmt.Fprintf(b, "A first child is tested against the node's target itself: r(x) = p(x) = %s. ", prob(s.P))
+		fmt.Fprintf(b, "A first child is tested against the node's target itself: r(x) = p(x) = %s. ", engine.FormatSig(float64(s.P), 3))
 	default:
 		if s.Sibling == 1 {
 			b.WriteString("Its earlier sibling was rejected, so it is tested against the residual that rejection left")
 		} else {
 			fmt.Fprintf(b, "Its %d earlier siblings were rejected, so it is tested against the residual their rejections left", s.Sibling)
 		}
-		fmt.Fprintf(b, ": r(x) = %s, where the target gives p(x) = %s. ", prob(s.P), prob(engine.Float(target)))
+		fmt.Fprintf(b, ": r(x) = %s, where the target gives p(x) = %s. ", engine.FormatSig(float64(s.P), 3), engine.FormatSig(float64(target), 3))
 	}
 	a := acceptProb(r, q)
 	if st.OneHot {
 		b.WriteString("Its draft is one-hot (q(x) = 1), so it passes with probability r(x) itself. ")
 	} else {
-		fmt.Fprintf(b, "The draft gave it q(x) = %s, so it passes with probability min(1, r(x)/q(x)) = %s. ", prob(s.Q), prob(engine.Float(a)))
+		fmt.Fprintf(b, "The draft gave it q(x) = %s, so it passes with probability min(1, r(x)/q(x)) = %s. ", engine.FormatSig(float64(s.Q), 3), engine.FormatSig(float64(a), 3))
 	}
 	uq := float64(s.U) * q
 	if s.Accepted {
-		fmt.Fprintf(b, "u = %s, and u·q(x) = %s < r(x): accepted. Token %s is emitted, and the walk moves to node %d and starts again from its target.", prob(s.U), prob(engine.Float(uq)), x, s.Child)
+		fmt.Fprintf(b, "u = %s, and u·q(x) = %s < r(x): accepted. Token %s is emitted, and the walk moves to node %d and starts again from its target.", engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(uq), 3), x, s.Child)
 		return b.String(), "accepted"
 	}
-	fmt.Fprintf(b, "u = %s, and u·q(x) = %s ≥ r(x): rejected. ", prob(s.U), prob(engine.Float(uq)))
+	fmt.Fprintf(b, "u = %s, and u·q(x) = %s ≥ r(x): rejected. ", engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(uq), 3))
 	b.WriteString(residualChange(s, st.OneHot, names))
 	return b.String(), "rejected"
 }
@@ -301,7 +301,7 @@ func residualChange(s lesson.TreeStep, oneHot bool, names Tokens) string {
 		}
 	}
 	if before > 0 {
-		fmt.Fprintf(b, ": token %s goes from %s to %s", names.Label(int64(s.Token)), prob(engine.Float(before)), prob(engine.Float(after[s.Token])))
+		fmt.Fprintf(b, ": token %s goes from %s to %s", names.Label(int64(s.Token)), engine.FormatSig(float64(before), 3), engine.FormatSig(float64(engine.Float(after[s.Token])), 3))
 	} else {
 		fmt.Fprintf(b, ": token %s had no residual mass left to lose", names.Label(int64(s.Token)))
 	}
@@ -333,7 +333,7 @@ func residualChange(s lesson.TreeStep, oneHot bool, names Tokens) string {
 	if best >= 0 {
 		for _, t := range s.Before {
 			if t.Token == best {
-				fmt.Fprintf(b, "; the rest grow to fill the mass, token %s most, from %s to %s", names.Label(int64(best)), prob(t.Residual), prob(engine.Float(after[best])))
+				fmt.Fprintf(b, "; the rest grow to fill the mass, token %s most, from %s to %s", names.Label(int64(best)), engine.FormatSig(float64(t.Residual), 3), engine.FormatSig(float64(engine.Float(after[best])), 3))
 			}
 		}
 	}
@@ -363,13 +363,13 @@ func teachDrawWords(s lesson.TreeStep, st *lesson.TreeState, names Tokens, leaf 
 			fmt.Fprintf(b, "%s is a leaf: the walk accepted every token on its path, so it draws a bonus token from the leaf's target p: token %s", capital(where), z)
 		}
 		if finite(p) {
-			fmt.Fprintf(b, " (p = %s)", prob(engine.Float(p)))
+			fmt.Fprintf(b, " (p = %s)", engine.FormatSig(float64(p), 3))
 		}
 		outcome = "bonus"
 	} else {
 		fmt.Fprintf(b, "Every child of %s was rejected, so the walk stops there and draws from the residual the rejections left (orange): token %s", where, z)
 		if finite(r) {
-			fmt.Fprintf(b, ", which the residual gives %s where the target gives %s", prob(engine.Float(r)), prob(engine.Float(p)))
+			fmt.Fprintf(b, ", which the residual gives %s where the target gives %s", engine.FormatSig(float64(r), 3), engine.FormatSig(float64(p), 3))
 		}
 		outcome = "drawn"
 	}

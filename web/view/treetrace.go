@@ -247,7 +247,7 @@ func describeTreeTest(d *explain.TreeDetail, nodes map[int]explain.TreeNode, nam
 		at = strconv.Itoa(u)
 	}
 	cells = []string{at, fmt.Sprintf("node %d (%d of %d)", c, j+1, len(nodes[u].Children)), x,
-		prob(engine.Float(s.U)), prob(engine.Float(r)), prob(engine.Float(q)), prob(engine.Float(a)), verdict, emitted}
+		engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(r), 3), engine.FormatSig(float64(q), 3), engine.FormatSig(float64(a), 3), verdict, emitted}
 	b := &strings.Builder{}
 	if m := len(nodes[u].Children); m == 1 {
 		fmt.Fprintf(b, "At %s the walk tests its only child: node %d, token %s.", where(nodes, u, names), c, x)
@@ -259,22 +259,22 @@ func describeTreeTest(d *explain.TreeDetail, nodes map[int]explain.TreeNode, nam
 		fmt.Fprintf(b, " The target at %s has no distribution (its probabilities are NaN), so the test fails and nothing is accepted here.", where(nodes, u, names))
 		return cells, b.String(), "rejected"
 	case j == 0:
-		fmt.Fprintf(b, " A first child is tested against its node's target itself: r(x) = p(x) = %s.", prob(engine.Float(r)))
+		fmt.Fprintf(b, " A first child is tested against its node's target itself: r(x) = p(x) = %s.", engine.FormatSig(float64(r), 3))
 	default:
 		var sibs []string
 		for _, e := range nodes[u].Children[:j] {
 			sibs = append(sibs, fmt.Sprintf("node %d", e))
 		}
 		fmt.Fprintf(b, " Its earlier %s (%s) %s rejected, so it is tested against the residual %s left: r(x) = %s, where the target gave it p(x) = %s.",
-			pluralWord(j, "sibling"), strings.Join(sibs, ", "), pluralWord(j, "was"), pluralWord(j, "it"), prob(engine.Float(r)), prob(nodes[c].P))
+			pluralWord(j, "sibling"), strings.Join(sibs, ", "), pluralWord(j, "was"), pluralWord(j, "it"), engine.FormatSig(float64(r), 3), engine.FormatSig(float64(nodes[c].P), 3))
 	}
 	if d.OneHot {
 		b.WriteString(" Its draft is one-hot (q(x) = 1), so it passes with probability r(x) itself.")
 	} else {
-		fmt.Fprintf(b, " The draft at %s gave it q(x) = %s, so it passes with probability min(1, r(x)/q(x)) = %s.", where(nodes, u, names), prob(engine.Float(q)), prob(engine.Float(a)))
+		fmt.Fprintf(b, " The draft at %s gave it q(x) = %s, so it passes with probability min(1, r(x)/q(x)) = %s.", where(nodes, u, names), engine.FormatSig(float64(q), 3), engine.FormatSig(float64(a), 3))
 	}
 	if s.Accepted {
-		fmt.Fprintf(b, " u = %s, and u·q(x) = %s < r(x): accepted. Token %s is emitted and the walk moves to node %d", prob(engine.Float(s.U)), prob(engine.Float(uq)), x, c)
+		fmt.Fprintf(b, " u = %s, and u·q(x) = %s < r(x): accepted. Token %s is emitted and the walk moves to node %d", engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(uq), 3), x, c)
 		if len(nodes[c].Children) == 0 {
 			b.WriteString(", a leaf: next it draws a bonus token from that node's target.")
 		} else {
@@ -282,7 +282,7 @@ func describeTreeTest(d *explain.TreeDetail, nodes map[int]explain.TreeNode, nam
 		}
 		return cells, b.String(), "accepted"
 	}
-	fmt.Fprintf(b, " u = %s, and u·q(x) = %s ≥ r(x): rejected.", prob(engine.Float(s.U)), prob(engine.Float(uq)))
+	fmt.Fprintf(b, " u = %s, and u·q(x) = %s ≥ r(x): rejected.", engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(uq), 3))
 	if d.OneHot {
 		fmt.Fprintf(b, " The residual drops token %s and is renormalised", x)
 	} else {
@@ -290,7 +290,7 @@ func describeTreeTest(d *explain.TreeDetail, nodes map[int]explain.TreeNode, nam
 	}
 	if next >= 0 {
 		fmt.Fprintf(b, "; the next sibling, node %d (token %s), is tested against it, where its token now has r = %s (target p = %s).",
-			next, names.Label(nodes[next].Token), prob(nodes[next].Residual), prob(nodes[next].P))
+			next, names.Label(nodes[next].Token), engine.FormatSig(float64(nodes[next].Residual), 3), engine.FormatSig(float64(nodes[next].P), 3))
 	} else {
 		fmt.Fprintf(b, "; no sibling is left, so the walk stops at %s and draws its token from this residual (orange on the chart below).", where(nodes, u, names))
 	}
@@ -329,14 +329,14 @@ func describeTreeDraw(nodes map[int]explain.TreeNode, names Tokens, u int, drawn
 			fmt.Fprintf(b, "Node %d is a leaf, reached by accepting every token on its path, so the walk draws a bonus token from its target p: token %s", u, tok)
 		}
 		if finite(p) {
-			fmt.Fprintf(b, " (p = %s)", prob(engine.Float(p)))
+			fmt.Fprintf(b, " (p = %s)", engine.FormatSig(float64(p), 3))
 		}
 		b.WriteString(".")
 		outcome = "bonus"
 	default:
 		fmt.Fprintf(b, "Every child of %s was rejected, so the walk stops there and draws from the residual their rejections left (orange): token %s", where(nodes, u, names), tok)
 		if finite(law) {
-			fmt.Fprintf(b, ", which the residual gives %s where the target gave it %s", prob(engine.Float(law)), prob(engine.Float(p)))
+			fmt.Fprintf(b, ", which the residual gives %s where the target gave it %s", engine.FormatSig(float64(law), 3), engine.FormatSig(float64(p), 3))
 		}
 		if oneHot {
 			b.WriteString(". The rejected children's tokens have no mass in it: with one-hot drafts each rejection removes its token.")

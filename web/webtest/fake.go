@@ -419,7 +419,7 @@ func (p *Pipeline) judge(ctx context.Context, d Dump, job session.Job, sink sess
 			} else {
 				row.AddFinding(engine.Finding{
 					Rule: engine.RuleTolerance, Severity: engine.Violation, Token: token,
-					Message: fmt.Sprintf("row %d: 1 of %d probabilities off; greatest absolute difference %.2g at token %d (allowed %.2g)", r, d.Vocab, worst, token, allowed),
+					Message: fmt.Sprintf("row %d: 1 of %d probabilities off; greatest absolute difference %s at token %d (allowed %s)", r, d.Vocab, engine.FormatSig(float64(worst), 2), token, engine.FormatSig(float64(allowed), 2)),
 				})
 				row.Matched = ""
 			}

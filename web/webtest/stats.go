@@ -55,7 +55,7 @@ func (p *Pipeline) judgeStats(ctx context.Context, d Dump, job session.Job, tol 
 			}
 			if fail[r] {
 				row.AddFinding(engine.Finding{Rule: engine.RuleFit, Severity: engine.Violation, Token: -1,
-					Message: fmt.Sprintf("row %d: %d draws do not follow the reference distribution (p = %.2g, threshold %g)", r, FakeDraws, pv, tol.PValue)})
+					Message: fmt.Sprintf("row %d: %d draws do not follow the reference distribution (%s, threshold %s)", r, FakeDraws, engine.StoredPText(pv), engine.FormatFloat(tol.PValue))})
 			}
 		case "spec":
 			row.Spec = fakeSpecStats(rng, d.K, FakeTrials, fail[r])
@@ -63,7 +63,7 @@ func (p *Pipeline) judgeStats(ctx context.Context, d Dump, job session.Job, tol 
 			pool = poolSpec(pool, row.Spec)
 			if fail[r] {
 				row.AddFinding(engine.Finding{Rule: engine.RuleAcceptance, Severity: engine.Violation, Token: -1,
-					Message: fmt.Sprintf("row %d: %d trials do not follow the speculative-sampling laws (p = %.2g, threshold %g)", r, FakeTrials, pv, tol.PValue)})
+					Message: fmt.Sprintf("row %d: %d trials do not follow the speculative-sampling laws (%s, threshold %s)", r, FakeTrials, engine.StoredPText(pv), engine.FormatFloat(tol.PValue))})
 			}
 		}
 		or.Rows = append(or.Rows, row)

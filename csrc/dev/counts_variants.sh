@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# counts_variants.sh: where the time of sample's counted draws goes (issue
+# 30 part 1), in one call on the GPU machine after `make gpu-bundle`:
+# csrc/sample.cu (the counts kernel's launcher unit) is compiled as-is and
+# as edited copies, each linked with the product's other objects into its
+# own library, and `sampviz bench --ops sample --match counts --quick` runs
+# on each. The copies are made here by text edits, so the product file
+# carries no switches:
+#   base      the product
+#   guide13   a guide table of 2^13 buckets (32 KB of shared memory, the
+#             most a static array takes): one search step fewer
+#   per16     16 draws a thread instead of 64: four times the blocks, so
+#             more rows at once (the 10^5 case's rows do not all fit L2)
+#   noatomic  diagnostic (wrong counts): a thread sums its draws' counts
+#             in a register and adds once at the end: the atomics' cost
+#   nosearch  diagnostic (wrong counts): the token is the guide's first
+#             token of the bucket, no search: the fine search's cost
+#   nophilox  diagnostic (wrong counts): the uniform is a multiplicative
+#             hash of the draw index instead of Philox4x32-10: Philox's
+#             cost
+# Logs go to $OUT (else gpu-out); summary.txt has the table.
+set -uo pipefail
+O=${OUT:-gpu-out}; mkdir -p "$O"; S=$O/summary.txt; : >"$S"
+note() { echo "$*" | tee -a "$S"; }
+python3 -c "import lzma,glob,os; [ (open(f[:-3],'wb').write(lzma.open(f).read()), os.chmod(f[:-3],0o755), os.remove(f)) for f in glob.glob('gpu-bundle/*.xz')]"
+for f in gpu-bundle/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
+archs=sm_90
+FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
+edit() { # edit NAME: the python that turns the product's sample.cu into NAME's
+  case $1 in
+    base) echo 'pass' ;;
+    guide13) echo 's = s.replace("kGuideBits = 12;", "kGuideBits = 13;")' ;;
+    per16) echo 's = s.replace("kCountsPerThread = 64;", "kCountsPerThread = 16;")' ;;
+    noatomic) echo 's = s.replace("const int lane = threadIdx.x & 31;", "const int lane = threadIdx.x & 31;\n  unsigned acc = 0;").replace("atomicAdd(out + tok, (unsigned)__popc(peers));\n  }\n}", "acc += (unsigned)__popc(peers) ^ (unsigned)tok;\n  }\n  if (acc == 0xffffffffu) atomicAdd(out, acc);\n}")' ;;
+    nosearch) echo 's = s.replace("int lo = table[g], hi = table[g + 1];", "int lo = table[g], hi = lo;")' ;;
+    nophilox) echo 's = s.replace("const unsigned long long u = Stream(seed, offset, row, d).u64(0);", "const unsigned long long u = ((unsigned long long)d * 0x9E3779B97F4A7C15ull) ^ (seed + offset);")' ;;
+  esac
+}
+names=(${VARIANTS:-base guide13 per16 noatomic nosearch nophilox})
+s=$(date +%s)
+pids=""
+for n in "${names[@]}"; do
+  d=build/variants/counts-$n; mkdir -p "$d"
+  python3 -c "import sys; s = open('csrc/sample.cu').read(); t = s; $(edit "$n"); assert '$n' == 'base' or s != t, 'edit of $n did not apply'; open('$d/sample.cu', 'w').write(s)" || { note "$n: edit failed"; continue; }
+  (nvcc $FL -Icsrc -c -o "$d/sample.o" "$d/sample.cu" >"$d/log" 2>&1) &
+  pids="$pids $!"
+done
+make -j"$(nproc)" kernels SAMPVIZ_ARCHS=$archs >"$O/build.log" 2>&1 || { note "build FAILED"; grep error "$O/build.log" | head; exit 1; }
+wait $pids
+objs=$(find build/obj/$archs -name '*.o' ! -name 'sample.o' | sort)
+note "build $(($(date +%s) - s)) s"
+for n in "${names[@]}"; do
+  d=build/variants/counts-$n
+  if ! nvcc $FL -shared -o "$d/libsampviz_kernels.so" $objs "$d/sample.o" >>"$d/log" 2>&1; then
+    note "$n does not build:"; grep error "$d/log" | head -5 | tee -a "$S"; continue
+  fi
+  timeout 120 ./gpu-bundle/sampviz bench --kernels "$PWD/$d/libsampviz_kernels.so" --quick --ops sample --match counts \
+    >"$O/bench-$n.txt" 2>&1
+  note "== $n (exit $?)"
+  grep -E "^ *sample counts.*draws=10\^[57] +[0-9]" "$O/bench-$n.txt" | grep -v " us$" | awk '{print "   ", $0}' | tee -a "$S"
+done
