@@ -45,22 +45,33 @@ __global__ void draws_kernel(const int *__restrict__ row_idx, int n_greedy, int 
 }
 
 // kGuideBits is the number of top bits of a draw's uniform that index the
-// guide table, as engine/cpu's CDF indexes its own.
-constexpr int kGuideBits = 12;
+// guide table (engine/cpu's CDF indexes its own by 12): 2^13 buckets, the
+// 32 KB that a static shared array holds, leave about V / 8192 tokens a
+// bucket to search.
+constexpr int kGuideBits = 13;
 constexpr int kGuideSize = 1 << kGuideBits;
-// kCountsBlock threads each make kCountsPerThread draws of one row, so a
-// block's draws pay for its copy of the row's guide table.
+// kCountsScan: the search halves a bucket until at most this many tokens
+// remain, then counts the CDF entries <= t among them with independent
+// loads (one L2 round trip where halving takes three).
+constexpr int kCountsScan = 8;
+// kCountsBlock threads each make a block's share of one row's draws:
+// kCountsPerThread where a row has many (so a block's draws pay for its copy
+// of the guide, and the rows being counted at once stay few), a quarter of
+// that where it has few (so that the blocks of fewer rows fill the device,
+// and their CDFs fit the L2).
 constexpr int kCountsBlock = 256;
 constexpr int kCountsPerThread = 64;
-constexpr int kCountsPerBlock = kCountsBlock * kCountsPerThread;
+constexpr int kFewDraws = 1 << 20;
+int counts_per_block(int draws) { return kCountsBlock * (draws >= kFewDraws ? kCountsPerThread : kCountsPerThread / 4); }
 
-// guide_kernel writes each sampled row's guide table: guide[g] (g < 4096) is
-// the first token whose inclusive prefix sum exceeds the target of the
-// smallest uniform with top bits g; guide[4096] is the last token. A draw
+// guide_kernel writes each sampled row's guide table: guide[g] (g <
+// kGuideSize) is the first token whose inclusive prefix sum exceeds the
+// target of the smallest uniform with top bits g; guide[kGuideSize] is the
+// last token. A draw
 // whose uniform has top bits g lands in [guide[g], guide[g+1]]: the targets
 // are monotone in the uniform, so a search between those two finds the token
-// the whole-row search finds, in about log2(V/4096) steps on average (each
-// bucket holds 1/4096 of the mass, whatever the row's shape).
+// the whole-row search finds, in about log2(V/kGuideSize) steps on average
+// (each bucket holds 1/kGuideSize of the mass, whatever the row's shape).
 __global__ void guide_kernel(int vocab, const unsigned long long *__restrict__ cdf,
                              const unsigned long long *__restrict__ totals, int *__restrict__ guide) {
   const int s = blockIdx.y;
@@ -88,14 +99,14 @@ __global__ void guide_kernel(int vocab, const unsigned long long *__restrict__ c
 // counts_kernel makes the draws draws_kernel makes (the same stream, pick and
 // first-exceeding search, so the same tokens) and counts them per token in
 // counts[row, :] instead of writing them. Block (x, y) makes draws
-// [x * kCountsPerBlock, ...) of listed row y: blocks run x-fastest, so the
+// [x * per_block, ...) of listed row y: blocks run x-fastest, so the
 // rows being counted at any moment are few and keep their CDF, guide and
 // counts in L2. Lanes of a warp that drew the same token add once
 // (__match_any_sync), so a peaked row costs one atomic per warp, not 32.
 // Greedy and invalid rows count every draw on tokens[row]; a token outside
 // [0, vocab) is counted nowhere, so the row's counts sum to fewer than draws.
 __global__ void __launch_bounds__(kCountsBlock)
-    counts_kernel(const int *__restrict__ row_idx, int n_greedy, int vocab, int draws, RowParams rp,
+    counts_kernel(const int *__restrict__ row_idx, int n_greedy, int vocab, int draws, int per_block, RowParams rp,
                   const int *__restrict__ tokens, const unsigned long long *__restrict__ cdf,
                   const unsigned long long *__restrict__ totals, const int *__restrict__ guide,
                   unsigned *__restrict__ counts) {
@@ -117,8 +128,8 @@ __global__ void __launch_bounds__(kCountsBlock)
   __syncthreads();
   const unsigned long long *c = cdf + (size_t)s * vocab;
   const uint64_t seed = rp.seed[row], offset = rp.offset[row];
-  const int begin = blockIdx.x * kCountsPerBlock;
-  const int end = min(begin + kCountsPerBlock, draws);
+  const int begin = blockIdx.x * per_block;
+  const int end = min(begin + per_block, draws);
   const int lane = threadIdx.x & 31;
   // base is the same for a warp's lanes, so every lane takes each turn of
   // the loop and __match_any_sync sees the full warp.
@@ -130,14 +141,19 @@ __global__ void __launch_bounds__(kCountsBlock)
       const unsigned long long t = pick(u, total);
       const unsigned g = (unsigned)(u >> (64 - kGuideBits));
       int lo = table[g], hi = table[g + 1];
-      while (lo < hi) {
+      while (hi - lo > kCountsScan) {
         const int mid = (lo + hi) >> 1;
         if (__ldg(c + mid) > t)
           hi = mid;
         else
           lo = mid + 1;
       }
-      tok = lo;
+      // The first entry > t in [lo, hi), else hi: the CDF is monotone, so
+      // lo plus the number of entries <= t there.
+      int below = 0;
+#pragma unroll
+      for (int k = 0; k < kCountsScan; k++) below += lo + k < hi && __ldg(c + lo + k) <= t;
+      tok = lo + below;
     }
     const unsigned peers = __match_any_sync(0xffffffffu, tok);
     if (d < end && lane == __ffs(peers) - 1) atomicAdd(out + tok, (unsigned)__popc(peers));
@@ -259,9 +275,10 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
                         (const unsigned long long *)a.totals, guide);
       if (st != SV_OK) return st;
     }
-    const dim3 grid((draws + kCountsPerBlock - 1) / kCountsPerBlock, n_greedy + n_sampled);
+    const int per_block = counts_per_block(draws);
+    const dim3 grid((draws + per_block - 1) / per_block, n_greedy + n_sampled);
     return launch_after(SV_VARIANT_SAMPLE_COUNTS, false, counts_kernel, grid, kCountsBlock, 0, "sample counts", row_idx,
-                        n_greedy, vocab, draws, rp, (const int *)tokens, (const unsigned long long *)a.cdf,
+                        n_greedy, vocab, draws, per_block, rp, (const int *)tokens, (const unsigned long long *)a.cdf,
                         (const unsigned long long *)a.totals, (const int *)guide, counts);
   }
   if (draws > 0 && n_greedy + n_sampled > 0) {

@@ -6,11 +6,14 @@
 # own library, and `sampviz bench --ops sample --match counts --quick` runs
 # on each. The copies are made here by text edits, so the product file
 # carries no switches:
-#   base      the product
-#   guide13   a guide table of 2^13 buckets (32 KB of shared memory, the
-#             most a static array takes): one search step fewer
-#   per16     16 draws a thread instead of 64: four times the blocks, so
-#             more rows at once (the 10^5 case's rows do not all fit L2)
+#   base      the product (a guide of 2^13 buckets, halving down to 8
+#             tokens and counting those, 16 draws a thread under 2^20
+#             draws a row)
+#   old       the first counts kernel (run 145): a guide of 2^12 buckets,
+#             a binary search to the end, 64 draws a thread
+#   guide12   the product with the first kernel's guide
+#   bsearch   the product with a binary search to the end (no scan)
+#   per64     the product with 64 draws a thread whatever the draws
 #   noatomic  diagnostic (wrong counts): a thread sums its draws' counts
 #             in a register and adds once at the end: the atomics' cost
 #   nosearch  diagnostic (wrong counts): the token is the guide's first
@@ -18,6 +21,8 @@
 #   nophilox  diagnostic (wrong counts): the uniform is a multiplicative
 #             hash of the draw index instead of Philox4x32-10: Philox's
 #             cost
+# VARIANTS picks them (default "base old"); run 145 ran the diagnostics on
+# the first kernel (docs/perf-log.md).
 # Logs go to $OUT (else gpu-out); summary.txt has the table.
 set -uo pipefail
 O=${OUT:-gpu-out}; mkdir -p "$O"; S=$O/summary.txt; : >"$S"
@@ -29,14 +34,16 @@ FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_
 edit() { # edit NAME: the python that turns the product's sample.cu into NAME's
   case $1 in
     base) echo 'pass' ;;
-    guide13) echo 's = s.replace("kGuideBits = 12;", "kGuideBits = 13;")' ;;
-    per16) echo 's = s.replace("kCountsPerThread = 64;", "kCountsPerThread = 16;")' ;;
+    old) echo 's = s.replace("kGuideBits = 13;", "kGuideBits = 12;").replace("kCountsScan = 8;", "kCountsScan = 0;").replace("kFewDraws = 1 << 20;", "kFewDraws = 0;")' ;;
+    guide12) echo 's = s.replace("kGuideBits = 13;", "kGuideBits = 12;")' ;;
+    bsearch) echo 's = s.replace("kCountsScan = 8;", "kCountsScan = 0;")' ;;
+    per64) echo 's = s.replace("kFewDraws = 1 << 20;", "kFewDraws = 0;")' ;;
     noatomic) echo 's = s.replace("const int lane = threadIdx.x & 31;", "const int lane = threadIdx.x & 31;\n  unsigned acc = 0;").replace("atomicAdd(out + tok, (unsigned)__popc(peers));\n  }\n}", "acc += (unsigned)__popc(peers) ^ (unsigned)tok;\n  }\n  if (acc == 0xffffffffu) atomicAdd(out, acc);\n}")' ;;
     nosearch) echo 's = s.replace("int lo = table[g], hi = table[g + 1];", "int lo = table[g], hi = lo;")' ;;
     nophilox) echo 's = s.replace("const unsigned long long u = Stream(seed, offset, row, d).u64(0);", "const unsigned long long u = ((unsigned long long)d * 0x9E3779B97F4A7C15ull) ^ (seed + offset);")' ;;
   esac
 }
-names=(${VARIANTS:-base guide13 per16 noatomic nosearch nophilox})
+names=(${VARIANTS:-base old})
 s=$(date +%s)
 pids=""
 for n in "${names[@]}"; do
