@@ -101,9 +101,11 @@ var errPeersOff = errors.New("peers off")
 
 // peerCase reports whether python/peers.py has a peer for c, so that the
 // bench writes c's inputs: every row op, spec_verify and an unfiltered
-// spec_tree_verify; not min-p, not ngram_match.
+// spec_tree_verify; not min-p, not ngram_match, and not a sample case of
+// many draws counted on the device (the peers draw one token a row: their
+// time is no comparison for 10^7 counted draws).
 func peerCase(c cuda.BenchCase) bool {
-	if c.MinP > 0 {
+	if c.MinP > 0 || c.Draws > 0 {
 		return false
 	}
 	switch c.Op {

@@ -174,6 +174,7 @@ func TestPeerCase(t *testing.T) {
 		{"argmax", cuda.BenchCase{Op: engine.OpArgmax}, true},
 		{"sample", cuda.BenchCase{Op: engine.OpSample, TopK: 50, TopP: 0.9}, true},
 		{"sample min-p", cuda.BenchCase{Op: engine.OpSample, MinP: 0.1}, false},
+		{"sample counts", cuda.BenchCase{Op: engine.OpSample, Draws: 10_000_000}, false},
 		{"spec_verify", cuda.BenchCase{Op: engine.OpSpecVerify, K: 8}, true},
 		{"tree", cuda.BenchCase{Op: engine.OpSpecTreeVerify, Nodes: 64, TreeTopK: 4}, true},
 		{"tree k50", cuda.BenchCase{Op: engine.OpSpecTreeVerify, Nodes: 64, TreeTopK: 4, TopK: 50}, false},

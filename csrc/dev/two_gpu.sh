@@ -34,6 +34,6 @@ for _ in $(seq 120); do
 done
 cat "$out/serve_gpus.log"; cat "$out/gpus.json"; echo
 kill "$pid"; wait "$pid" 2>/dev/null
-grep -q '"index":1' "$out/gpus.json" || { echo "serve did not report two GPUs"; status=1; }
+grep -Eq '"index": ?1' "$out/gpus.json" || { echo "serve did not report two GPUs"; status=1; }
 rm -rf "$data"
 exit $status
