@@ -21,7 +21,7 @@
 #   nophilox  diagnostic (wrong counts): the uniform is a multiplicative
 #             hash of the draw index instead of Philox4x32-10: Philox's
 #             cost
-# VARIANTS picks them (default "base old"); run 145 ran the diagnostics on
+# VARIANTS picks them (default "base old"); run 146 ran the diagnostics on
 # the first kernel (docs/perf-log.md).
 # Logs go to $OUT (else gpu-out); summary.txt has the table.
 set -uo pipefail
