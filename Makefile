@@ -202,12 +202,12 @@ templ-check:
 	fi
 
 browser-deps:
-	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
+	@if [ -x /usr/bin/chromium ] && command -v node >/dev/null; then exit 0; fi; \
 	mkdir -p build; \
-	echo "browser-deps: installing Debian's chromium for the browser test (about 150 packages, a minute or two; log in build/browser-deps.log)"; \
+	echo "browser-deps: installing Debian's chromium and nodejs for the browser test and static/numfmt.js's (about 150 packages, a minute or two; log in build/browser-deps.log)"; \
 	sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
-	if ! { $$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium; } >build/browser-deps.log 2>&1; then \
-		echo "browser-deps: could not install chromium (build/browser-deps.log)"; \
+	if ! { $$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium nodejs; } >build/browser-deps.log 2>&1; then \
+		echo "browser-deps: could not install chromium and nodejs (build/browser-deps.log)"; \
 		if [ "$$SAMPVIZ_REQUIRE_BROWSER" = 1 ]; then exit 1; fi; \
 		echo "browser-deps: the browser test will skip"; \
 	fi

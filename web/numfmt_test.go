@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -19,6 +20,11 @@ import (
 func TestNumfmtMirrorsGo(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
+		// make test installs Debian's nodejs beside chromium (browser-deps);
+		// CI requires it.
+		if os.Getenv("SAMPVIZ_REQUIRE_BROWSER") == "1" {
+			t.Fatal("no node on this machine, and SAMPVIZ_REQUIRE_BROWSER=1: static/numfmt.js must be run against engine's formatter")
+		}
 		t.Skip("no node on this machine: static/numfmt.js is not run against engine's formatter")
 	}
 	src, err := staticFiles.ReadFile("static/numfmt.js")
