@@ -65,15 +65,8 @@ func fastDeployPlan(run *engine.Run) (*plan, error) {
 		MaxNgram: min(p.MaxNgramSize, math.MaxInt32), MinNgram: min(minN, math.MaxInt32), MaxDraft: p.MaxDraftTokens,
 		Threshold: p.Threshold, FastDeploy: true, Hybrid: hybrid,
 		In: map[string]slot{}, Out: map[string]slot{}}}
-	for _, c := range []struct {
-		t    *engine.Tensor
-		name string
-	}{{run.InputIDs, "input_ids"}, {run.InputIDsLen, "input_len"}, {run.PreIDs, "pre_ids"}, {run.StepIdx, "step_idx"}} {
-		b, err := int32Data(c.t, c.name)
-		if err != nil {
-			return nil, fmt.Errorf("ngram_match: %w", err)
-		}
-		pl.req.In[c.name] = pl.put(b)
+	if err := pl.putNgramInputs(run); err != nil {
+		return nil, err
 	}
 	pl.req.In["seq_lens_encoder"] = pl.put(enc)
 	pl.req.In["seq_lens_decoder"] = pl.put(dec)

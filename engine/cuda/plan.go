@@ -518,15 +518,8 @@ func ngramPlan(run *engine.Run) (*plan, error) {
 	p := &plan{req: runRequest{Op: run.Op, Rows: rows, L: promptCap, M: generatedCap,
 		MaxNgram: min(pr.MaxNgramSize, math.MaxInt32), MaxDraft: pr.MaxDraftTokens, Threshold: min(pr.Threshold, math.MaxInt32),
 		In: map[string]slot{}, Out: map[string]slot{}}}
-	for _, c := range []struct {
-		t    *engine.Tensor
-		name string
-	}{{run.InputIDs, "input_ids"}, {run.InputIDsLen, "input_len"}, {run.PreIDs, "pre_ids"}, {run.StepIdx, "step_idx"}} {
-		b, err := int32Data(c.t, c.name)
-		if err != nil {
-			return nil, fmt.Errorf("ngram_match: %w", err)
-		}
-		p.req.In[c.name] = p.put(b)
+	if err := p.putNgramInputs(run); err != nil {
+		return nil, err
 	}
 	d := pr.MaxDraftTokens
 	out := p.reserve(rows*d, poisonDraft)
@@ -536,4 +529,20 @@ func ngramPlan(run *engine.Run) (*plan, error) {
 	}
 	p.bytes = engine.TensorBytes(run.InputIDs, run.InputIDsLen, run.PreIDs, run.StepIdx) + 4*int64(rows*d)
 	return p, nil
+}
+
+// putNgramInputs puts the four int32 inputs both n-gram rules read
+// (input_ids, input_len, pre_ids, step_idx) into the plan's inputs.
+func (p *plan) putNgramInputs(run *engine.Run) error {
+	for _, c := range []struct {
+		t    *engine.Tensor
+		name string
+	}{{run.InputIDs, "input_ids"}, {run.InputIDsLen, "input_len"}, {run.PreIDs, "pre_ids"}, {run.StepIdx, "step_idx"}} {
+		b, err := int32Data(c.t, c.name)
+		if err != nil {
+			return fmt.Errorf("ngram_match: %w", err)
+		}
+		p.req.In[c.name] = p.put(b)
+	}
+	return nil
 }
