@@ -50,3 +50,22 @@ type Runner interface {
 }
 
 var _ Runner = (*session.Session)(nil)
+
+// gpuStates is a Runner that drives GPUs and tells what each is doing
+// (session.Session, over engine/cuda's Pool). A runner without it has no
+// GPU to show.
+type gpuStates interface {
+	// GPUs reports one state per GPU, empty when it drives none.
+	GPUs() []engine.GPUState
+}
+
+var _ gpuStates = (*session.Session)(nil)
+
+// executors is how many runs are judged at once: one per GPU, so that each
+// GPU has a run to serve, and one without a GPU.
+func executors(r Runner) int {
+	if g, ok := r.(gpuStates); ok {
+		return max(len(g.GPUs()), 1)
+	}
+	return 1
+}
