@@ -14,6 +14,10 @@
 #   guide12   the product with the first kernel's guide
 #   bsearch   the product with a binary search to the end (no scan)
 #   per64     the product with 64 draws a thread whatever the draws
+#   scan16    the product counting the last 16 tokens (a bucket of 2^13
+#             averages 16 at V=128256: one round of loads, most draws)
+#   scan32    the same with 32
+#   g12scan32 a guide of 2^12 buckets (16 KB, more blocks an SM) and 32
 #   noatomic  diagnostic (wrong counts): a thread sums its draws' counts
 #             in a register and adds once at the end: the atomics' cost
 #   nosearch  diagnostic (wrong counts): the token is the guide's first
@@ -23,6 +27,10 @@
 #             cost
 # VARIANTS picks them (default "base old"); run 146 ran the diagnostics on
 # the first kernel (docs/perf-log.md).
+# With SUITE=1 each variant's library also runs the counts tests of the
+# GPU suite against engine/cpu and compute-sanitizer memcheck on their
+# quick mode (diagnostic variants fail them by design; base, the product,
+# is make gpu-test's).
 # Logs go to $OUT (else gpu-out); summary.txt has the table.
 set -uo pipefail
 O=${OUT:-gpu-out}; mkdir -p "$O"; S=$O/summary.txt; : >"$S"
@@ -37,6 +45,9 @@ edit() { # edit NAME: the python that turns the product's sample.cu into NAME's
     old) echo 's = s.replace("kGuideBits = 13;", "kGuideBits = 12;").replace("kCountsScan = 8;", "kCountsScan = 0;").replace("kFewDraws = 1 << 20;", "kFewDraws = 0;")' ;;
     guide12) echo 's = s.replace("kGuideBits = 13;", "kGuideBits = 12;")' ;;
     bsearch) echo 's = s.replace("kCountsScan = 8;", "kCountsScan = 0;")' ;;
+    scan16) echo 's = s.replace("kCountsScan = 8;", "kCountsScan = 16;")' ;;
+    scan32) echo 's = s.replace("kCountsScan = 8;", "kCountsScan = 32;")' ;;
+    g12scan32) echo 's = s.replace("kCountsScan = 8;", "kCountsScan = 32;").replace("kGuideBits = 13;", "kGuideBits = 12;")' ;;
     per64) echo 's = s.replace("kFewDraws = 1 << 20;", "kFewDraws = 0;")' ;;
     noatomic) echo 's = s.replace("const int lane = threadIdx.x & 31;", "const int lane = threadIdx.x & 31;\n  unsigned acc = 0;").replace("atomicAdd(out + tok, (unsigned)__popc(peers));\n  }\n}", "acc += (unsigned)__popc(peers) ^ (unsigned)tok;\n  }\n  if (acc == 0xffffffffu) atomicAdd(out, acc);\n}")' ;;
     nosearch) echo 's = s.replace("int lo = table[g], hi = table[g + 1];", "int lo = table[g], hi = lo;")' ;;
@@ -66,3 +77,17 @@ for n in "${names[@]}"; do
   note "== $n (exit $?)"
   grep -E "^ *sample counts.*draws=10\^[57] +[0-9]" "$O/bench-$n.txt" | grep -v " us$" | awk '{print "   ", $0}' | tee -a "$S"
 done
+if [ "${SUITE:-0}" = 1 ]; then
+  for n in "${names[@]}"; do
+    lib=$PWD/build/variants/counts-$n/libsampviz_kernels.so
+    [ -f "$lib" ] && [ "$n" != base ] || continue
+    SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 timeout 150 ./gpu-bundle/cuda.test -test.count=1 \
+      -test.run 'TestGPUSampleCounts|TestGPUSampleDraws|TestGPUCheckTenMillionDraws' >"$O/suite-$n.log" 2>&1
+    rc=$?
+    SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=1 \
+      SAMPVIZ_WORKER_WRAPPER="compute-sanitizer --tool memcheck --error-exitcode 3" \
+      timeout 150 ./gpu-bundle/cuda.test -test.count=1 -test.run 'TestGPUSampleCounts|TestGPUSampleDraws' >"$O/memcheck-$n.log" 2>&1
+    mrc=$?
+    note "suite $n: exit $rc ($(grep -c -- '--- FAIL' "$O/suite-$n.log") failures); memcheck exit $mrc, $(grep -c 'ERROR SUMMARY: 0 errors' "$O/memcheck-$n.log") clean of $(grep -c 'ERROR SUMMARY' "$O/memcheck-$n.log")"
+  done
+fi
