@@ -13,8 +13,10 @@ import (
 )
 
 var (
-	_ engine.Backend = (*Pool)(nil)
-	_ io.Closer      = (*Pool)(nil)
+	_ engine.Backend     = (*Pool)(nil)
+	_ io.Closer          = (*Pool)(nil)
+	_ engine.DrawCounter = (*Pool)(nil)
+	_ engine.DrawCounter = (*placedRun)(nil)
 )
 
 // ErrNoGPU is what OpenPool returns, wrapped, for a GPU number the host
@@ -150,6 +152,13 @@ func (p *Pool) Device() engine.Device {
 	return d
 }
 
+// DefaultDraws is engine.DefaultCountedDraws: every GPU's worker counts a
+// row's draws on the device (Backend.DefaultDraws).
+func (p *Pool) DefaultDraws() int { return engine.DefaultCountedDraws }
+
+// MaxDraws is engine.MaxDraws.
+func (p *Pool) MaxDraws() int { return engine.MaxDraws }
+
 // SetReason sets what Device().Reason reports.
 func (p *Pool) SetReason(reason string) {
 	p.reason = reason
@@ -255,6 +264,12 @@ func (r *placedRun) Device() engine.Device {
 	}
 	return d
 }
+
+// DefaultDraws is engine.DefaultCountedDraws, as the pool's.
+func (r *placedRun) DefaultDraws() int { return engine.DefaultCountedDraws }
+
+// MaxDraws is engine.MaxDraws.
+func (r *placedRun) MaxDraws() int { return engine.MaxDraws }
 
 // Run waits for the GPU's turn (or ctx's end) and runs the op on it.
 func (r *placedRun) Run(ctx context.Context, run *engine.Run) (*engine.Output, error) {

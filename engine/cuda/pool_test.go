@@ -299,3 +299,31 @@ func TestPoolAvoidsDownGPU(t *testing.T) {
 		t.Errorf("run placed on GPU %d, want 1 (GPU 0 is down)", got)
 	}
 }
+
+// TestPoolCountsDraws checks that a pool, and a run placed on one of its
+// GPUs, count a sample run's draws as the Backend they drive does: the
+// session sizes our outputs and the draws default by engine.DrawCounter,
+// and serve's cuda backend is always a pool.
+func TestPoolCountsDraws(t *testing.T) {
+	tests := []struct {
+		name string
+		b    engine.Backend
+	}{
+		{"backend", &Backend{}},
+		{"pool", &Pool{}},
+		{"placed run", &placedRun{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := &engine.Run{Op: engine.OpSample}
+			run.SetWorkDefaults(engine.Overrides{})
+			run.SetBackendDefaults(engine.Overrides{}, tt.b)
+			if run.Params.Draws != engine.DefaultCountedDraws || !run.BackendDraws {
+				t.Errorf("draws default %d (backend's %v), want %d, the backend's", run.Params.Draws, run.BackendDraws, engine.DefaultCountedDraws)
+			}
+			if !engine.CountsDraws(tt.b, run) {
+				t.Errorf("CountsDraws = false, want true")
+			}
+		})
+	}
+}
