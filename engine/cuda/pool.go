@@ -53,13 +53,16 @@ type gpuWorker struct {
 }
 
 // OpenPool starts one worker per GPU of gpus (CUDA device numbers), or, for
-// nil, per GPU the CUDA runtime sees: the first worker (GPU gpus[0], or 0)
+// nil or empty, per GPU the CUDA runtime sees: the first worker (GPU gpus[0], or 0)
 // reports the device count (sv_device_count, which honours
 // CUDA_VISIBLE_DEVICES), and the others start beside each other. opts.Device
 // is ignored. A number the host does not have is an error wrapping
 // ErrNoGPU that names the GPUs it has; a worker that does not start is an
 // error naming its GPU. Either way no worker is left running.
 func OpenPool(ctx context.Context, opts Options, gpus []int) (*Pool, error) {
+	if len(gpus) == 0 {
+		gpus = nil // every GPU, not a pool of none
+	}
 	first := 0
 	if len(gpus) > 0 {
 		first = gpus[0]

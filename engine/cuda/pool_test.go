@@ -38,6 +38,7 @@ func TestOpenPoolGPUs(t *testing.T) {
 		wantErr string
 	}{
 		{"every GPU", nil, []int{0, 1, 2}, ""},
+		{"an empty list: every GPU", []int{}, []int{0, 1, 2}, ""},
 		{"one named", []int{2}, []int{2}, ""},
 		{"two named", []int{2, 0}, []int{2, 0}, ""},
 		{"past the last", []int{3}, nil, "GPU 3: no such GPU: CUDA sees 3 GPUs (0 to 2) on this host"},
