@@ -74,6 +74,16 @@ func (s *Session) execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 		// One device runs the job's kernels and its seed reruns, and is
 		// free for the next job while this one is judged (gpus.go).
 		placed, release := place(b, job.Label)
+		// Released once the kernels end, however they end: a panic the
+		// server recovers from must not hold the device's place for good.
+		released := false
+		free := func() {
+			if !released {
+				released = true
+				release()
+			}
+		}
+		defer free()
 		fits := func(other engine.Backend) error {
 			return overBudget(run.Source, need(run, f, other, s.workers(), job.OutputsPath != ""), s.MaxMemory)
 		}
@@ -83,7 +93,7 @@ func (s *Session) execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 				err = fmt.Errorf("%w (seed reruns)", err)
 			}
 		}
-		release()
+		free()
 		if err != nil {
 			return fail(err)
 		}
