@@ -53,7 +53,9 @@ func TestPlaceReleased(t *testing.T) {
 	}{
 		{"output", func(ctx context.Context, run *engine.Run) (*engine.Output, error) { return cpu.New().Run(ctx, run) }},
 		{"error", func(context.Context, *engine.Run) (*engine.Output, error) { return nil, errors.New("kernel fault") }},
-		{"panic", func(context.Context, *engine.Run) (*engine.Output, error) { panic("a kernel plan indexed past a slice") }},
+		{"panic", func(context.Context, *engine.Run) (*engine.Output, error) {
+			panic("a kernel plan indexed past a slice")
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
