@@ -94,7 +94,14 @@ func FormatSig(v float64, digits int) string {
 	// digits is 1234, rounded again to its units.
 	keep, exp := sigDigits(a, digits)
 	if exp >= digits && exp < 6 {
+		first := exp
 		keep, exp = sigDigits(a, exp+1)
+		if exp < first {
+			// Rounded up a decade at the digits asked for but not at
+			// exp+1 digits (99.7 to 2): round to the units of its own
+			// decade (100), never keeping a fraction.
+			keep, exp = sigDigits(a, exp+1)
+		}
 	}
 	sign := ""
 	if v < 0 {

@@ -31,6 +31,12 @@ var formatCases = []formatCase{
 	{"rounds up a decade", "sig", 9.96, 0, 2, "10"},
 	{"whole part rounded to its units", "sig", 1234.5, 0, 2, "1234"},
 	{"whole part rounded up", "sig", 1234.7, 0, 2, "1235"},
+	// Rounded up a decade at the digits asked for, not at the units: the
+	// whole part still rounds to its units, never a fraction kept.
+	{"rounds up a decade past the digits", "sig", 99.7, 0, 2, "100"},
+	{"rounds up to 100000", "sig", 99999.6, 0, 2, "100000"},
+	{"rounds up to 1000", "sig", 999.7, 0, 3, "1000"},
+	{"stays below the decade at the units", "sig", 99960, 0, 2, "99960"},
 	{"ties to even", "sig", 0.125, 0, 2, "0.12"},
 	{"a bf16 logit", "sig", 12.375, 0, 3, "12.4"},
 	{"rounds into exponent form", "sig", 999999.5, 0, 3, "1e+06"},

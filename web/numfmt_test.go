@@ -47,7 +47,7 @@ func TestNumfmtMirrorsGo(t *testing.T) {
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
 	values := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), 1, -1.5, 0.125, 12.375, 12.25,
-		2.5, 1234.5, 999999.5, 9.96, 0.000099996, 1e-4, 1e-5, 3e6, 1e-300, 1e-310, 4.9e-324, 0.9996, 0.999, 1 - 1e-12, 5.55e-17,
+		2.5, 1234.5, 999999.5, 9.96, 99.7, 99999.6, 999.7, 99960, 0.000099996, 1e-4, 1e-5, 3e6, 1e-300, 1e-310, 4.9e-324, 0.9996, 0.999, 1 - 1e-12, 5.55e-17,
 		float64(float32(1e-4)), 0.0123, 3.1e-12, 1.7976931348623157e308}
 	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	for range 400 {

@@ -134,6 +134,12 @@ func TestSampleCountsRefused(t *testing.T) {
 	good := make([]int64, b*v)
 	negative := slices.Clone(good)
 	negative[v+7] = -2
+	// Counts whose row sums past an int64: summed, they wrap to a
+	// negative number or zero, and the row would pass with no draws.
+	huge := slices.Clone(good)
+	for tok := range 8 {
+		huge[2*v+tok] = math.MaxInt64 / 4
+	}
 	tests := []struct {
 		name   string
 		counts *engine.Tensor
@@ -141,6 +147,7 @@ func TestSampleCountsRefused(t *testing.T) {
 	}{
 		{"shape", engine.FromInts("sample_counts", engine.I32, []int{b, v - 1}, good[:b*(v-1)]), "sample_counts have shape [3, 399], want [3, 400]"},
 		{"negative", engine.FromInts("sample_counts", engine.I32, []int{b, v}, negative), "sample_counts[1, 7] is -2, want a count >= 0"},
+		{"row sum past int64", engine.FromInts("sample_counts", engine.I64, []int{b, v}, huge), "sample_counts row 2 sums past 9223372036854775807 at token 4, want a row's draws to fit in an int64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

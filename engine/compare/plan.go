@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -135,13 +136,11 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 		case out.SampleDraws < 0:
 			fail("sample_counts come from %d draws a row, want at least 0", out.SampleDraws)
 		default:
-			at := -1
 			if out.External { // ours are counts by construction
-				at = firstNegative(t)
-			}
-			if at >= 0 {
-				fail("sample_counts[%d, %d] is %d, want a count >= 0", at/v, at%v, t.Int(at))
-				break
+				if why := countsProblem(t, v); why != "" {
+					fail("%s", why)
+					break
+				}
 			}
 			p.samples, p.counts = true, true
 		}
@@ -375,12 +374,26 @@ func shapeIs(t *engine.Tensor, dims ...int) bool {
 	return true
 }
 
-// firstNegative returns the index of t's first negative element, or -1.
-func firstNegative(t *engine.Tensor) int {
-	for i := range t.NumElements() {
-		if t.Int(i) < 0 {
-			return i
+// countsProblem says why sample_counts t, [B, v], cannot be counts: its
+// first negative count, or its first row whose counts sum past an int64
+// (summed, they would wrap and the row would seem to hold no draws); "" when
+// they can.
+func countsProblem(t *engine.Tensor, v int) string {
+	if v <= 0 {
+		return ""
+	}
+	for r := range t.NumElements() / v {
+		var sum int64
+		for tok := range v {
+			c := t.Int(r*v + tok)
+			if c < 0 {
+				return fmt.Sprintf("sample_counts[%d, %d] is %d, want a count >= 0", r, tok, c)
+			}
+			if sum > math.MaxInt64-c {
+				return fmt.Sprintf("sample_counts row %d sums past %d at token %d, want a row's draws to fit in an int64", r, int64(math.MaxInt64), tok)
+			}
+			sum += c
 		}
 	}
-	return -1
+	return ""
 }

@@ -87,7 +87,7 @@ func (b *Backend) fastDeployMatch(ctx context.Context, run *engine.Run) (*engine
 		if sum+unprocessed >= threshold-1 {
 			continue
 		}
-		if step >= int64(generatedCap) || n > int64(promptCap) {
+		if step < 0 || step >= int64(generatedCap) || n < 0 || n > int64(promptCap) {
 			return nil, 0, fmt.Errorf("ngram_match: row %d: step_idx %d or input_ids_len %d outside pre_ids %s or input_ids %s", r, step, n, run.PreIDs.ShapeString(), run.InputIDs.ShapeString())
 		}
 		prompt := prompts[r*promptCap : r*promptCap+int(n)]

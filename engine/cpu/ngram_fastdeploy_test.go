@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"context"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sampviz/sampviz/engine"
@@ -218,5 +220,41 @@ func TestFastDeployTwinMatchesReference(t *testing.T) {
 				t.Fatalf("trial %d (%s) row %d: cpu %v, ref %v", trial, sem, r, got, drafts[r])
 			}
 		}
+	}
+}
+
+// TestFastDeployOutsideRows checks that a run built in memory (no dump's
+// checks) whose drafting row has a step_idx or input_ids_len outside
+// pre_ids or input_ids is refused in one sentence naming the row, never a
+// slice out of range: the cuda plan sends such runs here.
+func TestFastDeployOutsideRows(t *testing.T) {
+	long := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	tests := []struct {
+		name      string
+		step, n   int64
+		wantWords string
+	}{
+		{"negative step_idx", -5, 9, "row 0: step_idx -5 or input_ids_len 9 outside"},
+		{"negative input_ids_len", 1, -3, "row 0: step_idx 1 or input_ids_len -3 outside"},
+		{"step_idx past pre_ids", 2, 9, "row 0: step_idx 2 or input_ids_len 9 outside"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := fdRun(engine.NgramFastDeploy, []fdRow{{prompt: long, pre: []int64{0, 2}, dec: 4}}, 3, 1, 4, 128)
+			run.StepIdx = engine.FromInts("step_idx", engine.I64, []int{1}, []int64{tt.step})
+			run.InputIDsLen = engine.FromInts("input_ids_len", engine.I64, []int{1}, []int64{tt.n})
+			var err error
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("panic: %v", p)
+					}
+				}()
+				_, err = New().Run(context.Background(), run)
+			}()
+			if err == nil || !strings.Contains(err.Error(), tt.wantWords) {
+				t.Fatalf("error %v, want one saying %q", err, tt.wantWords)
+			}
+		})
 	}
 }

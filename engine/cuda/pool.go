@@ -13,8 +13,10 @@ import (
 )
 
 var (
-	_ engine.Backend = (*Pool)(nil)
-	_ io.Closer      = (*Pool)(nil)
+	_ engine.Backend     = (*Pool)(nil)
+	_ io.Closer          = (*Pool)(nil)
+	_ engine.DrawCounter = (*Pool)(nil)
+	_ engine.DrawCounter = (*placedRun)(nil)
 )
 
 // ErrNoGPU is what OpenPool returns, wrapped, for a GPU number the host
@@ -51,13 +53,16 @@ type gpuWorker struct {
 }
 
 // OpenPool starts one worker per GPU of gpus (CUDA device numbers), or, for
-// nil, per GPU the CUDA runtime sees: the first worker (GPU gpus[0], or 0)
+// nil or empty, per GPU the CUDA runtime sees: the first worker (GPU gpus[0], or 0)
 // reports the device count (sv_device_count, which honours
 // CUDA_VISIBLE_DEVICES), and the others start beside each other. opts.Device
 // is ignored. A number the host does not have is an error wrapping
 // ErrNoGPU that names the GPUs it has; a worker that does not start is an
 // error naming its GPU. Either way no worker is left running.
 func OpenPool(ctx context.Context, opts Options, gpus []int) (*Pool, error) {
+	if len(gpus) == 0 {
+		gpus = nil // every GPU, not a pool of none
+	}
 	first := 0
 	if len(gpus) > 0 {
 		first = gpus[0]
@@ -149,6 +154,13 @@ func (p *Pool) Device() engine.Device {
 	}
 	return d
 }
+
+// DefaultDraws is engine.DefaultCountedDraws: every GPU's worker counts a
+// row's draws on the device (Backend.DefaultDraws).
+func (p *Pool) DefaultDraws() int { return engine.DefaultCountedDraws }
+
+// MaxDraws is engine.MaxDraws.
+func (p *Pool) MaxDraws() int { return engine.MaxDraws }
 
 // SetReason sets what Device().Reason reports.
 func (p *Pool) SetReason(reason string) {
@@ -255,6 +267,12 @@ func (r *placedRun) Device() engine.Device {
 	}
 	return d
 }
+
+// DefaultDraws is engine.DefaultCountedDraws, as the pool's.
+func (r *placedRun) DefaultDraws() int { return engine.DefaultCountedDraws }
+
+// MaxDraws is engine.MaxDraws.
+func (r *placedRun) MaxDraws() int { return engine.MaxDraws }
 
 // Run waits for the GPU's turn (or ctx's end) and runs the op on it.
 func (r *placedRun) Run(ctx context.Context, run *engine.Run) (*engine.Output, error) {

@@ -38,6 +38,7 @@ func TestOpenPoolGPUs(t *testing.T) {
 		wantErr string
 	}{
 		{"every GPU", nil, []int{0, 1, 2}, ""},
+		{"an empty list: every GPU", []int{}, []int{0, 1, 2}, ""},
 		{"one named", []int{2}, []int{2}, ""},
 		{"two named", []int{2, 0}, []int{2, 0}, ""},
 		{"past the last", []int{3}, nil, "GPU 3: no such GPU: CUDA sees 3 GPUs (0 to 2) on this host"},
@@ -297,5 +298,33 @@ func TestPoolAvoidsDownGPU(t *testing.T) {
 	defer release()
 	if got := b.(*placedRun).w.index; got != 1 {
 		t.Errorf("run placed on GPU %d, want 1 (GPU 0 is down)", got)
+	}
+}
+
+// TestPoolCountsDraws checks that a pool, and a run placed on one of its
+// GPUs, count a sample run's draws as the Backend they drive does: the
+// session sizes our outputs and the draws default by engine.DrawCounter,
+// and serve's cuda backend is always a pool.
+func TestPoolCountsDraws(t *testing.T) {
+	tests := []struct {
+		name string
+		b    engine.Backend
+	}{
+		{"backend", &Backend{}},
+		{"pool", &Pool{}},
+		{"placed run", &placedRun{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := &engine.Run{Op: engine.OpSample}
+			run.SetWorkDefaults(engine.Overrides{})
+			run.SetBackendDefaults(engine.Overrides{}, tt.b)
+			if run.Params.Draws != engine.DefaultCountedDraws || !run.BackendDraws {
+				t.Errorf("draws default %d (backend's %v), want %d, the backend's", run.Params.Draws, run.BackendDraws, engine.DefaultCountedDraws)
+			}
+			if !engine.CountsDraws(tt.b, run) {
+				t.Errorf("CountsDraws = false, want true")
+			}
+		})
 	}
 }

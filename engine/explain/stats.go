@@ -2,6 +2,7 @@ package explain
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/sampviz/sampviz/engine"
@@ -23,7 +24,7 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 	for _, o := range outs {
 		if s := o.Samples; s != nil && len(s.Shape) == 2 && s.Dim(0) == rows && s.Dim(1) > 0 {
 			drawn = append(drawn, o)
-		} else if c := o.SampleCounts; s == nil && c != nil && len(c.Shape) == 2 && c.Dim(0) == rows && c.Dim(1) == v {
+		} else if c := o.SampleCounts; s == nil && c != nil && len(c.Shape) == 2 && c.Dim(0) == rows && c.Dim(1) == v && countsUsable(c, r, v) {
 			drawn = append(drawn, o)
 		}
 	}
@@ -113,6 +114,21 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 	}
 	sd.Other.Ref = engine.Float(rest)
 	return sd
+}
+
+// countsUsable reports whether row r of sample_counts c ([B, v]) can be
+// shown as draws: no negative count, and a sum within an int64 (the judge
+// refuses a dump's counts otherwise).
+func countsUsable(c *engine.Tensor, r, v int) bool {
+	var sum int64
+	for t := range v {
+		x := c.Int(r*v + t)
+		if x < 0 || sum > math.MaxInt64-x {
+			return false
+		}
+		sum += x
+	}
+	return true
 }
 
 // Tokens a spec_verify position shows: the most probable under the target,

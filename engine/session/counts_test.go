@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -238,6 +239,123 @@ func TestFallbackDraws(t *testing.T) {
 			}
 			if r := rep.Outputs[0].Rows[0]; r.Fit == nil || r.Fit.Draws != tt.wantDraws {
 				t.Errorf("row 0 fit %+v, want one of %d draws", r.Fit, tt.wantDraws)
+			}
+		})
+	}
+}
+
+// TestFallbackWithinBudget checks that a sample run admitted for a counting
+// backend's outputs (V counts a row) is not run on the backend it falls
+// back to when that backend's draws (N a row) need more memory than the
+// session allows: the run is refused over budget, naming the backend; within
+// the budget it falls back as before.
+func TestFallbackWithinBudget(t *testing.T) {
+	const rows, vocab = 20, 50
+	tests := []struct {
+		name  string
+		draws *int
+		// slack is the memory allowed beyond what the counting backend
+		// needs.
+		slack      int64
+		overBudget bool
+	}{
+		{"the cpu's default draws over budget", nil, 1 << 20, true},
+		{"named draws over budget", ptr(engine.MaxKeptDraws), 1 << 20, true},
+		{"within budget", ptr(1000), 1 << 20, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 70))
+			x := make([]float32, rows*vocab)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			seeds := make([]int64, rows)
+			for i := range seeds {
+				seeds[i] = int64(i + 1)
+			}
+			o := engine.Overrides{Draws: tt.draws}
+			run := buildRun(t, []*engine.Tensor{engine.FromFloat32s("logits", engine.F32, []int{rows, vocab}, x),
+				engine.FromInts("seed", engine.I64, []int{rows}, seeds)}, map[string]string{"op": "sample"}, o)
+			counting := countingBackend{name: "cuda"}
+			probe := *run
+			probe.SetWorkDefaults(o)
+			probe.SetBackendDefaults(o, counting)
+			s := New(counting, cpu.New())
+			s.Workers = 1
+			s.MaxMemory = need(&probe, nil, counting, s.workers(), false).Total + tt.slack
+			rep, err := s.Execute(context.Background(), Job{Run: run, Backend: "cuda", Overrides: o}, nil)
+			if !tt.overBudget {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Device == nil || rep.Device.Backend != "cpu" {
+					t.Errorf("ran on %+v, want the cpu backend", rep.Device)
+				}
+				return
+			}
+			var ie *InputError
+			if !errors.As(err, &ie) || !ie.OverBudget || !strings.Contains(ie.Msg, "the cpu backend") {
+				t.Fatalf("error %v, want an over-budget input error naming the cpu backend", err)
+			}
+			if testing.Verbose() {
+				t.Log(ie.Msg)
+			}
+		})
+	}
+}
+
+// TestAdmitDrawsForBackend checks that draws the job's backend cannot make
+// are refused when the job is admitted, in one sentence naming the file,
+// the parameter and the bound, as the parameter's range refused them
+// before the bound rose to the counted draws: the cpu backend and kept
+// draws make at most MaxKeptDraws a row, counted draws MaxDraws.
+func TestAdmitDrawsForBackend(t *testing.T) {
+	const rows, vocab = 2, 50
+	tests := []struct {
+		name  string
+		b     engine.Backend
+		draws int
+		keep  bool
+		want  string // "" for admitted
+	}{
+		{"cpu within its draws", cpu.New(), engine.MaxKeptDraws, false, ""},
+		{"cpu past its draws", cpu.New(), engine.MaxKeptDraws + 1, false, "t.safetensors: draws 1000001 is more than the 1000000 a row the cpu backend makes"},
+		{"counted past the kept draws", countingBackend{name: "cuda"}, engine.MaxDraws, false, ""},
+		{"kept past the kept draws", countingBackend{name: "cuda"}, engine.MaxKeptDraws + 1, true, "t.safetensors: draws 1000001 with keep_draws 1 is more than the 1000000 a row kept one by one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(2, 20))
+			x := make([]float32, rows*vocab)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			path := filepath.Join(t.TempDir(), "t.safetensors")
+			var buf bytes.Buffer
+			tensors := []*engine.Tensor{engine.FromFloat32s("logits", engine.F32, []int{rows, vocab}, x),
+				engine.FromInts("seed", engine.I64, []int{rows}, []int64{3, 4})}
+			if err := dump.WriteSafetensors(&buf, tensors, map[string]string{"op": "sample"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o := engine.Overrides{Draws: ptr(tt.draws)}
+			if tt.keep {
+				o.KeepDraws = ptr(1)
+			}
+			s := New(tt.b)
+			_, err := s.Admit(context.Background(), Job{DumpPath: path, FileName: "t.safetensors", Backend: tt.b.Name(), Overrides: o})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Admit: %v, want it admitted", err)
+				}
+				return
+			}
+			var ie *InputError
+			if !errors.As(err, &ie) || ie.OverBudget || !strings.Contains(ie.Msg, tt.want) {
+				t.Fatalf("Admit: %v, want an input error saying %q", err, tt.want)
 			}
 		})
 	}

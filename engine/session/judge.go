@@ -74,13 +74,26 @@ func (s *Session) execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 		// One device runs the job's kernels and its seed reruns, and is
 		// free for the next job while this one is judged (gpus.go).
 		placed, release := place(b, job.Label)
-		ours, b, fallback, err = s.runOrFallBack(ctx, placed, run)
+		// Released once the kernels end, however they end: a panic the
+		// server recovers from must not hold the device's place for good.
+		released := false
+		free := func() {
+			if !released {
+				released = true
+				release()
+			}
+		}
+		defer free()
+		fits := func(other engine.Backend) error {
+			return overBudget(run.Source, need(run, f, other, s.workers(), job.OutputsPath != ""), s.MaxMemory)
+		}
+		ours, b, fallback, err = s.runOrFallBack(ctx, placed, run, fits)
 		if err == nil && run.Op == engine.OpSample {
 			if reruns, err = seedReruns(ctx, b, run); err != nil {
 				err = fmt.Errorf("%w (seed reruns)", err)
 			}
 		}
-		release()
+		free()
 		if err != nil {
 			return fail(err)
 		}
@@ -107,8 +120,11 @@ func (s *Session) execute(ctx context.Context, job Job, sink Sink) (*engine.Repo
 // op, mode or filter chain: engine.ErrUnsupported) and another backend of
 // the session can, our output is that backend's, and notice says so; the
 // backend returned is the one that ran. It never falls back from a fault,
-// a hang or a cancelled run.
-func (s *Session) runOrFallBack(ctx context.Context, b engine.Backend, run *engine.Run) (out *engine.Output, ran engine.Backend, notice string, err error) {
+// a hang or a cancelled run, nor to a backend whose outputs need more
+// memory than fits allows (the job was admitted for b's: a counting
+// backend's V counts a row where the other returns every draw); that
+// refusal is fits' *InputError, naming the backend.
+func (s *Session) runOrFallBack(ctx context.Context, b engine.Backend, run *engine.Run, fits func(engine.Backend) error) (out *engine.Output, ran engine.Backend, notice string, err error) {
 	out, err = runBackend(ctx, b, run)
 	if err == nil || !errors.Is(err, engine.ErrUnsupported) {
 		return out, b, "", err
@@ -123,8 +139,16 @@ func (s *Session) runOrFallBack(ctx context.Context, b engine.Backend, run *engi
 			run.Params.Draws = engine.DefaultDraws
 			also = fmt.Sprintf(", with its default %d draws a row", engine.DefaultDraws)
 		}
+		why := strings.TrimSuffix(err.Error(), ": "+engine.ErrUnsupported.Error())
+		if budgetErr := fits(other); budgetErr != nil {
+			run.Params.Draws = draws
+			var ie *InputError
+			if errors.As(budgetErr, &ie) {
+				return nil, b, "", &InputError{Msg: fmt.Sprintf("%s; on the %s backend, %s", why, other.Name(), ie.Msg), Err: ie.Err, OverBudget: ie.OverBudget}
+			}
+			return nil, b, "", budgetErr
+		}
 		if o, otherErr := runBackend(ctx, other, run); otherErr == nil {
-			why := strings.TrimSuffix(err.Error(), ": "+engine.ErrUnsupported.Error())
 			return o, other, fmt.Sprintf("%s; our output is the %s backend's%s", why, other.Name(), also), nil
 		}
 		run.Params.Draws = draws

@@ -186,6 +186,10 @@ func (s *Session) load(job Job, b engine.Backend, stored bool) (*engine.Run, *du
 		run.SetWorkDefaults(job.Overrides)
 		run.SetBackendDefaults(job.Overrides, b)
 	}
+	if err := drawsFit(run, b); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
 	if err := overBudget(run.Source, need(run, f, b, s.workers(), stored), s.MaxMemory); err != nil {
 		f.Close()
 		return nil, nil, err
@@ -262,6 +266,9 @@ func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 		run.SetWorkDefaults(job.Overrides)
 		run.SetBackendDefaults(job.Overrides, b)
 	}
+	if err := drawsFit(run, b); err != nil {
+		return nil, err
+	}
 	n := need(run, f, b, s.workers(), job.OutputsPath != "")
 	if err := overBudget(run.Source, n, s.MaxMemory); err != nil {
 		return nil, err
@@ -311,4 +318,34 @@ func options(tol *engine.Tolerances) compare.Options {
 	}
 	s, n := tol.Strict, tol.Native
 	return compare.Options{Strict: &s, Native: &n, PValue: tol.PValue}
+}
+
+// drawsFit refuses the draws a row of a sample run that b (nil: none)
+// cannot make, before anything runs: the parameter's range is
+// engine.MaxDraws, what a backend that counts its draws
+// (engine.DrawCounter) makes; kept draws (keep_draws 1) and any other
+// backend's are at most engine.MaxKeptDraws a row.
+func drawsFit(run *engine.Run, b engine.Backend) error {
+	if b == nil {
+		return nil
+	}
+	if sp := run.Op.Spec(); sp == nil || !sp.Takes("draws") {
+		return nil
+	}
+	d, keep := run.Params.Draws, run.Params.KeepDraws
+	dc, counts := b.(engine.DrawCounter)
+	switch {
+	case counts && !keep:
+		if m := dc.MaxDraws(); d > m {
+			return &InputError{Msg: fmt.Sprintf("%s: draws %d is more than the %d a row the %s backend counts", run.Source, d, m, b.Name())}
+		}
+	case d <= engine.MaxKeptDraws:
+	case keep:
+		return &InputError{Msg: fmt.Sprintf("%s: draws %d with keep_draws 1 is more than the %d a row kept one by one (keep_draws 0 has the cuda backend count up to %d)",
+			run.Source, d, engine.MaxKeptDraws, engine.MaxDraws)}
+	default:
+		return &InputError{Msg: fmt.Sprintf("%s: draws %d is more than the %d a row the %s backend makes (the cuda backend counts up to %d)",
+			run.Source, d, engine.MaxKeptDraws, b.Name(), engine.MaxDraws)}
+	}
+	return nil
 }

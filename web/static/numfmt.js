@@ -48,7 +48,13 @@
     if (v === 0) return '0';
     const a = Math.abs(v);
     let r = sigDigits(a, digits);
-    if (r[1] >= digits && r[1] < 6) r = sigDigits(a, r[1] + 1);
+    if (r[1] >= digits && r[1] < 6) {
+      const first = r[1];
+      r = sigDigits(a, r[1] + 1);
+      // Rounded up a decade at the digits asked for but not at exp+1
+      // digits (99.7 to 2): round to the units of its own decade (100).
+      if (r[1] < first) r = sigDigits(a, r[1] + 1);
+    }
     let keep = r[0];
     const exp = r[1];
     const sign = v < 0 ? '-' : '';
