@@ -92,8 +92,9 @@ type BenchResult struct {
 	DrawsPerSecond float64 `json:"draws_per_second,omitempty"`
 }
 
-// The floor of a counted draw (docs/PERF.md "The floor of a counted draw"):
-// about drawInstructions thread-instructions (Philox, pick, the guide, ~5
+// The floor of a counted draw (docs/PERF.md, "Floors"; its derivation in
+// docs/perf-log.md, "Moved from docs/PERF.md (2026-11-28)"): about
+// drawInstructions thread-instructions (Philox, pick, the guide, ~5
 // search steps, the count) issued by 128 lanes an SM at the H100's
 // drawClockHz.
 const (
