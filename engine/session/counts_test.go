@@ -360,3 +360,77 @@ func TestAdmitDrawsForBackend(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmitCountedDrawsBound checks that a counted run whose rows × draws
+// would outlast the worker's watchdog is refused when the job is admitted,
+// in one sentence naming the file, the rows, the draws and the bound, and
+// that the bound holds for counted draws only (kept draws have their own).
+func TestAdmitCountedDrawsBound(t *testing.T) {
+	const vocab = 16
+	perRow := engine.MaxCountedDraws / engine.MaxDraws // rows of MaxDraws that fit
+	tests := []struct {
+		name  string
+		rows  int
+		draws int
+		keep  bool
+		want  string // "" for admitted
+	}{
+		{"at the bound", perRow, engine.MaxDraws, false, ""},
+		{"one row past the bound", perRow + 1, engine.MaxDraws, false,
+			"t.safetensors: 201 rows of 1000000000 draws are 201000000000 counted draws, more than the 200000000000 a run the cuda backend counts inside its worker's watchdog"},
+		{"1400 rows of 10^9", 1400, engine.MaxDraws, false,
+			"t.safetensors: 1400 rows of 1000000000 draws are 1400000000000 counted draws, more than the 200000000000"},
+		{"many rows of the default", 20000, engine.DefaultCountedDraws, false, ""},
+		{"many rows past the default's bound", 20001, engine.DefaultCountedDraws, false,
+			"t.safetensors: 20001 rows of 10000000 draws are 200010000000 counted draws"},
+		{"kept draws are not counted", 1400, engine.MaxKeptDraws, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeSampleDump(t, tt.rows, vocab)
+			o := engine.Overrides{Draws: ptr(tt.draws)}
+			if tt.keep {
+				o.KeepDraws = ptr(1)
+			}
+			b := countingBackend{name: "cuda"}
+			s := New(b)
+			_, err := s.Admit(context.Background(), Job{DumpPath: path, FileName: "t.safetensors", Backend: b.Name(), Overrides: o})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Admit: %v, want it admitted", err)
+				}
+				return
+			}
+			var ie *InputError
+			if !errors.As(err, &ie) || ie.OverBudget || !strings.Contains(ie.Msg, tt.want) {
+				t.Fatalf("Admit: %v, want an input error saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// writeSampleDump writes a sample dump of rows × vocab fresh random logits
+// and a seed a row under t's temporary folder and returns its path.
+func writeSampleDump(t *testing.T, rows, vocab int) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(rows), 30))
+	x := make([]float32, rows*vocab)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	seeds := make([]int64, rows)
+	for i := range seeds {
+		seeds[i] = rng.Int64()
+	}
+	var buf bytes.Buffer
+	tensors := []*engine.Tensor{engine.FromFloat32s("logits", engine.F32, []int{rows, vocab}, x),
+		engine.FromInts("seed", engine.I64, []int{rows}, seeds)}
+	if err := dump.WriteSafetensors(&buf, tensors, map[string]string{"op": "sample"}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "t.safetensors")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
