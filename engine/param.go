@@ -66,10 +66,16 @@ type Param struct {
 // MaxDraws bounds a backend that counts its draws (DrawCounter: the
 // counts hold rows × V integers whatever the draws); MaxKeptDraws bounds
 // the draws a backend returns one by one (the CPU backend, keep_draws).
+// MaxCountedDraws bounds a counted run's rows × draws: the cuda worker's
+// watchdog (60 s) takes a longer launch for a hang and restarts the worker,
+// and an H100 counts about 2.4 × 10^10 draws a second (docs/PERF.md, "The
+// floor of a counted draw"; a top-k row about 3.5 × 10^10), so 2 × 10^11
+// draws take about 8 s, well inside it on the slowest rows we measured.
 const (
-	MaxDraws     = 1_000_000_000
-	MaxKeptDraws = 1_000_000
-	MaxTrials    = 100_000
+	MaxDraws        = 1_000_000_000
+	MaxCountedDraws = 200_000_000_000
+	MaxKeptDraws    = 1_000_000
+	MaxTrials       = 100_000
 	// MaxNgramSetting bounds max_ngram_size and max_draft_tokens: each
 	// sizes a buffer of the kernels.
 	MaxNgramSetting = 1 << 16
@@ -210,7 +216,7 @@ var params = []*Param{
 	{
 		Name: "draws", Flag: "draws", Scope: Work, Kind: KindInt,
 		Rule:    fmt.Sprintf("an integer in [0, %d] (0 means one token per row)", MaxDraws),
-		Usage:   fmt.Sprintf("sample: independent draws per row that our sampler makes, judged statistically (default %d on the cpu backend, %d on cuda, which counts them on the device; at most %d where the draws are kept)", DefaultDraws, DefaultCountedDraws, MaxKeptDraws),
+		Usage:   fmt.Sprintf("sample: independent draws per row that our sampler makes, judged statistically (default %d on the cpu backend, %d on cuda, which counts them on the device, rows × draws at most %d a run so that it ends inside the worker's watchdog; at most %d where the draws are kept)", DefaultDraws, DefaultCountedDraws, int64(MaxCountedDraws), MaxKeptDraws),
 		integer: func(v int64) bool { return v >= 0 && v <= MaxDraws },
 		field:   func(o *Overrides) any { return &o.Draws },
 	},

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -246,6 +248,7 @@ func runBench(args []string) int {
 		} else {
 			defer os.RemoveAll(inputsDir)
 			defer peers.Close()
+			defer closePeersOnSignal(peers, inputsDir)()
 			rep.Peers = &peers.Hello
 			fmt.Println(peersLine(rep.Peers))
 		}
@@ -407,4 +410,43 @@ func openPeers(python, script string) (*peerSession, string, error) {
 		return nil, "", fmt.Errorf("%w: inputs folder: %v", errPeersOff, err)
 	}
 	return s, dir, nil
+}
+
+// closePeersOnSignal removes the peers' inputs folder (hundreds of MB) and
+// kills the peer script when the bench gets SIGINT or SIGTERM, and then
+// lets the signal end the process as it would have; the bench's own
+// deferred cleanup never runs then, since a case on the GPU may not end
+// for minutes. A signal that was ignored when sampviz started (nohup, a
+// background job) stays ignored. Calling stop undoes it.
+func closePeersOnSignal(peers *peerSession, dir string) (stop func()) {
+	var sigs []os.Signal
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		if !signal.Ignored(sig) {
+			sigs = append(sigs, sig)
+		}
+	}
+	if len(sigs) == 0 {
+		return func() {}
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			fmt.Fprintf(os.Stderr, "sampviz bench: %v: removing %s and stopping the peers\n", sig, dir)
+			os.RemoveAll(dir)
+			peers.Kill()
+			signal.Reset(sig)
+			if p, err := os.FindProcess(os.Getpid()); err == nil && p.Signal(sig) == nil {
+				time.Sleep(time.Second) // the signal's default action ends us
+			}
+			os.Exit(exitUnusable)
+		case <-stopped:
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(stopped)
+	}
 }

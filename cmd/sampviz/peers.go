@@ -34,6 +34,14 @@ const (
 	// peerReplyWait bounds one case's peers; the script stops a compile
 	// after its own --compile-timeout, far below it.
 	peerReplyWait = 10 * time.Minute
+	// peerExitWait is how long Close lets the script exit on its own once
+	// its input closes, before it kills the script's process group.
+	peerExitWait = 5 * time.Second
+	// peerPipeWait bounds each wait for the script's stdout and stderr to
+	// close after it exited (cmd.WaitDelay, and Close's waits after the
+	// kill): our stderr is a Go writer, so without a bound Wait blocks as
+	// long as any process the script left behind holds it.
+	peerPipeWait = 2 * time.Second
 )
 
 // peerHello is the script's first line: what it runs with, or why it
@@ -90,9 +98,15 @@ type peerSession struct {
 	Hello  peerHello
 	cmd    *exec.Cmd
 	in     io.WriteCloser
+	out    io.Closer
 	stderr io.Writer
 	lines  chan string
 	done   chan error
+	// exitWait is Close's peerExitWait (tests shorten it).
+	exitWait time.Duration
+	// closing serialises Close and Kill: an interrupted bench kills the
+	// session from its signal's goroutine.
+	closing sync.Mutex
 }
 
 // errPeersOff wraps every reason the peers cannot run; its message is the
@@ -148,6 +162,8 @@ func startPeers(python, script string, args []string, stderr io.Writer) (*peerSe
 	stderr = &lockedWriter{w: stderr} // the script's stderr and its stray stdout lines share it
 	cmd := exec.Command(python, append([]string{script, "serve"}, args...)...)
 	cmd.Stderr = stderr
+	cmd.WaitDelay = peerPipeWait
+	inOwnGroup(cmd) // so that Close reaches python's children (compile workers) too
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", errPeersOff, python, err)
@@ -159,7 +175,7 @@ func startPeers(python, script string, args []string, stderr io.Writer) (*peerSe
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: %s could not start: %v", errPeersOff, python, err)
 	}
-	s := &peerSession{cmd: cmd, in: in, stderr: stderr, lines: make(chan string), done: make(chan error, 1)}
+	s := &peerSession{cmd: cmd, in: in, out: out, stderr: stderr, lines: make(chan string), done: make(chan error, 1), exitWait: peerExitWait}
 	go func() {
 		r := bufio.NewReaderSize(out, 1<<16)
 		for {
@@ -243,10 +259,30 @@ func (s *peerSession) Time(req peerRequest) (*peerReply, error) {
 	return &rep, nil
 }
 
-// Close ends the script: its input closes, and it is killed if it has not
-// exited within a few seconds.
+// Close ends the script: its input closes, and its process group (python
+// and the children it started) is killed if it has not exited within
+// peerExitWait. It returns once the script's Wait has, and never later
+// than peerExitWait + 3 x peerPipeWait, even when a process that left the
+// group still holds the script's stdout or stderr. Closing twice is a
+// no-op.
 func (s *peerSession) Close() {
-	if s == nil || s.cmd == nil {
+	if s != nil {
+		s.close(s.exitWait)
+	}
+}
+
+// Kill ends the script at once, as Close does after its wait: for a bench
+// that was interrupted.
+func (s *peerSession) Kill() {
+	if s != nil {
+		s.close(0)
+	}
+}
+
+func (s *peerSession) close(exitWait time.Duration) {
+	s.closing.Lock()
+	defer s.closing.Unlock()
+	if s.cmd == nil {
 		return
 	}
 	s.in.Close()
@@ -254,13 +290,29 @@ func (s *peerSession) Close() {
 		for range s.lines { // drain, so the reader reaches Wait
 		}
 	}()
+	if !s.waited(exitWait) {
+		killGroup(s.cmd)
+		if !s.waited(peerPipeWait) {
+			// A process outside the group holds stdout: stop reading it, so
+			// that the reader reaches Wait, which WaitDelay bounds.
+			s.out.Close()
+			s.waited(2 * peerPipeWait)
+		}
+	}
+	s.cmd = nil
+}
+
+// waited reports whether the script's Wait returned within d.
+func (s *peerSession) waited(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case err := <-s.done:
 		s.done <- err
-	case <-time.After(5 * time.Second):
-		s.cmd.Process.Kill()
+		return true
+	case <-t.C:
+		return false
 	}
-	s.cmd = nil
 }
 
 // withSpeedups returns the peers with each timed peer's speedup over ours

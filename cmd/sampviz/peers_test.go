@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -281,4 +284,197 @@ func TestPeersScript(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPeerClose checks that Close returns within its bound and after the
+// script's Wait, whether the script exits on its own, never reads its
+// input, or leaves a child holding its stdout and stderr (python's compile
+// workers): a child in the script's process group dies with it; one that
+// left the group lives on, and Close still returns (WaitDelay).
+func TestPeerClose(t *testing.T) {
+	const exitWait = 200 * time.Millisecond
+	tests := []struct {
+		name      string
+		mode      string
+		childDies bool  // the child, where the mode starts one, is gone after Close
+		killed    bool  // Close had to kill the script or its child
+		wantWait  error // what the script's Wait returns, as errors.Is or errors.As sees it
+	}{
+		{"exits on its own", "ready", false, false, nil},
+		{"never reads its input", "deaf", false, true, &exec.ExitError{}},
+		{"a child holds its pipes", "heir", true, true, nil},
+		{"an escaped child holds its pipes", "escaped", false, true, exec.ErrWaitDelay},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "child")
+			s, err := startPeers("sh", fakePeers, []string{tc.mode, pidFile}, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			child := 0
+			if tc.mode == "heir" || tc.mode == "escaped" {
+				if child = readPid(t, pidFile); child > 0 {
+					t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+				}
+			}
+			s.exitWait = exitWait
+			start := time.Now()
+			s.Close()
+			took := time.Since(start)
+			t.Logf("Close took %s", took)
+			if bound := exitWait + 3*peerPipeWait + time.Second; took > bound {
+				t.Errorf("Close took %s, more than %s", took, bound)
+			}
+			if !tc.killed && took >= exitWait {
+				t.Errorf("Close took %s: it waited for a script that had exited", took)
+			}
+			select {
+			case err := <-s.done:
+				var ee *exec.ExitError
+				switch want := tc.wantWait.(type) {
+				case nil:
+					if err != nil {
+						t.Errorf("Wait: %v, want nil", err)
+					}
+				case *exec.ExitError:
+					if !errors.As(err, &ee) {
+						t.Errorf("Wait: %v, want the kill's exit status", err)
+					}
+				default:
+					if !errors.Is(err, want) {
+						t.Errorf("Wait: %v, want %v", err, want)
+					}
+				}
+			default:
+				t.Fatal("Close returned before the script's Wait")
+			}
+			if child > 0 {
+				if gone := processGone(child, 2*time.Second); gone != tc.childDies {
+					t.Errorf("child %d gone after Close: %v, want %v", child, gone, tc.childDies)
+				}
+			}
+		})
+	}
+}
+
+// readPid reads the pid the fake script wrote to path, waiting for it a
+// little.
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+			return pid
+		}
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+// processGone reports whether pid has ended (or is a zombie nobody
+// reaped) within wait.
+func processGone(pid int, wait time.Duration) bool {
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		// The state follows the command's closing parenthesis.
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// signalHelperEnv makes TestPeersSignalHelper, in a process of its own, open
+// the fake peers as `sampviz bench --peers` does and wait for a signal.
+const signalHelperEnv = "SAMPVIZ_TEST_PEERS_SIGNAL"
+
+// TestPeersSignal checks that SIGINT or SIGTERM during `sampviz bench
+// --peers` removes the inputs folder and kills the peer script, and that
+// the signal then ends the process as it would have.
+func TestPeersSignal(t *testing.T) {
+	tests := []struct {
+		name string
+		sig  syscall.Signal
+	}{
+		{"ctrl-c", syscall.SIGINT},
+		{"sigterm", syscall.SIGTERM},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestPeersSignalHelper$")
+			cmd.Env = append(os.Environ(), signalHelperEnv+"=1", "SAMPVIZ_PEERS_FLAGS=ready")
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			// The helper prints the inputs folder and the script's pid once
+			// its signal handler is in place.
+			var dir string
+			var pid int
+			if _, err := fmt.Fscan(out, &dir, &pid); err != nil {
+				t.Fatalf("helper: %v\n%s", err, stderr.String())
+			}
+			if _, err := os.Stat(filepath.Join(dir, "case00.safetensors")); err != nil {
+				t.Fatalf("the helper's inputs: %v", err)
+			}
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			waited := make(chan error, 1)
+			go func() { waited <- cmd.Wait() }()
+			select {
+			case <-waited:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the helper did not end within 10 s of %v\n%s", tc.sig, stderr.String())
+			}
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != tc.sig {
+				t.Errorf("the helper ended with %v, want the signal %v\n%s", cmd.ProcessState, tc.sig, stderr.String())
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				os.RemoveAll(dir)
+				t.Errorf("the inputs folder %s is still there after %v (stat: %v)", dir, tc.sig, err)
+			}
+			if !processGone(pid, 2*time.Second) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Errorf("the peer script %d lives on after %v", pid, tc.sig)
+			}
+		})
+	}
+}
+
+// TestPeersSignalHelper is TestPeersSignal's bench, run only in a process
+// of its own: it opens the fake peers with their inputs folder as
+// runBench does, writes a case's inputs there and waits to be signalled.
+func TestPeersSignalHelper(t *testing.T) {
+	if os.Getenv(signalHelperEnv) != "1" {
+		t.Skip("run by TestPeersSignal in a process of its own")
+	}
+	peers, dir, err := openPeers("sh", fakePeers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	defer peers.Close()
+	defer closePeersOnSignal(peers, dir)()
+	if err := os.WriteFile(filepath.Join(dir, "case00.safetensors"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("%s %d\n", dir, peers.cmd.Process.Pid)
+	time.Sleep(30 * time.Second)
+	t.Fatal("no signal came")
 }

@@ -208,3 +208,55 @@ func TestCountsPowerGain(t *testing.T) {
 		t.Errorf("Gain() = %q (TV %v), want %q with TV under 0.01", got, pw.TV, want)
 	}
 }
+
+// TestSamplesOrCounts checks that an output holding both samples and
+// sample_counts is not judged (one of the two would be ignored) and says so
+// in one sentence naming the output and the rule, while either alone is
+// judged.
+func TestSamplesOrCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	const b, v, n = 3, 50, 400
+	run := logitsRun(rng, engine.OpSample, engine.F32, b, v, 1, rowParams{temp: 1, Filter: ref.Filter{TopP: 1}})
+	eps := ref.BoundaryEps(DefaultTolerance(engine.F32).Rtol)
+	draws := make([]int64, b*n)
+	for r := range b {
+		d := ref.Sample(run, r, eps)
+		for i := range n {
+			draws[r*n+i] = drawFrom(rng, d.Probs)
+		}
+	}
+	samples := func() *engine.Tensor { return engine.FromInts("samples", engine.I32, []int{b, n}, draws) }
+	counts := func() *engine.Tensor {
+		return engine.FromInts("sample_counts", engine.I32, []int{b, v}, histogram(draws, b, n, v))
+	}
+	const both = "x cannot be judged: it holds both samples and sample_counts, want one of the two"
+	tests := []struct {
+		name        string
+		out         *engine.Output
+		wantRefused bool
+		wantKind    string
+	}{
+		{"samples", &engine.Output{Name: "x", External: true, Samples: samples()}, false, "samples"},
+		{"sample_counts", &engine.Output{Name: "x", External: true, SampleCounts: counts()}, false, "samples"},
+		{"both", &engine.Output{Name: "x", External: true, Samples: samples(), SampleCounts: counts()}, true, ""},
+		{"both, ours", &engine.Output{Name: "x", SampleDraws: n, Samples: samples(), SampleCounts: counts()}, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := judgeRun(t, run, tt.out).Outputs[0]
+			notes := strings.Join(o.Notes, " | ")
+			if refused := strings.Contains(notes, both); refused != tt.wantRefused {
+				t.Fatalf("notes %q: refused %v, want %v", notes, refused, tt.wantRefused)
+			}
+			if tt.wantRefused {
+				if o.Pass {
+					t.Errorf("an output holding both passed")
+				}
+				return
+			}
+			if o.Kind != tt.wantKind || !o.Pass {
+				t.Errorf("kind %q, pass %v; want %q, passing (notes %q)", o.Kind, o.Pass, tt.wantKind, notes)
+			}
+		})
+	}
+}

@@ -117,6 +117,10 @@ func newPlan(j *judge, i int, out *engine.Output) *plan {
 			p.tokens, p.argmax = true, run.Op == engine.OpArgmax
 		}
 	}
+	if out.Samples != nil && out.SampleCounts != nil {
+		// One of the two would be judged and the other never looked at.
+		fail("it holds both samples and sample_counts, want one of the two (its draws listed or counted)")
+	}
 	if t := out.Samples; t != nil && needLogits("samples") {
 		switch {
 		case !t.DType.IsInt():

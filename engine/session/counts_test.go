@@ -85,7 +85,9 @@ func TestBudgetCountsDraws(t *testing.T) {
 }
 
 // TestStoredCounts checks that a stored run keeps counted draws as counts,
-// with the draws they count, and reads them back the same.
+// with the draws they count, and reads them back the same; and that a
+// stored file holding both samples and sample_counts is refused when read,
+// in one sentence naming the file and the rule.
 func TestStoredCounts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const rows, vocab, draws = 3, 257, 1000
@@ -96,13 +98,17 @@ func TestStoredCounts(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name string
-		out  *engine.Output
+		name    string
+		out     *engine.Output
+		wantErr string // after the file's path; "" for read back
 	}{
 		{"counts", &engine.Output{Name: "cuda", Tokens: engine.FromInts("tokens", engine.I32, []int{rows}, []int64{1, 2, 3}),
-			SampleCounts: engine.FromInts("sample_counts", engine.I32, []int{rows, vocab}, counts), SampleDraws: draws}},
+			SampleCounts: engine.FromInts("sample_counts", engine.I32, []int{rows, vocab}, counts), SampleDraws: draws}, ""},
 		{"draws", &engine.Output{Name: "cpu", Tokens: engine.FromInts("tokens", engine.I32, []int{rows}, []int64{1, 2, 3}),
-			Samples: engine.FromInts("samples", engine.I32, []int{rows, 2}, []int64{4, 5, 6, 7, 8, 9})}},
+			Samples: engine.FromInts("samples", engine.I32, []int{rows, 2}, []int64{4, 5, 6, 7, 8, 9})}, ""},
+		{"both", &engine.Output{Name: "cuda", Samples: engine.FromInts("samples", engine.I32, []int{rows, 2}, []int64{4, 5, 6, 7, 8, 9}),
+			SampleCounts: engine.FromInts("sample_counts", engine.I32, []int{rows, vocab}, counts), SampleDraws: draws},
+			" holds both samples and sample_counts, want one of the two"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,6 +117,12 @@ func TestStoredCounts(t *testing.T) {
 				t.Fatal(err)
 			}
 			st, err := readOutputs(path)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), path+tt.wantErr) {
+					t.Fatalf("readOutputs: %v, want an error saying %q", err, path+tt.wantErr)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +146,9 @@ func TestStoredCounts(t *testing.T) {
 // TestExternalSampleCounts judges a dump that brings its draws counted per
 // token (sample_counts): engine/cpu's draws histogrammed pass, the same
 // counts with draws moved onto a dropped token fail on the support, each in
-// one output of kind samples with a fit of all the draws.
+// one output of kind samples with a fit of all the draws; beside the same
+// draws listed (samples), the counts are a second output, judged on their
+// own, never ignored.
 func TestExternalSampleCounts(t *testing.T) {
 	const rows, vocab, draws = 4, 3000, 20000
 	rng := rand.New(rand.NewPCG(30, 31))
@@ -165,16 +179,23 @@ func TestExternalSampleCounts(t *testing.T) {
 	tests := []struct {
 		name     string
 		counts   []int64
+		samples  bool // the dump lists engine/cpu's draws too
 		failRows []int
 	}{
-		{"engine/cpu's draws", counts, nil},
-		{"draws off the support", spoiled, []int{2}},
+		{"engine/cpu's draws", counts, false, nil},
+		{"draws off the support", spoiled, false, []int{2}},
+		{"draws off the support beside samples", spoiled, true, []int{2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "counts.safetensors")
 			var buf bytes.Buffer
 			tensors := []*engine.Tensor{logits, seeds, topK, engine.FromInts("sample_counts", engine.I32, []int{rows, vocab}, tt.counts)}
+			wantOutputs := 1
+			if tt.samples {
+				tensors = append(tensors, renamed("samples", out.Samples))
+				wantOutputs = 2
+			}
 			if err := dump.WriteSafetensors(&buf, tensors, map[string]string{"op": "sample"}); err != nil {
 				t.Fatal(err)
 			}
@@ -185,10 +206,13 @@ func TestExternalSampleCounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rep.Outputs) != 1 || rep.Outputs[0].Name != "sample_counts" || rep.Outputs[0].Kind != "samples" {
-				t.Fatalf("outputs %+v, want one sample_counts output of kind samples", rep.Outputs)
+			if len(rep.Outputs) != wantOutputs || rep.Outputs[wantOutputs-1].Name != "sample_counts" || rep.Outputs[wantOutputs-1].Kind != "samples" {
+				t.Fatalf("outputs %+v, want %d, the last a sample_counts output of kind samples", rep.Outputs, wantOutputs)
 			}
-			o := rep.Outputs[0]
+			if tt.samples && (rep.Outputs[0].Name != "samples" || !rep.Outputs[0].Pass) {
+				t.Errorf("output 0 %s passes %v, want engine/cpu's samples passing", rep.Outputs[0].Name, rep.Outputs[0].Pass)
+			}
+			o := rep.Outputs[wantOutputs-1]
 			var failed []int
 			for _, r := range o.Rows {
 				if !r.Pass {
@@ -359,4 +383,78 @@ func TestAdmitDrawsForBackend(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdmitCountedDrawsBound checks that a counted run whose rows × draws
+// would outlast the worker's watchdog is refused when the job is admitted,
+// in one sentence naming the file, the rows, the draws and the bound, and
+// that the bound holds for counted draws only (kept draws have their own).
+func TestAdmitCountedDrawsBound(t *testing.T) {
+	const vocab = 16
+	perRow := engine.MaxCountedDraws / engine.MaxDraws // rows of MaxDraws that fit
+	tests := []struct {
+		name  string
+		rows  int
+		draws int
+		keep  bool
+		want  string // "" for admitted
+	}{
+		{"at the bound", perRow, engine.MaxDraws, false, ""},
+		{"one row past the bound", perRow + 1, engine.MaxDraws, false,
+			"t.safetensors: 201 rows of 1000000000 draws are 201000000000 counted draws, more than the 200000000000 a run the cuda backend counts inside its worker's watchdog"},
+		{"1400 rows of 10^9", 1400, engine.MaxDraws, false,
+			"t.safetensors: 1400 rows of 1000000000 draws are 1400000000000 counted draws, more than the 200000000000"},
+		{"many rows of the default", 20000, engine.DefaultCountedDraws, false, ""},
+		{"many rows past the default's bound", 20001, engine.DefaultCountedDraws, false,
+			"t.safetensors: 20001 rows of 10000000 draws are 200010000000 counted draws"},
+		{"kept draws are not counted", 1400, engine.MaxKeptDraws, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeSampleDump(t, tt.rows, vocab)
+			o := engine.Overrides{Draws: ptr(tt.draws)}
+			if tt.keep {
+				o.KeepDraws = ptr(1)
+			}
+			b := countingBackend{name: "cuda"}
+			s := New(b)
+			_, err := s.Admit(context.Background(), Job{DumpPath: path, FileName: "t.safetensors", Backend: b.Name(), Overrides: o})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Admit: %v, want it admitted", err)
+				}
+				return
+			}
+			var ie *InputError
+			if !errors.As(err, &ie) || ie.OverBudget || !strings.Contains(ie.Msg, tt.want) {
+				t.Fatalf("Admit: %v, want an input error saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// writeSampleDump writes a sample dump of rows × vocab fresh random logits
+// and a seed a row under t's temporary folder and returns its path.
+func writeSampleDump(t *testing.T, rows, vocab int) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(rows), 30))
+	x := make([]float32, rows*vocab)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	seeds := make([]int64, rows)
+	for i := range seeds {
+		seeds[i] = rng.Int64()
+	}
+	var buf bytes.Buffer
+	tensors := []*engine.Tensor{engine.FromFloat32s("logits", engine.F32, []int{rows, vocab}, x),
+		engine.FromInts("seed", engine.I64, []int{rows}, seeds)}
+	if err := dump.WriteSafetensors(&buf, tensors, map[string]string{"op": "sample"}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "t.safetensors")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -129,6 +129,11 @@ func readOutputs(path string) (*storedOutputs, error) {
 		TreePath:        f.Tensor("tree_path"), TreeTokens: f.Tensor("tree_tokens"), TreeAccepted: f.Tensor("tree_accepted"),
 		TreePathTrials: f.Tensor("tree_path_trials"), TreeTrials: f.Tensor("tree_trials"),
 	}
+	if st.ours.Samples != nil && st.ours.SampleCounts != nil {
+		// The judge would refuse the output; say which file holds it.
+		f.Close()
+		return nil, fmt.Errorf("read stored outputs: %s holds both samples and sample_counts, want one of the two (our draws listed or counted)", path)
+	}
 	if same, other := f.Tensor(rerunSame), f.Tensor(rerunOther); same != nil && other != nil {
 		st.reruns = &compare.Reruns{Output: 0, SameSeed: same, OtherSeed: other}
 	}

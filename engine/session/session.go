@@ -323,8 +323,10 @@ func options(tol *engine.Tolerances) compare.Options {
 // drawsFit refuses the draws a row of a sample run that b (nil: none)
 // cannot make, before anything runs: the parameter's range is
 // engine.MaxDraws, what a backend that counts its draws
-// (engine.DrawCounter) makes; kept draws (keep_draws 1) and any other
-// backend's are at most engine.MaxKeptDraws a row.
+// (engine.DrawCounter) makes, and its rows × draws are at most
+// engine.MaxCountedDraws, what it counts inside the worker's watchdog; kept
+// draws (keep_draws 1) and any other backend's are at most
+// engine.MaxKeptDraws a row.
 func drawsFit(run *engine.Run, b engine.Backend) error {
 	if b == nil {
 		return nil
@@ -338,6 +340,10 @@ func drawsFit(run *engine.Run, b engine.Backend) error {
 	case counts && !keep:
 		if m := dc.MaxDraws(); d > m {
 			return &InputError{Msg: fmt.Sprintf("%s: draws %d is more than the %d a row the %s backend counts", run.Source, d, m, b.Name())}
+		}
+		if rows := int64(run.Rows()); rows > 0 && int64(d) > engine.MaxCountedDraws/rows {
+			return &InputError{Msg: fmt.Sprintf("%s: %d rows of %d draws are %d counted draws, more than the %d a run the %s backend counts inside its worker's watchdog (fewer draws or rows)",
+				run.Source, rows, d, rows*int64(d), int64(engine.MaxCountedDraws), b.Name())}
 		}
 	case d <= engine.MaxKeptDraws:
 	case keep:

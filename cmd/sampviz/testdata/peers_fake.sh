@@ -3,8 +3,19 @@
 # an error where the inputs file is missing; a line that is not the
 # protocol's before each reply), notorch says torch did not import, silent
 # exits without a hello, garbage writes a line that is not JSON and exits,
-# badjson a hello that is not JSON.
+# badjson a hello that is not JSON; heir leaves a child holding its stdout
+# and stderr when it exits, escaped one in a session of its own, and deaf
+# never reads its input (heir and escaped write the child's pid to $3).
 case "$2" in
+heir)
+	sleep 300 &
+	echo $! >"$3" ;;
+escaped)
+	setsid sleep 300 &
+	echo $! >"$3" ;;
+deaf)
+	echo '{"ready": true}'
+	while :; do sleep 1; done ;;
 notorch)
 	echo '{"ready": false, "why": "import torch failed: No module named '"'"'torch'"'"'"}'
 	exit 0 ;;
