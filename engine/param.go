@@ -68,8 +68,8 @@ type Param struct {
 // the draws a backend returns one by one (the CPU backend, keep_draws).
 // MaxCountedDraws bounds a counted run's rows × draws: the cuda worker's
 // watchdog (60 s) takes a longer launch for a hang and restarts the worker,
-// and an H100 counts about 2.4 × 10^10 draws a second (docs/PERF.md, "The
-// floor of a counted draw"; a top-k row about 3.5 × 10^10), so 2 × 10^11
+// and an H100 counts about 2.4 × 10^10 draws a second (docs/PERF.md's
+// current table, sample counts; a top-k row about 3.5 × 10^10), so 2 × 10^11
 // draws take about 8 s, well inside it on the slowest rows we measured.
 const (
 	MaxDraws        = 1_000_000_000
