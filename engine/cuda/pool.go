@@ -286,10 +286,13 @@ func (r *placedRun) Run(ctx context.Context, run *engine.Run) (*engine.Output, e
 	w.mu.Lock()
 	w.busy, w.serving = true, r.label
 	w.mu.Unlock()
-	out, err := w.b.Run(ctx, run)
-	w.mu.Lock()
-	w.busy, w.serving = false, ""
-	w.served++
-	w.mu.Unlock()
-	return out, err
+	// However the run ends, a panic included (the server recovers and
+	// goes on), the GPU stops reading busy.
+	defer func() {
+		w.mu.Lock()
+		w.busy, w.serving = false, ""
+		w.served++
+		w.mu.Unlock()
+	}()
+	return w.b.Run(ctx, run)
 }

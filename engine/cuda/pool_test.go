@@ -328,3 +328,49 @@ func TestPoolCountsDraws(t *testing.T) {
 		})
 	}
 }
+
+// TestPlacedRunEndsIdle ends a placed run every way it can end: each time
+// the GPU reads idle again, with the run counted served and its turn free
+// (a second run on it does not wait), a panic in the backend included.
+func TestPlacedRunEndsIdle(t *testing.T) {
+	rng := newRand(t)
+	p := openFakePool(t, 2, nil)
+	run, _ := argmaxRun(rng, 2, 30)
+	tests := []struct {
+		name      string
+		run       *engine.Run
+		wantPanic bool
+		wantErr   bool
+	}{
+		{"ok", run, false, false},
+		{"unsupported", &engine.Run{Op: engine.OpSoftmax}, false, true},
+		// A nil run panics in the backend (it reads run.Op): the server
+		// recovers from such panics and goes on, so the GPU must not read
+		// busy for good.
+		{"panic", nil, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := p.worker(1)
+			before := p.GPUs()[1].Served
+			var err error
+			panicked := func() (panicked bool) {
+				defer func() { panicked = recover() != nil }()
+				_, err = (&placedRun{pool: p, w: w, label: tt.name}).Run(context.Background(), tt.run)
+				return false
+			}()
+			if panicked != tt.wantPanic || (err != nil) != tt.wantErr {
+				t.Fatalf("panicked %v, error %v; want panic %v, error %v", panicked, err, tt.wantPanic, tt.wantErr)
+			}
+			st := p.GPUs()[1]
+			if st.State != engine.GPUIdle || st.Run != "" || st.Served != before+1 {
+				t.Errorf("GPU 1 after the run: %+v; want idle, no run, %d served", st, before+1)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := (&placedRun{pool: p, w: w, label: "next"}).Run(ctx, run); err != nil {
+				t.Errorf("the next run on GPU 1: %v (its turn was not given back?)", err)
+			}
+		})
+	}
+}
