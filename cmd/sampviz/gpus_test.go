@@ -95,11 +95,34 @@ func TestServeRefusesBadGPUs(t *testing.T) {
 }
 
 func TestCheckRefusesBadGPU(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := runCheck([]string{"--gpu", "-1", "--example"}, &stdout, &stderr); code != exitUnusable {
-		t.Errorf("exit %d, want %d", code, exitUnusable)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"not a number", []string{"--gpu", "-1", "--example"}, `invalid value "-1" for flag -gpu: "-1" is not a GPU number`},
+		{"cpu backend", []string{"--gpu", "1", "--backend", "cpu", "--example"}, "--gpu picks the GPU of the cuda backend; --backend cpu runs on none"},
+		{"cpu backend, GPU 0 named", []string{"--backend", "cpu", "--gpu", "0", "--example"}, "--gpu picks the GPU of the cuda backend; --backend cpu runs on none"},
+		{"no backend", []string{"--backend", "none", "--gpu", "0", "--example"}, "--gpu picks the GPU of the cuda backend; --backend none runs on none"},
 	}
-	if want := `invalid value "-1" for flag -gpu: "-1" is not a GPU number`; !strings.Contains(stderr.String(), want) {
-		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := runCheck(tt.args, &stdout, &stderr); code != exitUnusable {
+				t.Errorf("exit %d, want %d; stderr %q", code, exitUnusable, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.want) || strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+				t.Errorf("stderr %q, want one line saying %q", stderr.String(), tt.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("printed %q before refusing", stdout.String())
+			}
+		})
+	}
+	// Without --gpu, the cpu backend judges the example as before (the
+	// example has failing rows on purpose: exit 1, not 2).
+	var stdout, stderr bytes.Buffer
+	if code := runCheck([]string{"--backend", "cpu", "--example"}, &stdout, &stderr); code == exitUnusable || stdout.Len() == 0 {
+		t.Errorf("check --backend cpu --example: exit %d, stdout %d bytes; want a report; stderr %q", code, stdout.Len(), stderr.String())
 	}
 }
