@@ -182,6 +182,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if gpus := sess.GPUs(); len(gpus) > 1 {
 		fmt.Fprintf(stdout, "\n  gpus:    %d, one worker each; up to %d runs at once", len(gpus), len(gpus))
 	}
+	for _, g := range sess.GPUs() {
+		if g.State == engine.GPUDown {
+			fmt.Fprintf(stdout, "\n  GPU %d:   down, runs go to the others until its worker starts: %s", g.Index, g.Fault)
+		}
+	}
 	fmt.Fprintf(stdout, "\n  data:    %s\n", fl.data)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
