@@ -205,13 +205,16 @@ func (p *Pool) Name() string { return "cuda" }
 // numbers of all when there are several ("NVIDIA H100 80GB HBM3, GPUs 0,
 // 1").
 func (p *Pool) Device() engine.Device {
-	d := p.workers[0].b.Device()
+	first := p.workers[0]
 	for _, w := range p.workers {
-		if wd := w.b.Device(); wd.Name != "" {
-			d = wd
+		// Asked of health, not of the backend: a down GPU's backend is
+		// locked while its worker is started again.
+		if !w.b.health.isDown() {
+			first = w
 			break
 		}
 	}
+	d := first.b.Device()
 	d.Backend = "cuda"
 	if len(p.workers) > 1 {
 		nums := make([]string, len(p.workers))
