@@ -114,3 +114,69 @@ func TestJobsShareMaxMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffSharesMaxMemory compares two dumps while a job holds part of
+// MaxMemory: the comparison reserves its whole need at once, so it waits
+// for the job when both do not fit, and runs beside it when they do.
+func TestDiffSharesMaxMemory(t *testing.T) {
+	tests := []struct {
+		name     string
+		room     bool // MaxMemory holds the job and the comparison together
+		together bool
+	}{
+		{"room for both", true, true},
+		{"room for the comparison alone", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := testDump(t, engine.OpSoftmax, 4, 64, nil)
+			entered := make(chan struct{}, 4)
+			gate := make(chan struct{})
+			s := New(funcBackend(func(ctx context.Context, run *engine.Run) (*engine.Output, error) {
+				entered <- struct{}{}
+				<-gate
+				return cpu.New().Run(ctx, run)
+			}))
+			a := Job{DumpPath: path, FileName: "a.safetensors"}
+			b := Job{DumpPath: path, FileName: "b.safetensors"}
+			info, err := s.Admit(context.Background(), a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			both, err := s.admitDiff(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.MaxMemory = both.Total
+			if tt.room {
+				s.MaxMemory += info.Memory - runtimeBytes
+			}
+			done := make(chan error, 2)
+			go func() {
+				_, err := s.Execute(context.Background(), a, nil)
+				done <- err
+			}()
+			<-entered
+			go func() {
+				_, err := s.Diff(context.Background(), a, b)
+				done <- err
+			}()
+			select {
+			case <-entered:
+				if !tt.together {
+					t.Errorf("the comparison ran while the job held its memory; MaxMemory %d, the comparison needs %d, the job %d", s.MaxMemory, both.Total, info.Memory)
+				}
+			case <-time.After(300 * time.Millisecond):
+				if tt.together {
+					t.Errorf("the comparison waited though MaxMemory %d holds it (%d) and the job (%d)", s.MaxMemory, both.Total, info.Memory)
+				}
+			}
+			close(gate)
+			for range 2 {
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
