@@ -128,7 +128,6 @@ func OpenPool(ctx context.Context, opts Options, gpus []int) (*Pool, error) {
 	if err0 != nil {
 		errs[0] = fmt.Errorf("GPU %d: %w", first, err0)
 	}
-	var wg sync.WaitGroup
 	for i, g := range gpus[1:] {
 		o := opts
 		o.Device = g
@@ -138,9 +137,12 @@ func OpenPool(ctx context.Context, opts Options, gpus []int) (*Pool, error) {
 			return nil, fmt.Errorf("GPU %d: %w", g, err)
 		}
 		p.workers[i+1] = &gpuWorker{index: g, b: b, turn: make(chan struct{}, 1)}
+	}
+	var wg sync.WaitGroup
+	for i, w := range p.workers[1:] {
 		wg.Go(func() {
-			if err := b.start(ctx); err != nil {
-				errs[i+1] = fmt.Errorf("GPU %d: %w", g, err)
+			if err := w.b.start(ctx); err != nil {
+				errs[i+1] = fmt.Errorf("GPU %d: %w", w.index, err)
 			}
 		})
 	}
@@ -310,7 +312,7 @@ func (p *Pool) GPUs() []engine.GPUState {
 // way. p.mu is held.
 func (p *Pool) retry(w *gpuWorker) {
 	at, down := w.b.health.downSince()
-	if !down || w.retry || time.Since(at) < p.retryAfter || p.ctx == nil {
+	if !down || w.retry || time.Since(at) < p.retryAfter || p.ctx == nil || p.ctx.Err() != nil {
 		return
 	}
 	w.retry = true
@@ -325,9 +327,12 @@ func (p *Pool) retry(w *gpuWorker) {
 
 // Close stops every worker, and the starts under way.
 func (p *Pool) Close() error {
+	// Under p.mu, so that no start begins once Close waits for them.
+	p.mu.Lock()
 	if p.cancel != nil {
 		p.cancel()
 	}
+	p.mu.Unlock()
 	p.retrying.Wait()
 	var wg sync.WaitGroup
 	for _, w := range p.workers {

@@ -440,17 +440,23 @@ func TestPoolRetriesDownGPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			p.retryAfter = coolDown
+			setRetry := func(d time.Duration) {
+				p.mu.Lock()
+				p.retryAfter = d
+				p.mu.Unlock()
+			}
 			w1 := p.worker(1)
 			firstDown, _ := w1.b.health.downSince()
 
-			// Before the cool-down: no start is tried.
+			// Before the cool-down (an hour, so that a slow machine does
+			// not pass it): no start is tried.
+			setRetry(time.Hour)
 			b, release := p.Place("early")
 			if i := b.(*placedRun).w.index; i != 0 {
 				t.Errorf("early run placed on GPU %d, want 0", i)
 			}
 			release()
-			time.Sleep(coolDown / 3)
+			time.Sleep(100 * time.Millisecond)
 			if at, down := w1.b.health.downSince(); !down || !at.Equal(firstDown) {
 				t.Fatalf("GPU 1 before the cool-down: down %v since %v; want down since %v, not tried again", down, at, firstDown)
 			}
@@ -460,6 +466,7 @@ func TestPoolRetriesDownGPU(t *testing.T) {
 				w1.b.opts.Env = slices.DeleteFunc(slices.Clone(w1.b.opts.Env), func(e string) bool { return strings.HasPrefix(e, fakeDownEnv+"=") })
 				w1.b.mu.Unlock()
 			}
+			setRetry(coolDown)
 			time.Sleep(coolDown)
 			b, release = p.Place("after")
 			if i := b.(*placedRun).w.index; i != 0 {
