@@ -121,6 +121,20 @@ func (c *checkFlags) tolerancesSet() *engine.Tolerances {
 	}
 }
 
+// gpuFits refuses --gpu with a backend that runs on no GPU, as serve
+// refuses --gpus with --backend cpu.
+func (c *checkFlags) gpuFits() error {
+	if c.backend != "cpu" && c.backend != session.NoBackend {
+		return nil
+	}
+	given := false
+	c.fs.Visit(func(f *flag.Flag) { given = given || f.Name == "gpu" })
+	if !given {
+		return nil
+	}
+	return fmt.Errorf("--gpu picks the GPU of the cuda backend; --backend %s runs on none", c.backend)
+}
+
 // runCheck is `sampviz check`: one job of the judging session
 // (engine/session), printed as text or JSON.
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -152,6 +166,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return exitUnusable
 	case c.format != "text" && c.format != "github":
 		return fail("--format %q: want text or github", c.format)
+	}
+	if err := c.gpuFits(); err != nil {
+		return fail("%v", err)
 	}
 	files, err := expandDumps(pos)
 	if err != nil {

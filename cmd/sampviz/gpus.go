@@ -86,8 +86,10 @@ func openPool(kernels, reason string, gpus []int) (*cuda.Pool, error) {
 }
 
 // serveBackend opens serve's backend: "cpu", or for "cuda" and "auto" one
-// worker per GPU of gpus (nil: every GPU); "auto" falls back to the CPU
-// when no GPU answers, but not when --gpus names a GPU the host lacks.
+// worker per GPU of gpus (nil: every GPU), serving on the GPUs whose worker
+// starts (the others are down, cuda.Pool says why); "auto" falls back to
+// the CPU when no GPU's worker starts, but not when --gpus names a GPU the
+// host lacks.
 func serveBackend(name, kernels string, gpus []int) (engine.Backend, error) {
 	switch name {
 	case "cpu":

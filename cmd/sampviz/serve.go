@@ -104,7 +104,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&fl.maxUpload, "max-upload", "largest dump an upload may carry (4GiB, 500MB, ...)")
 	fs.IntVar(&fl.queue, "queue", web.DefaultQueue, "runs that may wait for the kernel executor before uploads get 429")
 	fl.maxMemory = byteSize(defaultMaxMemory())
-	fs.Var(&fl.maxMemory, "max-memory", "most memory one run may take; an upload that needs more gets 413 (default: half the machine's memory, at most 8GiB)")
+	fs.Var(&fl.maxMemory, "max-memory", "most memory the runs judged at once may take together; an upload that needs more gets 413, and a run waits while others hold what it needs (default: half the machine's memory, at most 8GiB)")
 	fs.Var(&fl.maxData, "max-data", "most the data directory may hold; past it the oldest finished runs nobody watches are removed (default: no bound)")
 	fs.IntVar(&fl.keepRuns, "keep-runs", 0, "runs the data directory keeps; past it the oldest finished runs nobody watches are removed (0: all)")
 	fs.Var(&fl.allowHosts, "allow-host", "another host name this server answers to (repeat, or comma-separate); localhost, IP addresses and the --listen host always are")
@@ -137,9 +137,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 	sess := session.New(backends...)
 	sess.MaxMemory = int64(fl.maxMemory)
-	// One run at a time per GPU (web: one executor each), each within
-	// --max-memory.
-	limitMemory(sess.MaxMemory * int64(max(1, len(sess.GPUs()))))
+	// One run at a time per GPU (web: one executor each); the runs judged
+	// at once share --max-memory (the session reserves each one's need
+	// from it, engine/session budget.go), so the process stays within it.
+	limitMemory(sess.MaxMemory)
 	srv, err := web.New(web.Config{
 		DataDir: fl.data, Runner: sess, Token: fl.token,
 		MaxUpload: int64(fl.maxUpload), Queue: fl.queue, Log: log,
@@ -180,6 +181,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	if gpus := sess.GPUs(); len(gpus) > 1 {
 		fmt.Fprintf(stdout, "\n  gpus:    %d, one worker each; up to %d runs at once", len(gpus), len(gpus))
+	}
+	for _, g := range sess.GPUs() {
+		if g.State == engine.GPUDown {
+			fmt.Fprintf(stdout, "\n  GPU %d:   down, runs go to the others until its worker starts: %s", g.Index, g.Fault)
+		}
 	}
 	fmt.Fprintf(stdout, "\n  data:    %s\n", fl.data)
 

@@ -97,6 +97,7 @@ type health struct {
 	fault    string
 	faultAt  time.Time
 	down     string
+	downAt   time.Time
 }
 
 // Open starts a worker, loads the kernel library in it, binds the GPU and
@@ -104,6 +105,20 @@ type health struct {
 // engine.ErrUnavailable when the library is missing or does not load, or
 // when no GPU answers; the message says which.
 func Open(ctx context.Context, opts Options) (*Backend, error) {
+	b, err := newBackend(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.start(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// newBackend returns a backend with opts' defaults whose worker is not
+// started yet (start, or the first Run, starts it). It fails as Open does
+// when the library is missing.
+func newBackend(opts Options) (*Backend, error) {
 	if opts.Watchdog <= 0 {
 		opts.Watchdog = DefaultWatchdog
 	}
@@ -123,13 +138,16 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 		}
 		opts.Command = append(strings.Fields(os.Getenv(WrapperEnv)), exe, "worker")
 	}
-	b := &Backend{opts: opts}
+	return &Backend{opts: opts}, nil
+}
+
+// start starts the worker unless it runs; when it cannot, the backend is
+// down (health) and the error says why.
+func (b *Backend) start(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, err := b.ensure(ctx); err != nil {
-		return nil, err
-	}
-	return b, nil
+	_, err := b.ensure(ctx)
+	return err
 }
 
 // Name returns "cuda".
@@ -343,6 +361,9 @@ func (b *Backend) ensure(ctx context.Context) (*proc, error) {
 			we.Kind = engine.ErrUnavailable
 		}
 		b.proc = nil
+		if we != nil && we.devices > 0 {
+			b.deviceCount = we.devices
+		}
 		b.health.setDown(err.Error())
 		return nil, err
 	}
@@ -392,7 +413,7 @@ func (b *Backend) call(ctx context.Context, pr *proc, req *request, timeout time
 			if kind == ErrDeviceFault {
 				return nil, restart(kind, rep.Err.Message)
 			}
-			return nil, &WorkerError{Kind: kind, Op: op, Detail: rep.Err.Message}
+			return nil, &WorkerError{Kind: kind, Op: op, Detail: rep.Err.Message, devices: rep.Err.Devices}
 		}
 		return &rep, nil
 	case err := <-pr.readErr:
@@ -540,11 +561,11 @@ func (t *tail) String() string {
 	return strings.TrimSpace(string(t.buf))
 }
 
-// setDown records that the worker could not start, and why.
+// setDown records that the worker could not start, why and when.
 func (h *health) setDown(why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.down = why
+	h.down, h.downAt = why, time.Now()
 }
 
 // isDown reports whether the worker's last start failed.
@@ -552,6 +573,14 @@ func (h *health) isDown() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.down != ""
+}
+
+// downSince returns when the worker's last start failed, and false when it
+// is not down.
+func (h *health) downSince() (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.downAt, h.down != ""
 }
 
 // up records a started worker on the GPU called name.

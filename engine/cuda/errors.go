@@ -40,6 +40,9 @@ type WorkerError struct {
 	// Restarted says that the worker was killed and the next run starts a
 	// fresh one.
 	Restarted bool
+	// devices is how many GPUs CUDA sees, as a worker that could not start
+	// on its GPU reported it (0: not known).
+	devices int
 }
 
 // Error says which op failed, how, whether the worker was restarted, and
@@ -79,6 +82,10 @@ const (
 type wireError struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
+	// Devices is how many GPUs CUDA sees, when a hello fails on its GPU
+	// and the count is known (0: not known), so that a pool can start the
+	// others.
+	Devices int `json:"devices,omitempty"`
 }
 
 func (e *wireError) Error() string { return e.Message }

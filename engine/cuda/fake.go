@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sampviz/sampviz/engine"
@@ -18,6 +19,10 @@ import (
 const (
 	fakeGPUsEnv  = "SAMPVIZ_WORKER_FAKE_GPUS"
 	fakeDelayEnv = "SAMPVIZ_WORKER_FAKE_DELAY"
+	// fakeDownEnv lists the fake GPUs whose worker cannot start ("1" or
+	// "0,2"), as a GPU whose context cannot be created: the hello fails,
+	// telling how many GPUs there are.
+	fakeDownEnv = "SAMPVIZ_WORKER_FAKE_DOWN"
 )
 
 // fakeExec is the worker's fake device (SAMPVIZ_WORKER_FAKE=1), for testing
@@ -38,7 +43,15 @@ func (f *fakeExec) hello(h *helloRequest) (*helloReply, error) {
 		count = n
 	}
 	if h.Device < 0 || h.Device >= count {
-		return nil, &wireError{Kind: wireNoDevice, Message: fmt.Sprintf("init: no CUDA device %d (%d present)", h.Device, count)}
+		return nil, &wireError{Kind: wireNoDevice, Message: fmt.Sprintf("init: no CUDA device %d (%d present)", h.Device, count), Devices: count}
+	}
+	if s := os.Getenv(fakeDownEnv); s != "" {
+		for _, part := range strings.Split(s, ",") {
+			if n, err := strconv.Atoi(strings.TrimSpace(part)); err == nil && n == h.Device {
+				return nil, &wireError{Kind: wireCUDA, Devices: count,
+					Message: fmt.Sprintf("init: fake GPU %d does not start (%s): all CUDA-capable devices are busy or unavailable", h.Device, fakeDownEnv)}
+			}
+		}
 	}
 	if s := os.Getenv(fakeDelayEnv); s != "" {
 		d, err := time.ParseDuration(s)

@@ -237,3 +237,44 @@ func waitUntil(d time.Duration, cond func() bool) bool {
 	}
 	return false
 }
+
+// TestGPUFailedHelloCountsGPUs asks the real library for GPUs the host does
+// not have: a worker whose hello fails on its GPU still reports how many
+// GPUs CUDA sees (so a pool starts the others beside a GPU that cannot
+// start), and OpenPool refuses each such number with ErrNoGPU naming them.
+func TestGPUFailedHelloCountsGPUs(t *testing.T) {
+	count := gpuBackend(t).deviceCount
+	if count < 1 {
+		t.Fatalf("the library reports %d GPUs; sv_device_count should count the GPU that answered", count)
+	}
+	opts := testOptions(kernelsForTest())
+	opts.Device = count
+	b, err := Open(context.Background(), opts)
+	if err == nil {
+		b.Close()
+		t.Fatalf("Open on GPU %d of %d succeeded", count, count)
+	}
+	var we *WorkerError
+	if !errors.As(err, &we) || we.devices != count || !errors.Is(err, engine.ErrUnavailable) {
+		t.Errorf("Open on GPU %d: %v (devices %d); want unavailable, reporting %d GPUs", count, err, we.devicesOrZero(), count)
+	}
+	for _, gpus := range [][]int{{count}, {0, count}} {
+		p, err := OpenPool(context.Background(), opts, gpus)
+		if err == nil {
+			p.Close()
+			t.Errorf("OpenPool(%v) succeeded on a host of %d GPUs", gpus, count)
+			continue
+		}
+		if want := "CUDA sees " + countGPUs(count) + " on this host"; !errors.Is(err, ErrNoGPU) || !strings.Contains(err.Error(), want) {
+			t.Errorf("OpenPool(%v): %v; want ErrNoGPU saying %q", gpus, err, want)
+		}
+	}
+}
+
+// devicesOrZero is e.devices, or 0 for no error.
+func (e *WorkerError) devicesOrZero() int {
+	if e == nil {
+		return 0
+	}
+	return e.devices
+}

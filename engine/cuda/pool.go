@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sampviz/sampviz/engine"
 )
@@ -23,19 +24,33 @@ var (
 // does not have.
 var ErrNoGPU = errors.New("no such GPU")
 
+// DownRetry is how long a pool leaves a GPU whose worker could not start
+// before it starts that worker again (Pool.Place).
+const DownRetry = 30 * time.Second
+
 // Pool is the CUDA backend of a host with several GPUs: one supervised
 // worker per GPU (a Backend each, bound to its device by the hello's device
 // number), and runs spread across them. Place puts a whole run (its kernels
 // and its seed reruns) on the GPU with the fewest runs placed; each GPU
 // serves its runs one at a time, in its own queue, so a fault on one GPU
-// restarts that GPU's worker only, and the runs of the others go on. It is
-// safe for concurrent use, and must be closed. It never judges and never
-// moves a run from one GPU to another.
+// restarts that GPU's worker only, and the runs of the others go on. A GPU
+// whose worker cannot start is down: runs go to the others, and its worker
+// is started again in the background (Place). It is safe for concurrent
+// use, and must be closed. It never judges and never moves a run from one
+// GPU to another.
 type Pool struct {
 	workers []*gpuWorker
 	reason  string
+	// retryAfter is how long a down GPU is left before its worker is
+	// started again (DownRetry; shorter in the tests).
+	retryAfter time.Duration
 
-	mu sync.Mutex // guards each worker's placed count
+	mu sync.Mutex // guards each worker's placed count and retrying
+
+	// ctx ends at Close, and stops the background starts (retries).
+	ctx      context.Context
+	cancel   context.CancelFunc
+	retrying sync.WaitGroup
 }
 
 // gpuWorker is one GPU of a pool: its Backend, its turn (one run's kernels
@@ -46,7 +61,8 @@ type gpuWorker struct {
 	turn  chan struct{}
 
 	mu      sync.Mutex
-	placed  int // runs placed and not released (guarded by Pool.mu)
+	placed  int  // runs placed and not released (guarded by Pool.mu)
+	retry   bool // its worker is being started in the background (guarded by Pool.mu)
 	busy    bool
 	serving string
 	served  int64
@@ -55,10 +71,14 @@ type gpuWorker struct {
 // OpenPool starts one worker per GPU of gpus (CUDA device numbers), or, for
 // nil or empty, per GPU the CUDA runtime sees: the first worker (GPU gpus[0], or 0)
 // reports the device count (sv_device_count, which honours
-// CUDA_VISIBLE_DEVICES), and the others start beside each other. opts.Device
-// is ignored. A number the host does not have is an error wrapping
-// ErrNoGPU that names the GPUs it has; a worker that does not start is an
-// error naming its GPU. Either way no worker is left running.
+// CUDA_VISIBLE_DEVICES; a worker that cannot start on its GPU still
+// reports it), and the others start beside each other. opts.Device is
+// ignored. A number the host does not have is an error wrapping ErrNoGPU
+// that names the GPUs it has. A GPU whose worker does not start is down in
+// the pool (GPUs says why); only when no worker starts (or the count of
+// GPUs is not known without the first) is it an error, naming each GPU,
+// wrapping engine.ErrUnavailable when that is why. On an error no worker
+// is left running.
 func OpenPool(ctx context.Context, opts Options, gpus []int) (*Pool, error) {
 	if len(gpus) == 0 {
 		gpus = nil // every GPU, not a pool of none
@@ -68,11 +88,24 @@ func OpenPool(ctx context.Context, opts Options, gpus []int) (*Pool, error) {
 		first = gpus[0]
 	}
 	opts.Device = first
-	b0, err := Open(ctx, opts)
+	b0, err := newBackend(opts)
 	if err != nil {
-		return nil, noGPU(ctx, opts, first, err)
+		return nil, fmt.Errorf("GPU %d: %w", first, err)
 	}
+	err0 := b0.start(ctx)
 	count := b0.deviceCount
+	if err0 != nil {
+		switch {
+		case count > 0 && first >= count:
+			b0.Close()
+			return nil, fmt.Errorf("GPU %d: %w: CUDA sees %s on this host", first, ErrNoGPU, countGPUs(count))
+		case count < 1:
+			// Without the count, the others cannot be told from GPUs the
+			// host lacks.
+			b0.Close()
+			return nil, noGPU(ctx, opts, first, err0)
+		}
+	}
 	if gpus == nil {
 		if count < 1 {
 			// A library without sv_device_count: the GPU that answered.
@@ -88,29 +121,58 @@ func OpenPool(ctx context.Context, opts Options, gpus []int) (*Pool, error) {
 			return nil, fmt.Errorf("GPU %d: %w: CUDA sees %s on this host", g, ErrNoGPU, countGPUs(count))
 		}
 	}
-	p := &Pool{reason: opts.Reason, workers: make([]*gpuWorker, len(gpus))}
+	p := &Pool{reason: opts.Reason, workers: make([]*gpuWorker, len(gpus)), retryAfter: DownRetry}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.workers[0] = &gpuWorker{index: first, b: b0, turn: make(chan struct{}, 1)}
 	errs := make([]error, len(gpus))
-	var wg sync.WaitGroup
+	if err0 != nil {
+		errs[0] = fmt.Errorf("GPU %d: %w", first, err0)
+	}
 	for i, g := range gpus[1:] {
+		o := opts
+		o.Device = g
+		b, err := newBackend(o)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("GPU %d: %w", g, err)
+		}
+		p.workers[i+1] = &gpuWorker{index: g, b: b, turn: make(chan struct{}, 1)}
+	}
+	var wg sync.WaitGroup
+	for i, w := range p.workers[1:] {
 		wg.Go(func() {
-			o := opts
-			o.Device = g
-			b, err := Open(ctx, o)
-			if err != nil {
-				errs[i+1] = fmt.Errorf("GPU %d: %w", g, err)
-				return
+			if err := w.b.start(ctx); err != nil {
+				errs[i+1] = fmt.Errorf("GPU %d: %w", w.index, err)
 			}
-			p.workers[i+1] = &gpuWorker{index: g, b: b, turn: make(chan struct{}, 1)}
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		p.Close()
-		return nil, err
+	for _, w := range p.workers {
+		if !w.b.health.isDown() {
+			return p, nil
+		}
 	}
-	return p, nil
+	p.Close()
+	return nil, startErrors(errs)
 }
+
+// startErrors are the errors of a pool none of whose workers started, one
+// per GPU, said on one line.
+type startErrors []error
+
+func (e startErrors) Error() string {
+	msgs := make([]string, 0, len(e))
+	for _, err := range e {
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap returns each GPU's error, so errors.Is(err,
+// engine.ErrUnavailable) works.
+func (e startErrors) Unwrap() []error { return e }
 
 // noGPU explains why GPU first did not open: when GPU 0 opens and CUDA
 // sees no GPU first, an error wrapping ErrNoGPU that says how many there
@@ -141,10 +203,21 @@ func countGPUs(n int) string {
 // Name returns "cuda".
 func (p *Pool) Name() string { return "cuda" }
 
-// Device describes the first GPU, named with the numbers of all when there
-// are several ("NVIDIA H100 80GB HBM3, GPUs 0, 1").
+// Device describes the first GPU whose worker started, named with the
+// numbers of all when there are several ("NVIDIA H100 80GB HBM3, GPUs 0,
+// 1").
 func (p *Pool) Device() engine.Device {
-	d := p.workers[0].b.Device()
+	first := p.workers[0]
+	for _, w := range p.workers {
+		// Asked of health, not of the backend: a down GPU's backend is
+		// locked while its worker is started again.
+		if !w.b.health.isDown() {
+			first = w
+			break
+		}
+	}
+	d := first.b.Device()
+	d.Backend = "cuda"
 	if len(p.workers) > 1 {
 		nums := make([]string, len(p.workers))
 		for i, w := range p.workers {
@@ -180,9 +253,12 @@ func (p *Pool) Run(ctx context.Context, run *engine.Run) (*engine.Output, error)
 // Place chooses the GPU that serves a run called label (the server's run
 // id, shown in GPUState.Run): the one with the fewest runs placed, the
 // lowest number first among equals, and a GPU whose worker could not start
-// only when every one is so. The returned backend runs every op of that
-// run on that GPU; release, called once the run's kernels are done, frees
-// its place. Place never waits.
+// (down) only when every one is so; then the run starts that GPU's worker
+// itself. Each other down GPU whose last failed start is at least
+// DownRetry old has its worker started again in the background, so that
+// a later run can go there. The returned backend runs every op of that run
+// on that GPU; release, called once the run's kernels are done, frees its
+// place. Place never waits.
 func (p *Pool) Place(label string) (engine.Backend, func()) {
 	p.mu.Lock()
 	best, bestDown := p.workers[0], p.workers[0].b.health.isDown()
@@ -193,6 +269,11 @@ func (p *Pool) Place(label string) (engine.Backend, func()) {
 		}
 	}
 	best.placed++
+	for _, w := range p.workers {
+		if w != best {
+			p.retry(w)
+		}
+	}
 	p.mu.Unlock()
 	var once sync.Once
 	return &placedRun{pool: p, w: best, label: label}, func() {
@@ -226,8 +307,33 @@ func (p *Pool) GPUs() []engine.GPUState {
 	return out
 }
 
-// Close stops every worker.
+// retry starts w's worker again in the background when w is down, its
+// last failed start at least retryAfter old, and no start of it is under
+// way. p.mu is held.
+func (p *Pool) retry(w *gpuWorker) {
+	at, down := w.b.health.downSince()
+	if !down || w.retry || time.Since(at) < p.retryAfter || p.ctx == nil || p.ctx.Err() != nil {
+		return
+	}
+	w.retry = true
+	p.retrying.Go(func() {
+		// A failure is recorded in its health: down, from now.
+		w.b.start(p.ctx)
+		p.mu.Lock()
+		w.retry = false
+		p.mu.Unlock()
+	})
+}
+
+// Close stops every worker, and the starts under way.
 func (p *Pool) Close() error {
+	// Under p.mu, so that no start begins once Close waits for them.
+	p.mu.Lock()
+	if p.cancel != nil {
+		p.cancel()
+	}
+	p.mu.Unlock()
+	p.retrying.Wait()
 	var wg sync.WaitGroup
 	for _, w := range p.workers {
 		if w != nil {
@@ -286,10 +392,13 @@ func (r *placedRun) Run(ctx context.Context, run *engine.Run) (*engine.Output, e
 	w.mu.Lock()
 	w.busy, w.serving = true, r.label
 	w.mu.Unlock()
-	out, err := w.b.Run(ctx, run)
-	w.mu.Lock()
-	w.busy, w.serving = false, ""
-	w.served++
-	w.mu.Unlock()
-	return out, err
+	// However the run ends, a panic included (the server recovers and
+	// goes on), the GPU stops reading busy.
+	defer func() {
+		w.mu.Lock()
+		w.busy, w.serving = false, ""
+		w.served++
+		w.mu.Unlock()
+	}()
+	return w.b.Run(ctx, run)
 }

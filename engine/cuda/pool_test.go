@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,27 +35,38 @@ func TestOpenPoolGPUs(t *testing.T) {
 	tests := []struct {
 		name    string
 		gpus    []int
+		down    string // SAMPVIZ_WORKER_FAKE_DOWN: GPUs whose worker cannot start
 		want    []int
+		wantOff []int // the GPUs down at start
 		wantErr string
+		kind    error // what the error wraps
 	}{
-		{"every GPU", nil, []int{0, 1, 2}, ""},
-		{"an empty list: every GPU", []int{}, []int{0, 1, 2}, ""},
-		{"one named", []int{2}, []int{2}, ""},
-		{"two named", []int{2, 0}, []int{2, 0}, ""},
-		{"past the last", []int{3}, nil, "GPU 3: no such GPU: CUDA sees 3 GPUs (0 to 2) on this host"},
-		{"one past the last", []int{0, 7}, nil, "GPU 7: no such GPU"},
+		{"every GPU", nil, "", []int{0, 1, 2}, nil, "", nil},
+		{"an empty list: every GPU", []int{}, "", []int{0, 1, 2}, nil, "", nil},
+		{"one named", []int{2}, "", []int{2}, nil, "", nil},
+		{"two named", []int{2, 0}, "", []int{2, 0}, nil, "", nil},
+		{"past the last", []int{3}, "", nil, nil, "GPU 3: no such GPU: CUDA sees 3 GPUs (0 to 2) on this host", ErrNoGPU},
+		{"one past the last", []int{0, 7}, "", nil, nil, "GPU 7: no such GPU", ErrNoGPU},
+		{"past the last, the first down", []int{0, 7}, "0", nil, nil, "GPU 7: no such GPU", ErrNoGPU},
+		{"only past the last, every one down", []int{5}, "0,1,2", nil, nil, "GPU 5: no such GPU: CUDA sees 3 GPUs", ErrNoGPU},
+		{"one down", nil, "1", []int{0, 1, 2}, []int{1}, "", nil},
+		{"the first down", nil, "0", []int{0, 1, 2}, []int{0}, "", nil},
+		{"the first named down", []int{2, 1}, "2", []int{2, 1}, []int{2}, "", nil},
+		{"all but one down", nil, "0,2", []int{0, 1, 2}, []int{0, 2}, "", nil},
+		{"every one down", nil, "0,1,2", nil, nil, "GPU 0: backend unavailable: starting the worker: init: fake GPU 0 does not start (SAMPVIZ_WORKER_FAKE_DOWN): all CUDA-capable devices are busy or unavailable; GPU 1: ", engine.ErrUnavailable},
+		{"every named one down", []int{1, 2}, "1,2", nil, nil, "fake GPU 2 does not start", engine.ErrUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := testOptions(os.Args[0], fakeEnv+"=1", fakeGPUsEnv+"=3")
+			opts := testOptions(os.Args[0], fakeEnv+"=1", fakeGPUsEnv+"=3", fakeDownEnv+"="+tt.down)
 			p, err := OpenPool(context.Background(), opts, tt.gpus)
 			if tt.wantErr != "" {
 				if err == nil {
 					p.Close()
 					t.Fatalf("OpenPool(%v) succeeded, want %q", tt.gpus, tt.wantErr)
 				}
-				if !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrNoGPU) {
-					t.Fatalf("OpenPool(%v): %v, want %q wrapping ErrNoGPU", tt.gpus, err, tt.wantErr)
+				if !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, tt.kind) {
+					t.Fatalf("OpenPool(%v): %v, want %q wrapping %v", tt.gpus, err, tt.wantErr, tt.kind)
 				}
 				return
 			}
@@ -62,18 +74,46 @@ func TestOpenPoolGPUs(t *testing.T) {
 				t.Fatalf("OpenPool(%v): %v", tt.gpus, err)
 			}
 			defer p.Close()
-			var got []int
+			var got, off []int
 			for _, st := range p.GPUs() {
 				got = append(got, st.Index)
+				if st.State == engine.GPUDown {
+					off = append(off, st.Index)
+					want := "fake GPU " + itoa(st.Index) + " does not start"
+					if !strings.Contains(st.Fault, want) {
+						t.Errorf("GPU %d down at start: fault %q, want one saying %q", st.Index, st.Fault, want)
+					}
+					continue
+				}
 				if st.State != engine.GPUIdle || st.Name == "" || st.Restarts != 0 {
 					t.Errorf("GPU %d at start: %+v, want idle, named, no restarts", st.Index, st)
 				}
 			}
-			if !equalInts(got, tt.want) {
-				t.Errorf("GPUs %v, want %v", got, tt.want)
+			if !equalInts(got, tt.want) || !equalInts(off, tt.wantOff) {
+				t.Errorf("GPUs %v, down %v; want %v, down %v", got, off, tt.want, tt.wantOff)
+			}
+			if d := p.Device(); d.Backend != "cuda" || !strings.HasPrefix(d.Name, "fake GPU") {
+				t.Errorf("pool device %+v, want the cuda backend named after a GPU that started", d)
+			}
+			// Runs go to the GPUs that started.
+			for range len(tt.want) {
+				b, release := p.Place("r")
+				defer release()
+				if i := b.(*placedRun).w.index; slicesContains(tt.wantOff, i) {
+					t.Errorf("a run placed on GPU %d, which is down, beside GPUs that are up", i)
+				}
 			}
 		})
 	}
+}
+
+func slicesContains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }
 
 func equalInts(a, b []int) bool {
@@ -324,6 +364,151 @@ func TestPoolCountsDraws(t *testing.T) {
 			}
 			if !engine.CountsDraws(tt.b, run) {
 				t.Errorf("CountsDraws = false, want true")
+			}
+		})
+	}
+}
+
+// TestPlacedRunEndsIdle ends a placed run every way it can end: each time
+// the GPU reads idle again, with the run counted served and its turn free
+// (a second run on it does not wait), a panic in the backend included.
+func TestPlacedRunEndsIdle(t *testing.T) {
+	rng := newRand(t)
+	p := openFakePool(t, 2, nil)
+	run, _ := argmaxRun(rng, 2, 30)
+	tests := []struct {
+		name      string
+		run       *engine.Run
+		wantPanic bool
+		wantErr   bool
+	}{
+		{"ok", run, false, false},
+		{"unsupported", &engine.Run{Op: engine.OpSoftmax}, false, true},
+		// A nil run panics in the backend (it reads run.Op): the server
+		// recovers from such panics and goes on, so the GPU must not read
+		// busy for good.
+		{"panic", nil, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := p.worker(1)
+			before := p.GPUs()[1].Served
+			var err error
+			panicked := func() (panicked bool) {
+				defer func() { panicked = recover() != nil }()
+				_, err = (&placedRun{pool: p, w: w, label: tt.name}).Run(context.Background(), tt.run)
+				return false
+			}()
+			if panicked != tt.wantPanic || (err != nil) != tt.wantErr {
+				t.Fatalf("panicked %v, error %v; want panic %v, error %v", panicked, err, tt.wantPanic, tt.wantErr)
+			}
+			st := p.GPUs()[1]
+			if st.State != engine.GPUIdle || st.Run != "" || st.Served != before+1 {
+				t.Errorf("GPU 1 after the run: %+v; want idle, no run, %d served", st, before+1)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := (&placedRun{pool: p, w: w, label: "next"}).Run(ctx, run); err != nil {
+				t.Errorf("the next run on GPU 1: %v (its turn was not given back?)", err)
+			}
+		})
+	}
+}
+
+// TestPoolRetriesDownGPU opens a pool whose GPU 1 cannot start its worker.
+// Runs placed before the cool-down go to GPU 0 and leave GPU 1 alone; the
+// first placed after it starts GPU 1's worker in the background: a GPU
+// mended since comes up and takes the next run beside GPU 0, one still
+// broken stays down, its failure dated anew.
+func TestPoolRetriesDownGPU(t *testing.T) {
+	const coolDown = 300 * time.Millisecond
+	tests := []struct {
+		name    string
+		mended  bool
+		wantUp  bool
+		wantRun int // where a second run at once goes
+	}{
+		{"mended", true, true, 1},
+		{"still broken", false, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := newRand(t)
+			opts := testOptions(os.Args[0], fakeEnv+"=1", fakeGPUsEnv+"=2", fakeDownEnv+"=1")
+			p, err := OpenPool(context.Background(), opts, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			setRetry := func(d time.Duration) {
+				p.mu.Lock()
+				p.retryAfter = d
+				p.mu.Unlock()
+			}
+			w1 := p.worker(1)
+			firstDown, _ := w1.b.health.downSince()
+
+			// Before the cool-down (an hour, so that a slow machine does
+			// not pass it): no start is tried.
+			setRetry(time.Hour)
+			b, release := p.Place("early")
+			if i := b.(*placedRun).w.index; i != 0 {
+				t.Errorf("early run placed on GPU %d, want 0", i)
+			}
+			release()
+			time.Sleep(100 * time.Millisecond)
+			if at, down := w1.b.health.downSince(); !down || !at.Equal(firstDown) {
+				t.Fatalf("GPU 1 before the cool-down: down %v since %v; want down since %v, not tried again", down, at, firstDown)
+			}
+
+			if tt.mended {
+				w1.b.mu.Lock()
+				w1.b.opts.Env = slices.DeleteFunc(slices.Clone(w1.b.opts.Env), func(e string) bool { return strings.HasPrefix(e, fakeDownEnv+"=") })
+				w1.b.mu.Unlock()
+			}
+			setRetry(coolDown)
+			time.Sleep(coolDown)
+			b, release = p.Place("after")
+			if i := b.(*placedRun).w.index; i != 0 {
+				t.Errorf("the run that set off the retry placed on GPU %d, want 0 (GPU 1 was still down)", i)
+			}
+			run, want := argmaxRun(rng, 3, 40)
+			out, err := b.Run(context.Background(), run)
+			if err != nil {
+				t.Fatalf("run on GPU 0: %v", err)
+			}
+			for r, w := range want {
+				if got := out.Tokens.Int(r); got != w {
+					t.Errorf("row %d: token %d, want %d", r, got, w)
+				}
+			}
+			// The background start ends, one way or the other.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				p.mu.Lock()
+				busy := w1.retry
+				p.mu.Unlock()
+				if !busy || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			st := p.GPUs()[1]
+			if up := st.State != engine.GPUDown; up != tt.wantUp {
+				t.Fatalf("GPU 1 after its retry: %+v; want up %v", st, tt.wantUp)
+			}
+			if at, down := w1.b.health.downSince(); down && !at.After(firstDown) {
+				t.Errorf("GPU 1 still down since %v, its first failure: the retry was not tried", at)
+			}
+			// With GPU 0 holding a run, the next goes to GPU 1 when it is up.
+			c, releaseC := p.Place("next")
+			defer releaseC()
+			if i := c.(*placedRun).w.index; i != tt.wantRun {
+				t.Errorf("a run beside GPU 0's placed on GPU %d, want %d", i, tt.wantRun)
+			}
+			release()
+			if tt.wantUp {
+				checkArgmax(t, w1.b, rng)
 			}
 		})
 	}

@@ -232,7 +232,18 @@ type devBuf struct {
 
 func newGPUExec(lib *library) *gpuExec { return &gpuExec{lib: lib, bufs: map[string]*devBuf{}} }
 
-func (g *gpuExec) hello(h *helloRequest) (*helloReply, error) {
+func (g *gpuExec) hello(h *helloRequest) (_ *helloReply, err error) {
+	defer func() {
+		// How many GPUs there are, when CUDA still says: a pool starts the
+		// others beside a GPU that cannot start.
+		var we *wireError
+		if errors.As(err, &we) && g.lib.deviceCount != nil {
+			var count int32
+			if g.lib.deviceCount(&count) == svOK {
+				we.Devices = int(count)
+			}
+		}
+	}()
 	if err := g.lib.check(g.lib.init(int32(h.Device)), "init"); err != nil {
 		return nil, err
 	}

@@ -1,9 +1,12 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/dump"
@@ -275,4 +278,135 @@ func overBudget(source string, n Need, limit int64) error {
 			source, engine.FormatBytes(n.Total), n.Words(), engine.FormatBytes(limit)),
 		OverBudget: true,
 	}
+}
+
+// shared is the memory the jobs judged at once share: MaxMemory, less the
+// process itself, which every Need counts once. Execute and Rejudge reserve
+// their job's need from it (beside the process) before they read the dump's
+// tensors, and Diff the need of its comparison, each waiting in turn while
+// others hold it; so the jobs a server judges at once (one per GPU) never
+// hold more than MaxMemory together. It never refuses a need: one over
+// MaxMemory was refused before (overBudget), and one over what it holds
+// waits for the whole of it. The zero value is ready to use.
+type shared struct {
+	mu      sync.Mutex
+	held    int64
+	limit   int64
+	waiting []*waiter // first come, first served: a large need is not passed by small ones
+}
+
+// waiter is a reservation waiting for its bytes; ready closes once they are
+// its.
+type waiter struct {
+	bytes int64
+	ready chan struct{}
+}
+
+// reserve takes bytes of limit (the shared budget; 0 or less: no bound),
+// waiting while other reservations hold them or ctx ends. release, called
+// once the job no longer holds its memory, gives them back; calling it again
+// does nothing. A reservation over limit waits until it holds all of it.
+func (m *shared) reserve(ctx context.Context, bytes, limit int64) (release func(), err error) {
+	if limit <= 0 || bytes <= 0 {
+		return func() {}, nil
+	}
+	bytes = min(bytes, limit)
+	m.mu.Lock()
+	m.limit = limit
+	if len(m.waiting) == 0 && m.held+bytes <= limit {
+		m.held += bytes
+		m.mu.Unlock()
+		return m.releaser(bytes), nil
+	}
+	w := &waiter{bytes: bytes, ready: make(chan struct{})}
+	m.waiting = append(m.waiting, w)
+	m.mu.Unlock()
+	select {
+	case <-w.ready:
+		return m.releaser(bytes), nil
+	case <-ctx.Done():
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case <-w.ready:
+		// Granted as ctx ended: give the bytes back.
+		m.held -= bytes
+	default:
+		m.waiting = slices.DeleteFunc(m.waiting, func(o *waiter) bool { return o == w })
+	}
+	m.grant()
+	return nil, fmt.Errorf("wait for memory beside the runs being judged: %w", ctx.Err())
+}
+
+// releaser returns the function that gives bytes back once.
+func (m *shared) releaser(bytes int64) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.held -= bytes
+			m.grant()
+		})
+	}
+}
+
+// grant hands the waiting reservations their bytes, in order, while they
+// fit. m.mu is held.
+func (m *shared) grant() {
+	for len(m.waiting) > 0 && m.held+m.waiting[0].bytes <= m.limit {
+		w := m.waiting[0]
+		m.waiting = m.waiting[1:]
+		m.held += w.bytes
+		close(w.ready)
+	}
+}
+
+// reservation is what a job holds of the shared budget; the zero value holds
+// nothing, and release is safe to call on it.
+type reservation struct {
+	release func()
+}
+
+// free gives the reservation back.
+func (r *reservation) free() {
+	if r.release != nil {
+		r.release()
+	}
+}
+
+// reserve takes a job's need n from the session's shared budget into r
+// (beside the process, counted once), waiting while the jobs judged
+// beside it hold too much.
+func (s *Session) reserve(ctx context.Context, r *reservation, n Need) error {
+	release, err := s.mem.reserve(ctx, n.Total-runtimeBytes, s.MaxMemory-runtimeBytes)
+	if err != nil {
+		return err
+	}
+	r.free()
+	r.release = release
+	return nil
+}
+
+// peakNeed is n, what running b on run holds, or more when a backend the
+// job may fall back to (runOrFallBack: b's kernels refuse the run) holds
+// more within MaxMemory.
+func (s *Session) peakNeed(run *engine.Run, f *dump.File, b engine.Backend, n Need, stored bool) Need {
+	if b == nil {
+		return n
+	}
+	for _, other := range s.backends {
+		if other.Name() == b.Name() {
+			continue
+		}
+		draws := run.Params.Draws
+		run.Params.Draws = fallbackDraws(run, other)
+		o := need(run, f, other, s.workers(), stored)
+		run.Params.Draws = draws
+		if o.Total > n.Total && overBudget(run.Source, o, s.MaxMemory) == nil {
+			n = o
+		}
+	}
+	return n
 }

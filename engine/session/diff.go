@@ -17,7 +17,15 @@ import (
 // cannot be used, and a comparison over MaxMemory: a's dump and report stay
 // held while b is judged.
 func (s *Session) Diff(ctx context.Context, a, b Job) (*diff.Diff, error) {
-	if err := s.admitDiff(a, b); err != nil {
+	both, err := s.admitDiff(a, b)
+	if err != nil {
+		return nil, err
+	}
+	// The comparison's whole need, taken at once from the budget the jobs
+	// judged at once share (the sides reserve nothing more).
+	var r reservation
+	defer r.free()
+	if err := s.reserve(ctx, &r, both); err != nil {
 		return nil, err
 	}
 	sa, closeA, err := s.side(ctx, a)
@@ -39,20 +47,21 @@ func (s *Session) Diff(ctx context.Context, a, b Job) (*diff.Diff, error) {
 
 // admitDiff reads the headers of both jobs' dumps, refuses two ops, and
 // checks what comparing them holds at its peak against MaxMemory: a's
-// judgement, or b's while a's dump and report are held (need).
-func (s *Session) admitDiff(a, b Job) error {
+// judgement, or b's while a's dump and report are held (need). It returns
+// that peak.
+func (s *Session) admitDiff(a, b Job) (Need, error) {
 	ra, fa, err := s.open(a)
 	if err != nil {
-		return err
+		return Need{}, err
 	}
 	defer fa.Close()
 	rb, fb, err := s.open(b)
 	if err != nil {
-		return err
+		return Need{}, err
 	}
 	defer fb.Close()
 	if ra.Op != rb.Op {
-		return refused(diff.Refuse(name(a, ra), ra.Op, name(b, rb), rb.Op))
+		return Need{}, refused(diff.Refuse(name(a, ra), ra.Op, name(b, rb), rb.Op))
 	}
 	needs := [2]Need{}
 	for i, side := range []struct {
@@ -63,7 +72,7 @@ func (s *Session) admitDiff(a, b Job) error {
 		var be engine.Backend
 		if side.job.OutputsPath == "" {
 			if be, err = s.backend(side.job.Backend); err != nil {
-				return err
+				return Need{}, err
 			}
 			if be = kernels(be, side.run); be != nil {
 				side.run.SetWorkDefaults(side.job.Overrides)
@@ -74,7 +83,7 @@ func (s *Session) admitDiff(a, b Job) error {
 	}
 	held := heldPart(needs[0])
 	both := Need{Parts: append([]NeedPart{held}, needs[1].Parts...), Total: max(needs[0].Total, held.Bytes+needs[1].Total)}
-	return overBudget("comparing "+name(a, ra)+" with "+name(b, rb), both, s.MaxMemory)
+	return both, overBudget("comparing "+name(a, ra)+" with "+name(b, rb), both, s.MaxMemory)
 }
 
 // heldPart is what a judged run keeps while another is judged: its dump's
@@ -99,13 +108,13 @@ func (s *Session) side(ctx context.Context, job Job) (diff.Side, func(), error) 
 		err error
 	)
 	if job.OutputsPath != "" {
-		rep, run, f, err = s.rejudge(ctx, job, nil)
+		rep, run, f, err = s.rejudge(ctx, job, nil, nil)
 		if errors.Is(err, ErrNoOutputs) {
 			job.OutputsPath, job.Backend = "", NoBackend
-			rep, run, f, err = s.execute(ctx, job, nil)
+			rep, run, f, err = s.execute(ctx, job, nil, nil)
 		}
 	} else {
-		rep, run, f, err = s.execute(ctx, job, nil)
+		rep, run, f, err = s.execute(ctx, job, nil, nil)
 	}
 	if err != nil {
 		return diff.Side{}, nil, err

@@ -40,19 +40,22 @@ type RowUpdate struct {
 // message says what failed, in words a person reads; ctx's end is ctx's
 // error.
 func (s *Session) Execute(ctx context.Context, job Job, sink Sink) (*engine.Report, error) {
-	rep, _, f, err := s.execute(ctx, job, sink)
+	var r reservation
+	defer r.free()
+	rep, _, f, err := s.execute(ctx, job, sink, &r)
 	f.Close()
 	return rep, err
 }
 
 // execute is Execute, returning the judged run and its dump's File (nil
-// for Job.Run), which the caller must close.
-func (s *Session) execute(ctx context.Context, job Job, sink Sink) (*engine.Report, *engine.Run, *dump.File, error) {
+// for Job.Run), which the caller must close. With r not nil, it reserves
+// the job's memory into r before reading the dump (loadReserved).
+func (s *Session) execute(ctx context.Context, job Job, sink Sink, r *reservation) (*engine.Report, *engine.Run, *dump.File, error) {
 	b, err := s.backend(job.Backend)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	run, f, err := s.load(job, b, job.OutputsPath != "")
+	run, f, err := s.loadReserved(ctx, job, b, job.OutputsPath != "", r)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -135,9 +138,9 @@ func (s *Session) runOrFallBack(ctx context.Context, b engine.Backend, run *engi
 		}
 		// The counting backend's draws default is not the other's.
 		draws, also := run.Params.Draws, ""
-		if _, counts := other.(engine.DrawCounter); run.BackendDraws && !counts && draws > engine.DefaultDraws {
-			run.Params.Draws = engine.DefaultDraws
-			also = fmt.Sprintf(", with its default %d draws a row", engine.DefaultDraws)
+		if d := fallbackDraws(run, other); d != draws {
+			run.Params.Draws = d
+			also = fmt.Sprintf(", with its default %d draws a row", d)
 		}
 		why := strings.TrimSuffix(err.Error(), ": "+engine.ErrUnsupported.Error())
 		if budgetErr := fits(other); budgetErr != nil {
@@ -156,20 +159,33 @@ func (s *Session) runOrFallBack(ctx context.Context, b engine.Backend, run *engi
 	return nil, b, "", err
 }
 
+// fallbackDraws is the draws a row run takes on other when other takes
+// over from the counting backend: its default when the run had the
+// counting backend's default, which other does not count; else the run's.
+func fallbackDraws(run *engine.Run, other engine.Backend) int {
+	if _, counts := other.(engine.DrawCounter); run.BackendDraws && !counts && run.Params.Draws > engine.DefaultDraws {
+		return engine.DefaultDraws
+	}
+	return run.Params.Draws
+}
+
 // Rejudge judges the outputs that Execute stored at job.OutputsPath (with
 // their seed reruns) and the dump's external outputs with job.Tolerances,
 // without running kernels, telling sink as Execute does. It returns
 // ErrNoOutputs when nothing was stored there.
 func (s *Session) Rejudge(ctx context.Context, job Job, sink Sink) (*engine.Report, error) {
-	rep, _, f, err := s.rejudge(ctx, job, sink)
+	var r reservation
+	defer r.free()
+	rep, _, f, err := s.rejudge(ctx, job, sink, &r)
 	f.Close()
 	return rep, err
 }
 
 // rejudge is Rejudge, returning the judged run and its dump's File (nil
-// for Job.Run), which the caller must close.
-func (s *Session) rejudge(ctx context.Context, job Job, sink Sink) (*engine.Report, *engine.Run, *dump.File, error) {
-	run, f, err := s.load(job, nil, true)
+// for Job.Run), which the caller must close. With r not nil, it reserves
+// the job's memory into r before reading the dump (loadReserved).
+func (s *Session) rejudge(ctx context.Context, job Job, sink Sink, r *reservation) (*engine.Report, *engine.Run, *dump.File, error) {
+	run, f, err := s.loadReserved(ctx, job, nil, true, r)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -39,6 +39,8 @@ type Session struct {
 	MaxMemory int64
 	// tokenizers caches the tokenizers row pages show token text with.
 	tokenizers tokenizerCache
+	// mem is the memory the jobs judged at once share (budget.go).
+	mem shared
 }
 
 // New returns a session over backends, the default first. With none, jobs
@@ -177,6 +179,14 @@ func (s *Session) inputError(job Job, err error) error {
 // backend) and judging it would hold against MaxMemory, and then reads its
 // tensors. stored says the outputs go to pages (the server).
 func (s *Session) load(job Job, b engine.Backend, stored bool) (*engine.Run, *dump.File, error) {
+	return s.loadReserved(context.Background(), job, b, stored, nil)
+}
+
+// loadReserved is load that, with r not nil, also reserves what the job
+// holds at its peak (on b, or on the backend it may fall back to) from the
+// budget the jobs judged at once share, before it reads the tensors: it
+// waits while the others hold too much, or until ctx ends.
+func (s *Session) loadReserved(ctx context.Context, job Job, b engine.Backend, stored bool, r *reservation) (*engine.Run, *dump.File, error) {
 	run, f, err := s.open(job)
 	if err != nil {
 		return nil, nil, err
@@ -190,9 +200,16 @@ func (s *Session) load(job Job, b engine.Backend, stored bool) (*engine.Run, *du
 		f.Close()
 		return nil, nil, err
 	}
-	if err := overBudget(run.Source, need(run, f, b, s.workers(), stored), s.MaxMemory); err != nil {
+	n := need(run, f, b, s.workers(), stored)
+	if err := overBudget(run.Source, n, s.MaxMemory); err != nil {
 		f.Close()
 		return nil, nil, err
+	}
+	if r != nil {
+		if err := s.reserve(ctx, r, s.peakNeed(run, f, b, n, stored)); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
 	}
 	if f != nil {
 		if err := dump.LoadRun(f, run); err != nil {
