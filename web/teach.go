@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -91,19 +92,12 @@ func (s *Server) lessonFor(r *http.Request, run store.Run, info *session.DumpInf
 	if err != nil {
 		return nil, badRequest(view.Sentence(err.Error()))
 	}
-	select {
-	case s.rowSlots <- struct{}{}:
-	case <-r.Context().Done():
-		return nil, r.Context().Err()
-	}
-	st, err := s.runner.Teach(r.Context(), s.job(run, p, nil), row, l)
-	<-s.rowSlots
-	if err != nil {
-		var le *lesson.Error
-		if errors.As(err, &le) {
-			return nil, &httpError{Status: http.StatusBadRequest, Msg: le.Msg, Err: err}
-		}
-		return nil, internal(fmt.Errorf("teach run %s row %d: %w", run.ID, row, err))
+	var st *lesson.State
+	if err := s.askLesson(r, run, row, "teach", func(ctx context.Context) (err error) {
+		st, err = s.runner.Teach(ctx, s.job(run, p, nil), row, l)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	v := view.NewTeachView(st, k)
 	v.Run, v.Info, v.Row = run, *info, row
@@ -187,13 +181,11 @@ func parseLesson(q url.Values, k int) (lesson.Lesson, error) {
 	if !(l.Distance >= 0 && l.Distance <= 1) {
 		return l, fmt.Errorf("distance must be in [0, 1] (0: the draft is the target, 1: the row's own draft), not %v", l.Distance)
 	}
-	if v := strings.TrimSpace(q.Get("seed")); v != "" {
-		seed, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return l, fmt.Errorf("seed must be a whole number >= 0, not %q", v)
-		}
-		l.Seed = &seed
+	seed, err := parseLessonSeed(q)
+	if err != nil {
+		return l, err
 	}
+	l.Seed = seed
 	if _, err := whole("step", &l.Steps); err != nil {
 		return l, err
 	}
@@ -216,4 +208,54 @@ func lessonQuery(st *lesson.State, steps int) url.Values {
 		"seed":        {strconv.FormatUint(st.Seed, 10)},
 		"step":        {strconv.Itoa(steps)},
 	}
+}
+
+// askLesson asks the runner for a lesson (ask) in one of the row slots that
+// bound the row pages computed at once; a *lesson.Error is the person's
+// 400, any other error an internal one naming the lesson (what), the run
+// and the row.
+func (s *Server) askLesson(r *http.Request, run store.Run, row int, what string, ask func(ctx context.Context) error) error {
+	select {
+	case s.rowSlots <- struct{}{}:
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+	err := ask(r.Context())
+	<-s.rowSlots
+	if err == nil {
+		return nil
+	}
+	var le *lesson.Error
+	if errors.As(err, &le) {
+		return &httpError{Status: http.StatusBadRequest, Msg: le.Msg, Err: err}
+	}
+	return internal(fmt.Errorf("%s run %s row %d: %w", what, run.ID, row, err))
+}
+
+// parseLessonSeed reads a lesson's optional seed from its URL query (nil:
+// the row's own).
+func parseLessonSeed(q url.Values) (*uint64, error) {
+	v := strings.TrimSpace(q.Get("seed"))
+	if v == "" {
+		return nil, nil
+	}
+	seed, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("seed must be a whole number >= 0, not %q", v)
+	}
+	return &seed, nil
+}
+
+// parseLessonStep reads the step shown of a sampler or tree lesson from its
+// URL query: from 1 (first says what step 1 is), 1 when absent.
+func parseLessonStep(q url.Values, first string) (int, error) {
+	v := strings.TrimSpace(q.Get("step"))
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("step must be a whole number from 1 (%s), not %q", first, v)
+	}
+	return n, nil
 }

@@ -1,7 +1,7 @@
 package web
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -35,19 +35,12 @@ func (s *Server) sampleLessonFor(r *http.Request, run store.Run, info *session.D
 	if err != nil {
 		return nil, badRequest(view.Sentence(err.Error()))
 	}
-	select {
-	case s.rowSlots <- struct{}{}:
-	case <-r.Context().Done():
-		return nil, r.Context().Err()
-	}
-	st, err := s.runner.TeachSample(r.Context(), s.job(run, p, nil), row, l)
-	<-s.rowSlots
-	if err != nil {
-		var le *lesson.Error
-		if errors.As(err, &le) {
-			return nil, &httpError{Status: http.StatusBadRequest, Msg: le.Msg, Err: err}
-		}
-		return nil, internal(fmt.Errorf("teach sampler run %s row %d: %w", run.ID, row, err))
+	var st *lesson.SampleState
+	if err := s.askLesson(r, run, row, "teach sampler", func(ctx context.Context) (err error) {
+		st, err = s.runner.TeachSample(ctx, s.job(run, p, nil), row, l)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	base := fmt.Sprintf("/runs/%s/rows/%d", run.ID, row)
 	page := func(method engine.SampleMethod, draw int, seed uint64, step int) string {
@@ -75,7 +68,6 @@ func (s *Server) sampleLessonFor(r *http.Request, run store.Run, info *session.D
 // sentence for the first value that is not usable.
 func parseSampleLesson(q url.Values) (lesson.SampleLesson, int, error) {
 	var l lesson.SampleLesson
-	step := 1
 	switch m := engine.SampleMethod(strings.TrimSpace(q.Get("method"))); m {
 	case engine.SampleAuto, engine.SampleInverseCDF, engine.SampleRejection, engine.SampleGumbel:
 		l.Method = m
@@ -90,21 +82,13 @@ func parseSampleLesson(q url.Values) (lesson.SampleLesson, int, error) {
 		}
 		l.Draw = n
 	}
-	if v := strings.TrimSpace(q.Get("seed")); v != "" {
-		seed, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return l, 0, fmt.Errorf("seed must be a whole number >= 0, not %q", v)
-		}
-		l.Seed = &seed
+	seed, err := parseLessonSeed(q)
+	if err != nil {
+		return l, 0, err
 	}
-	if v := strings.TrimSpace(q.Get("step")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return l, 0, fmt.Errorf("step must be a whole number from 1 (the draw's first step), not %q", v)
-		}
-		step = n
-	}
-	return l, step, nil
+	l.Seed = seed
+	step, err := parseLessonStep(q, "the draw's first step")
+	return l, step, err
 }
 
 // sampleLessonQuery writes the URL query of a sampler lesson's step, the

@@ -1,7 +1,7 @@
 package web
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -34,19 +34,12 @@ func (s *Server) treeLessonFor(r *http.Request, run store.Run, info *session.Dum
 	if err != nil {
 		return nil, badRequest(view.Sentence(err.Error()))
 	}
-	select {
-	case s.rowSlots <- struct{}{}:
-	case <-r.Context().Done():
-		return nil, r.Context().Err()
-	}
-	st, err := s.runner.TeachTree(r.Context(), s.job(run, p, nil), row, l)
-	<-s.rowSlots
-	if err != nil {
-		var le *lesson.Error
-		if errors.As(err, &le) {
-			return nil, &httpError{Status: http.StatusBadRequest, Msg: le.Msg, Err: err}
-		}
-		return nil, internal(fmt.Errorf("teach tree run %s row %d: %w", run.ID, row, err))
+	var st *lesson.TreeState
+	if err := s.askLesson(r, run, row, "teach tree", func(ctx context.Context) (err error) {
+		st, err = s.runner.TeachTree(ctx, s.job(run, p, nil), row, l)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	base := fmt.Sprintf("/runs/%s/rows/%d", run.ID, row)
 	page := func(trial, step int) string {
@@ -72,7 +65,6 @@ func (s *Server) treeLessonFor(r *http.Request, run store.Run, info *session.Dum
 // not usable.
 func parseTreeLesson(q url.Values) (lesson.TreeLesson, int, error) {
 	var l lesson.TreeLesson
-	step := 1
 	if v := strings.TrimSpace(q.Get("trial")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > engine.MaxTrials {
@@ -80,21 +72,13 @@ func parseTreeLesson(q url.Values) (lesson.TreeLesson, int, error) {
 		}
 		l.Trial = n
 	}
-	if v := strings.TrimSpace(q.Get("seed")); v != "" {
-		seed, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return l, 0, fmt.Errorf("seed must be a whole number >= 0, not %q", v)
-		}
-		l.Seed = &seed
+	seed, err := parseLessonSeed(q)
+	if err != nil {
+		return l, 0, err
 	}
-	if v := strings.TrimSpace(q.Get("step")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return l, 0, fmt.Errorf("step must be a whole number from 1 (the walk's first step), not %q", v)
-		}
-		step = n
-	}
-	return l, step, nil
+	l.Seed = seed
+	step, err := parseLessonStep(q, "the walk's first step")
+	return l, step, err
 }
 
 // treeLessonQuery writes the URL query of a tree lesson's step, the seed
