@@ -20,10 +20,8 @@
     }
   }
 
-  function setText(id, s) {
-    const el = document.getElementById(id);
-    if (el) el.textContent = s || '';
-  }
+  // setText is sampviz.js's.
+  function setText(id, s) { window.sampviz.setText(id, s); }
 
   // markPoint pins marks (name, coord, color) on a chart's series.
   function markPoint(marks) {
@@ -56,7 +54,6 @@
       next: document.getElementById('sample-teach-next-draw'),
     };
     let index = view.index;
-    let busy = false;
     let pending = 0;
 
     function show(i) { timed('sample-teach-step', function () { showStep(i); }); }
@@ -142,20 +139,7 @@
       show(v.index);
     }
 
-    function load(pageURL) {
-      if (busy) return;
-      busy = true;
-      document.body.classList.add('busy');
-      const u = new URL(pageURL, window.location.href);
-      fetch('/api' + u.pathname + u.search, { headers: { Accept: 'application/json' } })
-        .then(function (res) { return res.json().then(function (b) { return { ok: res.ok, body: b }; }); })
-        .then(function (r) {
-          if (!r.ok) { setText('sample-teach-what', r.body.error || 'The server could not show this draw.'); return; }
-          apply(r.body);
-        })
-        .catch(function () { setText('sample-teach-what', 'The server could not be reached; is sampviz serve still running?'); })
-        .finally(function () { busy = false; document.body.classList.remove('busy'); });
-    }
+    const load = sv.teachLoader('sample-teach-what', 'The server could not show this draw.', apply);
 
     sv.teachControls({
       links: [draws.prev, draws.next].concat(Array.prototype.slice.call(document.querySelectorAll('a[data-method]'))), form: form, load: load, prev: prev, next: next,

@@ -988,12 +988,7 @@
       hist: document.getElementById('chart-teach-hist'),
       tv: document.getElementById('chart-teach-tv'),
     };
-    let busy = false;
-
-    function text(id, s) {
-      const el = document.getElementById(id);
-      if (el) el.textContent = s || '';
-    }
+    const text = setText;
 
     function apply(v) {
       view = v;
@@ -1029,24 +1024,11 @@
       });
     }
 
-    function load(pageURL) {
-      if (busy) return;
-      busy = true;
-      document.body.classList.add('busy');
-      const u = new URL(pageURL, window.location.href);
-      fetch('/api' + u.pathname + u.search, { headers: { Accept: 'application/json' } })
-        .then(function (res) {
-          return res.json().then(function (body) { return { ok: res.ok, body: body }; });
-        })
-        .then(function (r) {
-          if (!r.ok) { text('teach-what', r.body.error || 'The server could not take this step.'); return; }
-          apply(r.body);
-          const p = new URL(r.body.url, window.location.href);
-          window.history.replaceState(null, '', p.pathname + p.search);
-        })
-        .catch(function () { text('teach-what', 'The server could not be reached; is sampviz serve still running?'); })
-        .finally(function () { busy = false; document.body.classList.remove('busy'); });
-    }
+    const load = teachLoader('teach-what', 'The server could not take this step.', function (v) {
+      apply(v);
+      const p = new URL(v.url, window.location.href);
+      window.history.replaceState(null, '', p.pathname + p.search);
+    });
 
     const distance = form && form.querySelector('[name="distance"]');
     const distanceValue = document.getElementById('teach-distance-value');
@@ -1065,6 +1047,35 @@
       drawChart(charts[k], view.charts[k], true);
       setTimeout(next, 0);
     })();
+  }
+
+  // setText writes s (or nothing) into the element id names, if the page
+  // has it.
+  function setText(id, s) {
+    const el = document.getElementById(id);
+    if (el) el.textContent = s || '';
+  }
+
+  // teachLoader returns a teaching page's load(pageURL): it asks the API
+  // for the lesson the page URL names, one request at a time, and gives the
+  // answer to apply; an error's sentence (or failText) goes into the
+  // element whatID names.
+  function teachLoader(whatID, failText, apply) {
+    let busy = false;
+    return function (pageURL) {
+      if (busy) return;
+      busy = true;
+      document.body.classList.add('busy');
+      const u = new URL(pageURL, window.location.href);
+      fetch('/api' + u.pathname + u.search, { headers: { Accept: 'application/json' } })
+        .then(function (res) { return res.json().then(function (b) { return { ok: res.ok, body: b }; }); })
+        .then(function (r) {
+          if (!r.ok) { setText(whatID, r.body.error || failText); return; }
+          apply(r.body);
+        })
+        .catch(function () { setText(whatID, 'The server could not be reached; is sampviz serve still running?'); })
+        .finally(function () { busy = false; document.body.classList.remove('busy'); });
+    };
   }
 
   // teachControls wires a teaching page's controls: each link asks the
@@ -1124,7 +1135,10 @@
   }
 
   // What the other page scripts share (static/tree.js, the draft tree).
-  window.sampviz = { chartFor: chartFor, drawChart: drawChart, typing: typing, teachControls: teachControls };
+  window.sampviz = {
+    chartFor: chartFor, drawChart: drawChart, typing: typing, setText: setText,
+    teachLoader: teachLoader, teachControls: teachControls,
+  };
 
   // ---- start --------------------------------------------------------------
 

@@ -48,10 +48,8 @@
     };
   }
 
-  function setText(id, s) {
-    const el = document.getElementById(id);
-    if (el) el.textContent = s || '';
-  }
+  // setText is sampviz.js's.
+  function setText(id, s) { window.sampviz.setText(id, s); }
 
   // withParam returns url with its query parameter name set to value
   // (removed when value is '').
@@ -255,7 +253,6 @@
       next: document.getElementById('tree-teach-next-trial'),
     };
     let index = view.index;
-    let busy = false;
     const treeEl = document.getElementById('chart-tree-teach-tree');
     const painter = treeEl && view.tree ? treePainter(treeEl, view.tree) : null;
     const charts = stages();
@@ -318,20 +315,7 @@
       show(v.index);
     }
 
-    function load(pageURL) {
-      if (busy) return;
-      busy = true;
-      document.body.classList.add('busy');
-      const u = new URL(pageURL, window.location.href);
-      fetch('/api' + u.pathname + u.search, { headers: { Accept: 'application/json' } })
-        .then(function (res) { return res.json().then(function (b) { return { ok: res.ok, body: b }; }); })
-        .then(function (r) {
-          if (!r.ok) { setText('tree-teach-what', r.body.error || 'The server could not show this walk.'); return; }
-          apply(r.body);
-        })
-        .catch(function () { setText('tree-teach-what', 'The server could not be reached; is sampviz serve still running?'); })
-        .finally(function () { busy = false; document.body.classList.remove('busy'); });
-    }
+    const load = sv.teachLoader('tree-teach-what', 'The server could not show this walk.', apply);
 
     sv.teachControls({
       links: Object.keys(trials).map(function (k) { return trials[k]; }), form: form, load: load, prev: prev, next: next,
