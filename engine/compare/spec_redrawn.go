@@ -213,22 +213,9 @@ func (w *worker) judgeRedrawn(p *plan, s *ref.SpecRef, r int, rep *engine.RowRep
 // message without the row, and the token it is about.
 func redrawnProblem(s *ref.SpecRef, laws *specLaws, toks []int64, drafts []int32, v int) (engine.Rule, string, int) {
 	k := len(drafts)
-	for j, t := range toks {
-		if t < -1 || t >= int64(v) {
-			return engine.RuleTokenRange, fmt.Sprintf("token %d at position %d is outside [-1, %d)", t, j, v), int(t)
-		}
-	}
-	c := 0
-	for c < len(toks) && toks[c] != -1 {
-		c++
-	}
-	for j := c; j < len(toks); j++ {
-		if toks[j] != -1 {
-			return engine.RuleStructure, fmt.Sprintf("token %d at position %d follows the -1 fill at position %d", toks[j], j, c), int(toks[j])
-		}
-	}
-	if c == 0 {
-		return engine.RuleStructure, "no token precedes the -1 fill (a chain emits at least its resampled or bonus token)", -1
+	c, rule, msg, tok := chainLayout(toks, v)
+	if rule != "" {
+		return rule, msg, tok
 	}
 	e := c - 1
 	for j := range e {

@@ -186,22 +186,9 @@ func (p *plan) recordAccepted(r int, laws specLaws, observed int64) {
 // with the supports the trials reveal), or be boundary tokens.
 func specProblem(s *ref.SpecRef, laws *specLaws, toks []int64, emitted, accepted *int64, v int) (engine.Rule, string, int) {
 	k := len(s.Drafts)
-	for j, t := range toks {
-		if t < -1 || t >= int64(v) {
-			return engine.RuleTokenRange, fmt.Sprintf("token %d at position %d is outside [-1, %d)", t, j, v), int(t)
-		}
-	}
-	c := 0 // tokens before the -1 fill
-	for c < len(toks) && toks[c] != -1 {
-		c++
-	}
-	for j := c; j < len(toks); j++ {
-		if toks[j] != -1 {
-			return engine.RuleStructure, fmt.Sprintf("token %d at position %d follows the -1 fill at position %d", toks[j], j, c), int(toks[j])
-		}
-	}
-	if c == 0 {
-		return engine.RuleStructure, "no token precedes the -1 fill (a chain emits at least its resampled or bonus token)", -1
+	c, rule, msg, tok := chainLayout(toks, v)
+	if rule != "" {
+		return rule, msg, tok
 	}
 	e := c - 1 // the emitted (accepted) length the tokens show
 	if emitted != nil {
@@ -258,4 +245,30 @@ func (laws *specLaws) nearResidual(s *ref.SpecRef, i, t int) bool {
 		q = 1
 	}
 	return pt >= q*(1-laws.slack[i])
+}
+
+// chainLayout checks a chain's emitted tokens for what every chain
+// verifier's output must hold: each token in [-1, v), a -1 fill after the
+// tokens and nothing after it, at least one token. It returns the number
+// of tokens before the fill, or the broken rule, a message without the row
+// and the token it is about.
+func chainLayout(toks []int64, v int) (int, engine.Rule, string, int) {
+	for j, t := range toks {
+		if t < -1 || t >= int64(v) {
+			return 0, engine.RuleTokenRange, fmt.Sprintf("token %d at position %d is outside [-1, %d)", t, j, v), int(t)
+		}
+	}
+	c := 0
+	for c < len(toks) && toks[c] != -1 {
+		c++
+	}
+	for j := c; j < len(toks); j++ {
+		if toks[j] != -1 {
+			return 0, engine.RuleStructure, fmt.Sprintf("token %d at position %d follows the -1 fill at position %d", toks[j], j, c), int(toks[j])
+		}
+	}
+	if c == 0 {
+		return 0, engine.RuleStructure, "no token precedes the -1 fill (a chain emits at least its resampled or bonus token)", -1
+	}
+	return c, "", "", 0
 }
