@@ -17,8 +17,9 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+
+import testenv  # noqa: E402
 
 try:
     import torch  # noqa: F401  (the writer's)
@@ -30,16 +31,9 @@ SAMPVIZ = None
 
 def setUpModule():
     global SAMPVIZ, fd
-    if torch is None:
-        msg = "torch is not installed for this Python (make python-deps installs Debian's python3-torch)"
-        if os.environ.get("SAMPVIZ_REQUIRE_PYTHON") == "1":
-            raise RuntimeError(msg + ", and SAMPVIZ_REQUIRE_PYTHON=1 requires these tests")
-        raise unittest.SkipTest(msg)
+    testenv.require_torch(torch)
     import fastdeploy_ngram as fd
-    SAMPVIZ = os.environ.get("SAMPVIZ_BIN")
-    if not SAMPVIZ:
-        SAMPVIZ = os.path.join(tempfile.mkdtemp(prefix="sampviz-bin-"), "sampviz")
-        subprocess.run(["go", "build", "-o", SAMPVIZ, "./cmd/sampviz"], cwd=ROOT, check=True)
+    SAMPVIZ = testenv.sampviz_bin()
 
 
 def check_json(path):

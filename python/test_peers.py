@@ -18,6 +18,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import testenv  # noqa: E402
+
 try:
     import torch
 except ImportError:  # pragma: no cover - depends on the machine
@@ -28,11 +30,7 @@ SCRIPT = os.path.join(HERE, "peers.py")
 
 def setUpModule():
     global peers
-    if torch is None:
-        msg = "torch is not installed for this Python (make python-deps installs Debian's python3-torch)"
-        if os.environ.get("SAMPVIZ_REQUIRE_PYTHON") == "1":
-            raise RuntimeError(msg + ", and SAMPVIZ_REQUIRE_PYTHON=1 requires these tests")
-        raise unittest.SkipTest(msg)
+    testenv.require_torch(torch)
     import peers
 
 

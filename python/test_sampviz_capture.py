@@ -23,8 +23,9 @@ import zipfile
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+
+import testenv  # noqa: E402
 
 try:
     import torch
@@ -36,19 +37,11 @@ SAMPVIZ = None
 
 def setUpModule():
     global SAMPVIZ, sv, gpu, standins
-    if torch is None:
-        msg = "torch is not installed for this Python (make python-deps installs Debian's python3-torch)"
-        if os.environ.get("SAMPVIZ_REQUIRE_PYTHON") == "1":
-            raise RuntimeError(msg + ", and SAMPVIZ_REQUIRE_PYTHON=1 requires these tests")
-        print(f"python-test: skipped: {msg}", file=sys.stderr)
-        raise unittest.SkipTest(msg)
+    testenv.require_torch(torch)
     import gpu_capture_check as gpu
     import sampviz_capture as sv
     import standins
-    SAMPVIZ = os.environ.get("SAMPVIZ_BIN")
-    if not SAMPVIZ:
-        SAMPVIZ = os.path.join(tempfile.mkdtemp(prefix="sampviz-bin-"), "sampviz")
-        subprocess.run(["go", "build", "-o", SAMPVIZ, "./cmd/sampviz"], cwd=ROOT, check=True)
+    SAMPVIZ = testenv.sampviz_bin()
 
 
 def check(path, *flags):
