@@ -388,9 +388,18 @@ func (r *Run) SetBackendDefaults(o Overrides, b Backend) {
 	if s == nil || !s.Takes("draws") || o.Draws != nil {
 		return
 	}
-	if dc, ok := b.(DrawCounter); ok {
-		r.Params.Draws, r.BackendDraws = dc.DefaultDraws(), true
+	if _, ok := b.(DrawCounter); ok {
+		r.Params.Draws, r.BackendDraws = DefaultDrawsOn(b), true
 	}
+}
+
+// DefaultDrawsOn is the draws per row that a sample run naming none makes
+// on backend b: a DrawCounter's DefaultDraws, else DefaultDraws.
+func DefaultDrawsOn(b Backend) int {
+	if dc, ok := b.(DrawCounter); ok {
+		return dc.DefaultDraws()
+	}
+	return DefaultDraws
 }
 
 // LogprobsKindOf returns the kind of the logprobs output of mode ("" for

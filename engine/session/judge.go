@@ -160,11 +160,11 @@ func (s *Session) runOrFallBack(ctx context.Context, b engine.Backend, run *engi
 }
 
 // fallbackDraws is the draws a row run takes on other when other takes
-// over from the counting backend: its default when the run had the
-// counting backend's default, which other does not count; else the run's.
+// over: other's default when the run had its backend's default, else the
+// draws the run names.
 func fallbackDraws(run *engine.Run, other engine.Backend) int {
-	if _, counts := other.(engine.DrawCounter); run.BackendDraws && !counts && run.Params.Draws > engine.DefaultDraws {
-		return engine.DefaultDraws
+	if run.BackendDraws {
+		return engine.DefaultDrawsOn(other)
 	}
 	return run.Params.Draws
 }
