@@ -191,17 +191,8 @@ func (s *Session) loadReserved(ctx context.Context, job Job, b engine.Backend, s
 	if err != nil {
 		return nil, nil, err
 	}
-	b = kernels(b, run)
-	if b != nil {
-		run.SetWorkDefaults(job.Overrides)
-		run.SetBackendDefaults(job.Overrides, b)
-	}
-	if err := drawsFit(run, b); err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	n := need(run, f, b, s.workers(), stored)
-	if err := overBudget(run.Source, n, s.MaxMemory); err != nil {
+	b, n, err := s.fit(job, run, f, b, stored)
+	if err != nil {
 		f.Close()
 		return nil, nil, err
 	}
@@ -278,16 +269,8 @@ func (s *Session) Admit(ctx context.Context, job Job) (*DumpInfo, error) {
 	if err := checkAny(run); err != nil {
 		return nil, err
 	}
-	b = kernels(b, run)
-	if b != nil {
-		run.SetWorkDefaults(job.Overrides)
-		run.SetBackendDefaults(job.Overrides, b)
-	}
-	if err := drawsFit(run, b); err != nil {
-		return nil, err
-	}
-	n := need(run, f, b, s.workers(), job.OutputsPath != "")
-	if err := overBudget(run.Source, n, s.MaxMemory); err != nil {
+	b, n, err := s.fit(job, run, f, b, job.OutputsPath != "")
+	if err != nil {
 		return nil, err
 	}
 	if f != nil {
@@ -335,6 +318,27 @@ func options(tol *engine.Tolerances) compare.Options {
 	}
 	s, n := tol.Strict, tol.Native
 	return compare.Options{Strict: &s, Native: &n, PValue: tol.PValue}
+}
+
+// fit gives run, opened from job's dump f, the defaults of the backend
+// that will run its kernels (b, or none where the run needs none) and checks
+// its draws and its need (with stored outputs: stored) against the
+// session's bounds; it returns that backend and the need. Admit and load
+// both take this one step, so a job admitted is loaded the same way.
+func (s *Session) fit(job Job, run *engine.Run, f *dump.File, b engine.Backend, stored bool) (engine.Backend, Need, error) {
+	b = kernels(b, run)
+	if b != nil {
+		run.SetWorkDefaults(job.Overrides)
+		run.SetBackendDefaults(job.Overrides, b)
+	}
+	if err := drawsFit(run, b); err != nil {
+		return nil, Need{}, err
+	}
+	n := need(run, f, b, s.workers(), stored)
+	if err := overBudget(run.Source, n, s.MaxMemory); err != nil {
+		return nil, Need{}, err
+	}
+	return b, n, nil
 }
 
 // drawsFit refuses the draws a row of a sample run that b (nil: none)
