@@ -67,6 +67,7 @@ type Options struct {
 // safe for concurrent use; runs are served one at a time. Close stops the
 // worker: a Backend holds a process and must be closed.
 type Backend struct {
+	countsDraws
 	opts   Options
 	mu     sync.Mutex
 	proc   *proc
@@ -155,12 +156,16 @@ func (b *Backend) Name() string { return "cuda" }
 
 var _ engine.DrawCounter = (*Backend)(nil)
 
+// countsDraws is what every face of the cuda backend (Backend, Pool, a
+// placed run) says of a sample run's draws, as an engine.DrawCounter.
+type countsDraws struct{}
+
 // DefaultDraws is engine.DefaultCountedDraws: the device counts a row's
 // draws, so 10^7 a row cost counts of V integers and tens of milliseconds.
-func (b *Backend) DefaultDraws() int { return engine.DefaultCountedDraws }
+func (countsDraws) DefaultDraws() int { return engine.DefaultCountedDraws }
 
 // MaxDraws is engine.MaxDraws.
-func (b *Backend) MaxDraws() int { return engine.MaxDraws }
+func (countsDraws) MaxDraws() int { return engine.MaxDraws }
 
 // Device describes the GPU: name, multiprocessors, memory and the
 // device-to-device copy bandwidth measured when the worker started.

@@ -39,6 +39,7 @@ const DownRetry = 30 * time.Second
 // use, and must be closed. It never judges and never moves a run from one
 // GPU to another.
 type Pool struct {
+	countsDraws
 	workers []*gpuWorker
 	reason  string
 	// retryAfter is how long a down GPU is left before its worker is
@@ -228,13 +229,6 @@ func (p *Pool) Device() engine.Device {
 	return d
 }
 
-// DefaultDraws is engine.DefaultCountedDraws: every GPU's worker counts a
-// row's draws on the device (Backend.DefaultDraws).
-func (p *Pool) DefaultDraws() int { return engine.DefaultCountedDraws }
-
-// MaxDraws is engine.MaxDraws.
-func (p *Pool) MaxDraws() int { return engine.MaxDraws }
-
 // SetReason sets what Device().Reason reports.
 func (p *Pool) SetReason(reason string) {
 	p.reason = reason
@@ -356,6 +350,7 @@ func (p *Pool) worker(index int) *gpuWorker {
 
 // placedRun is a run placed on one GPU of a pool.
 type placedRun struct {
+	countsDraws
 	pool  *Pool
 	w     *gpuWorker
 	label string
@@ -373,12 +368,6 @@ func (r *placedRun) Device() engine.Device {
 	}
 	return d
 }
-
-// DefaultDraws is engine.DefaultCountedDraws, as the pool's.
-func (r *placedRun) DefaultDraws() int { return engine.DefaultCountedDraws }
-
-// MaxDraws is engine.MaxDraws.
-func (r *placedRun) MaxDraws() int { return engine.MaxDraws }
 
 // Run waits for the GPU's turn (or ctx's end) and runs the op on it.
 func (r *placedRun) Run(ctx context.Context, run *engine.Run) (*engine.Output, error) {
