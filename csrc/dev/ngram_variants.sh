@@ -20,9 +20,11 @@
 #   per4   the product with 4 ends a thread per round (several dependent
 #          rounds of loads: what loading everything first buys)
 # VARIANTS picks them (default all five).
-# With SUITE=1 each variant's library also runs the ngram tests of the GPU
-# suite against engine/cpu and compute-sanitizer memcheck on them (all five
-# are meant to be exact; base is also make gpu-test's).
+# With SUITE=1 the libraries of SUITE_VARIANTS (default "base old"; all
+# five are meant to be exact) also run the ngram tests of the GPU suite
+# against engine/cpu and compute-sanitizer memcheck on their quick mode
+# (old passing the new tests checks the tests; base is also make
+# gpu-test's).
 # Logs go to $OUT (else gpu-out); summary.txt has the table.
 set -uo pipefail
 O=${OUT:-gpu-out}; mkdir -p "$O"; S=$O/summary.txt; : >"$S"
@@ -46,7 +48,7 @@ pids=""
 for n in "${names[@]}"; do
   d=build/variants/ngram-$n; mkdir -p "$d"
   python3 -c "import sys; s = open('csrc/ngram.cu').read(); t = s; $(edit "$n"); assert '$n' == 'base' or s != t, 'edit of $n did not apply'; open('$d/ngram.cu', 'w').write(s)" || { note "$n: edit failed"; continue; }
-  (timeout 120 nvcc $FL -Icsrc -c -o "$d/ngram.o" "$d/ngram.cu" >"$d/log" 2>&1) &
+  (timeout 90 nvcc $FL -Icsrc -c -o "$d/ngram.o" "$d/ngram.cu" >"$d/log" 2>&1) &
   pids="$pids $!"
 done
 timeout 140 make -j"$(nproc)" kernels SAMPVIZ_ARCHS=$archs >"$O/build.log" 2>&1 || { note "build FAILED"; grep error "$O/build.log" | head; exit 1; }
@@ -58,22 +60,22 @@ for n in "${names[@]}"; do
   if ! nvcc $FL -shared -o "$d/libsampviz_kernels.so" $objs "$d/ngram.o" >>"$d/log" 2>&1; then
     note "$n does not build:"; grep error "$d/log" | head -5 | tee -a "$S"; continue
   fi
-  timeout 60 ./gpu-bundle/sampviz bench --kernels "$PWD/$d/libsampviz_kernels.so" --quick --ops ngram_match \
+  timeout 30 ./gpu-bundle/sampviz bench --kernels "$PWD/$d/libsampviz_kernels.so" --quick --ops ngram_match \
     --match 'ngram_match B=' >"$O/bench-$n.txt" 2>&1
   note "== $n (exit $?)"
   grep -E "^ *ngram_match +B=" "$O/bench-$n.txt" | grep "%" | awk '{print "   ", $0}' | tee -a "$S"
 done
 if [ "${SUITE:-0}" = 1 ]; then
   tests='TestGPUNgramMatch$|TestGPUNgramMatchEdges|TestGPUNgramMatchShapes'
-  for n in "${names[@]}"; do
+  for n in ${SUITE_VARIANTS:-base old}; do
     lib=$PWD/build/variants/ngram-$n/libsampviz_kernels.so
     [ -f "$lib" ] || continue
-    SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 timeout 100 ./gpu-bundle/cuda.test -test.count=1 \
+    SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 timeout 45 ./gpu-bundle/cuda.test -test.count=1 \
       -test.run "$tests" >"$O/suite-$n.log" 2>&1
     rc=$?
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=1 \
       SAMPVIZ_WORKER_WRAPPER="compute-sanitizer --tool memcheck --error-exitcode 3" \
-      timeout 100 ./gpu-bundle/cuda.test -test.count=1 -test.run "$tests" >"$O/memcheck-$n.log" 2>&1
+      timeout 60 ./gpu-bundle/cuda.test -test.count=1 -test.run "$tests" >"$O/memcheck-$n.log" 2>&1
     mrc=$?
     note "suite $n: exit $rc ($(grep -c -- '--- FAIL' "$O/suite-$n.log") failures); memcheck exit $mrc, $(grep -c 'ERROR SUMMARY: 0 errors' "$O/memcheck-$n.log") clean of $(grep -c 'ERROR SUMMARY' "$O/memcheck-$n.log")"
   done
