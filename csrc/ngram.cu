@@ -124,8 +124,8 @@ __global__ void __launch_bounds__(BLOCK)
       m = Match{__ldcg(&matches[r].src), __ldcg(&matches[r].start), __ldcg(&matches[r].avail)};
     }
     const long long a = m.src != 0 ? min(max_draft, m.avail) : 0;
-    long long before, chunk;
-    cub::BlockScan<long long, BLOCK>(sh.scan).ExclusiveSum(a, before, chunk);
+    long long before = 0, chunk = a;  // one row: thread 0's alone, nothing before it
+    if (rows > 1) cub::BlockScan<long long, BLOCK>(sh.scan).ExclusiveSum(a, before, chunk);
     const long long budget = max((long long)threshold - spent - before, 0ll);
     sh_len[threadIdx.x] = (int)min(a, budget);
     sh_src[threadIdx.x] = m.src;

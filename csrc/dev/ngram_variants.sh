@@ -19,9 +19,11 @@
 #   b1024  the product with 1024 threads a row and 8 ends a thread
 #   per4   the product with 4 ends a thread per round (several dependent
 #          rounds of loads: what loading everything first buys)
-# VARIANTS picks them (default all five).
+#   scan1  the product running the budget's block-wide scan at one row too
+#          (what skipping it there buys)
+# VARIANTS picks them (default all six).
 # With SUITE=1 the libraries of SUITE_VARIANTS (default "base old"; all
-# five are meant to be exact) also run the ngram tests of the GPU suite
+# six are meant to be exact) also run the ngram tests of the GPU suite
 # against engine/cpu and compute-sanitizer memcheck on their quick mode
 # (old passing the new tests checks the tests; base is also make
 # gpu-test's).
@@ -40,9 +42,10 @@ edit() { # edit NAME: the python that turns the product's ngram.cu into NAME's
     b256) echo 's = s.replace("kNgramBlock = 512;", "kNgramBlock = 256;").replace("kNgramPer = 16;", "kNgramPer = 32;")' ;;
     b1024) echo 's = s.replace("kNgramBlock = 512;", "kNgramBlock = 1024;").replace("kNgramPer = 16;", "kNgramPer = 8;")' ;;
     per4) echo 's = s.replace("kNgramPer = 16;", "kNgramPer = 4;")' ;;
+    scan1) echo 's = s.replace("    if (rows > 1) cub::BlockScan", "    cub::BlockScan")' ;;
   esac
 }
-names=(${VARIANTS:-base old b256 b1024 per4})
+names=(${VARIANTS:-base old b256 b1024 per4 scan1})
 s=$(date +%s)
 pids=""
 for n in "${names[@]}"; do
