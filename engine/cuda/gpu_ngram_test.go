@@ -67,6 +67,8 @@ func TestGPUNgramMatchEdges(t *testing.T) {
 		{"step 0 proposes nothing", []ngramRow{{[]int64{1, 2, 3}, nil}}, 3, 4, 100, [][]int32{none}},
 		{"max_ngram 0 proposes nothing", []ngramRow{{[]int64{1, 2}, []int64{1}}}, 0, 4, 100, [][]int32{none}},
 		{"threshold 0 proposes nothing", []ngramRow{{[]int64{1, 2}, []int64{1}}}, 3, 4, 0, [][]int32{none}},
+		{"a threshold below the draft cuts it at one row", []ngramRow{{[]int64{1, 5, 6, 7}, []int64{1}}}, 3, 4, 2,
+			[][]int32{{5, 6, -1, -1}}},
 		{"n = 3 in the prompt", []ngramRow{{[]int64{5, 1, 2, 3, 9, 9}, []int64{7, 1, 2, 3}}}, 3, 4, 100,
 			[][]int32{{9, 9, -1, -1}}},
 		{"the longest n beats a leftmost shorter one", []ngramRow{{[]int64{2, 3, 8, 1, 2, 3, 4}, []int64{1, 2, 3}}}, 3, 4, 100,
