@@ -515,13 +515,16 @@ int main() {
   printf("EXACT tuned exact==ref on %ld/%ld rows %s\n", same_texact, rows, same_texact == rows ? "pass" : "FAIL");
   printf("AGREE tuned fast==ref on %ld/%ld rows\n", same_tfast, rows);
   ok &= same_exact == rows && same_texact == rows;
-  {  // adversarial: every logit equal (every token a candidate), and a few big magnitudes
+  {  // adversarial: equal logits, all -inf rows (every thread rescans), one huge logit (eps scales with it),
+     // large magnitudes, near ties
     const int Ba = 64;
     std::vector<__nv_bfloat16> h((size_t)Ba * V);
     for (int r = 0; r < Ba; r++)
       for (int i = 0; i < V; i++)
         h[(size_t)r * V + i] = __float2bfloat16_rn(r < 16   ? 0.0f
-                                                   : r < 32 ? (float)(r - 24) * 100.0f
+                                                   : r < 20 ? -kInf
+                                                   : r < 24 ? (i == (r * 997) % V ? 1e38f : (float)(i % 17) * 0.25f)
+                                                   : r < 32 ? (float)(r - 28) * 100.0f
                                                    : r < 48 ? ((i * 7919 + r) % 3) * 0.0078125f + 3000.0f
                                                             : (float)((i * 31 + r) % 200) * 0.05f - 100.0f);
     CK(cudaMemcpy(dst, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
@@ -536,7 +539,7 @@ int main() {
     CK(cudaMemcpy(&hres, rescans, 4, cudaMemcpyDeviceToHost));
     int same = 0;
     for (int i = 0; i < Ba; i++) same += r[i] == e[i] && r[i] == te[i];
-    printf("EXACT adversarial rows (equal, large, near-tied logits): %d/%d (%d thread rescans) %s\n", same, Ba, hres,
+    printf("EXACT adversarial rows (equal, -inf, huge, large, near-tied logits): %d/%d (%d thread rescans) %s\n", same, Ba, hres,
            same == Ba ? "pass" : "FAIL");
     ok &= same == Ba;
   }
