@@ -39,6 +39,8 @@
 #             per 32 buckets at the block's end; 1024 threads, 194 KB
 #   g16sc     g15sc with 2^16 buckets, uint8 offsets every 16 buckets,
 #             uint16 counts, 32 draws a thread; 208 KB
+#   g16sc63   g16sc with 63 draws a thread (64512 a block, still under a
+#             uint16 count): half the flush's atomics a draw
 # VARIANTS picks them (default "base old"); run 146 ran the diagnostics on
 # the first kernel (docs/perf-log.md).
 # With SUITE=1 each variant's library also runs the counts tests of the
@@ -58,12 +60,14 @@ src() { # src NAME: the file NAME's copy is made from
     prev) echo csrc/dev/counts/prev_sample.cu ;;
     g14 | g15 | g16) echo csrc/dev/counts/g15_sample.cu ;;
     g15sc | g16sc) echo csrc/dev/counts/$1_sample.cu ;;
+    g16sc63) echo csrc/dev/counts/g16sc_sample.cu ;;
     *) echo csrc/sample.cu ;;
   esac
 }
 edit() { # edit NAME: the python that turns src NAME into NAME's copy
   case $1 in
     base | prev | g15 | g15sc | g16sc) echo 'pass' ;;
+    g16sc63) echo 's = s.replace("kCountsPerThread = 32;", "kCountsPerThread = 63;")' ;;
     g14) echo 's = s.replace("kGuideBits = 15;", "kGuideBits = 14;")' ;;
     g16) echo 's = s.replace("kGuideBits = 15;", "kGuideBits = 16;").replace("kCountsBlock = 512;", "kCountsBlock = 1024;")' ;;
     old) echo 's = s.replace("kGuideBits = 13;", "kGuideBits = 12;").replace("kCountsScan = 8;", "kCountsScan = 0;").replace("kFewDraws = 1 << 20;", "kFewDraws = 0;")' ;;
