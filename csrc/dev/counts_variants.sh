@@ -41,11 +41,17 @@
 #             uint16 counts, 32 draws a thread; 208 KB
 #   g16sc63   g16sc with 63 draws a thread (64512 a block, still under a
 #             uint16 count): half the flush's atomics a draw
+#   g16nosearch  diagnostic (wrong counts): g16sc63 counting a draw of a
+#             bucket of several tokens on the bucket's first token, no
+#             CDF load: the search's cost in g16sc63
+#   g16noatomic  diagnostic (wrong counts): g16sc63 without the draws'
+#             global atomics (the flush's stay): their cost
 # VARIANTS picks them (default "base old"); run 146 ran the diagnostics on
 # the first kernel (docs/perf-log.md).
 # With SUITE=1 each variant's library also runs the counts tests of the
 # GPU suite against engine/cpu and compute-sanitizer memcheck on their
-# quick mode (diagnostic variants fail them by design; base, the product,
+# quick mode (diagnostic variants, names with "no", are skipped: their
+# counts are wrong by design; base, the product,
 # is make gpu-test's).
 # Logs go to $OUT (else gpu-out); summary.txt has the table.
 set -uo pipefail
@@ -60,7 +66,7 @@ src() { # src NAME: the file NAME's copy is made from
     prev) echo csrc/dev/counts/prev_sample.cu ;;
     g14 | g15 | g16) echo csrc/dev/counts/g15_sample.cu ;;
     g15sc | g16sc) echo csrc/dev/counts/$1_sample.cu ;;
-    g16sc63) echo csrc/dev/counts/g16sc_sample.cu ;;
+    g16sc63 | g16nosearch | g16noatomic) echo csrc/dev/counts/g16sc_sample.cu ;;
     *) echo csrc/sample.cu ;;
   esac
 }
@@ -68,6 +74,8 @@ edit() { # edit NAME: the python that turns src NAME into NAME's copy
   case $1 in
     base | prev | g15 | g15sc | g16sc) echo 'pass' ;;
     g16sc63) echo 's = s.replace("kCountsPerThread = 32;", "kCountsPerThread = 63;")' ;;
+    g16nosearch) echo 's = s.replace("kCountsPerThread = 32;", "kCountsPerThread = 63;").replace("      } else {\n        while", "      } else if (hi < 0) {\n        while").replace("        tok = lo + below;\n      }\n    }", "        tok = lo + below;\n      } else {\n        tok = lo;\n      }\n    }")' ;;
+    g16noatomic) echo 's = s.replace("kCountsPerThread = 32;", "kCountsPerThread = 63;").replace("const int lane = threadIdx.x & 31;", "const int lane = threadIdx.x & 31;\n  unsigned acc = 0;").replace("lane == __ffs(peers) - 1) atomicAdd(out + tok, (unsigned)__popc(peers));", "lane == __ffs(peers) - 1) acc += (unsigned)__popc(peers) ^ (unsigned)tok;").replace("  // Each warp adds its 32", "  if (acc == 0xffffffffu) atomicAdd(out, acc);\n  // Each warp adds its 32")' ;;
     g14) echo 's = s.replace("kGuideBits = 15;", "kGuideBits = 14;")' ;;
     g16) echo 's = s.replace("kGuideBits = 15;", "kGuideBits = 16;").replace("kCountsBlock = 512;", "kCountsBlock = 1024;")' ;;
     old) echo 's = s.replace("kGuideBits = 13;", "kGuideBits = 12;").replace("kCountsScan = 8;", "kCountsScan = 0;").replace("kFewDraws = 1 << 20;", "kFewDraws = 0;")' ;;
@@ -110,6 +118,7 @@ if [ "${SUITE:-0}" = 1 ]; then
   for n in "${names[@]}"; do
     lib=$PWD/build/variants/counts-$n/libsampviz_kernels.so
     [ -f "$lib" ] && [ "$n" != base ] || continue
+    case $n in *no*) continue ;; esac  # the diagnostics' counts are wrong by design
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 timeout 150 ./gpu-bundle/cuda.test -test.count=1 \
       -test.run 'TestGPUSampleCounts|TestGPUSampleDraws|TestGPUCheckTenMillionDraws' >"$O/suite-$n.log" 2>&1
     rc=$?
@@ -120,3 +129,4 @@ if [ "${SUITE:-0}" = 1 ]; then
     note "suite $n: exit $rc ($(grep -c -- '--- FAIL' "$O/suite-$n.log") failures); memcheck exit $mrc, $(grep -c 'ERROR SUMMARY: 0 errors' "$O/memcheck-$n.log") clean of $(grep -c 'ERROR SUMMARY' "$O/memcheck-$n.log")"
   done
 fi
+note "total $(($(date +%s) - s)) s"
