@@ -83,9 +83,9 @@ constexpr int kCountsScan = 8;
 // that where it has few (so that the blocks of fewer rows fill the device,
 // and their CDFs fit the L2).
 constexpr int kCountsBlock = 1024;
-// The shared guide: bases[j] = guide[64 j] (j <= kGuideSize / 64, the
+// The shared guide: bases[j] = guide[16 j] (j <= kGuideSize / 16, the
 // last being guide[kGuideSize] = vocab - 1), offs[g] = guide[g] - bases[g
-// / 64] clamped to kOffClamp.
+// / 16] clamped to kOffClamp.
 constexpr int kGroupBits = 4;
 constexpr int kGroups = kGuideSize >> kGroupBits;
 constexpr unsigned kOffClamp = 0xffu;
