@@ -25,11 +25,33 @@
 #   nophilox  diagnostic (wrong counts): the uniform is a multiplicative
 #             hash of the draw index instead of Philox4x32-10: Philox's
 #             cost
+# Second session (whole copies of sample.cu under csrc/dev/counts/, each
+# with a header saying what it changes):
+#   prev      csrc/dev/counts/prev_sample.cu, today's product verbatim
+#             (the same as base until the product changes)
+#   g15       a guide of 2^15 buckets in dynamic shared memory, uint16
+#             offsets from an int32 base every 64 buckets (66 KB), 512
+#             threads (g15_sample.cu)
+#   g14       g15 with 2^14 buckets
+#   g16       g15 with 2^16 buckets (130 KB), 1024 threads
+#   g15sc     g15 plus a shared count a bucket for the draws in a bucket
+#             of one token (no search, no global atomic), added a token
+#             per 32 buckets at the block's end; 1024 threads, 194 KB
+#   g16sc     g15sc with 2^16 buckets, uint8 offsets every 16 buckets,
+#             uint16 counts, 32 draws a thread; 208 KB
+#   g16sc63   g16sc with 63 draws a thread (64512 a block, still under a
+#             uint16 count): half the flush's atomics a draw
+#   g16nosearch  diagnostic (wrong counts): g16sc63 counting a draw of a
+#             bucket of several tokens on the bucket's first token, no
+#             CDF load: the search's cost in g16sc63
+#   g16noatomic  diagnostic (wrong counts): g16sc63 without the draws'
+#             global atomics (the flush's stay): their cost
 # VARIANTS picks them (default "base old"); run 146 ran the diagnostics on
 # the first kernel (docs/perf-log.md).
 # With SUITE=1 each variant's library also runs the counts tests of the
 # GPU suite against engine/cpu and compute-sanitizer memcheck on their
-# quick mode (diagnostic variants fail them by design; base, the product,
+# quick mode (diagnostic variants, names with "no", are skipped: their
+# counts are wrong by design; base, the product,
 # is make gpu-test's).
 # Logs go to $OUT (else gpu-out); summary.txt has the table.
 set -uo pipefail
@@ -39,9 +61,23 @@ python3 -c "import lzma,glob,os; [ (open(f[:-3],'wb').write(lzma.open(f).read())
 for f in gpu-bundle/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
 archs=sm_90
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
-edit() { # edit NAME: the python that turns the product's sample.cu into NAME's
+src() { # src NAME: the file NAME's copy is made from
   case $1 in
-    base) echo 'pass' ;;
+    prev) echo csrc/dev/counts/prev_sample.cu ;;
+    g14 | g15 | g16) echo csrc/dev/counts/g15_sample.cu ;;
+    g15sc | g16sc) echo csrc/dev/counts/$1_sample.cu ;;
+    g16sc63 | g16nosearch | g16noatomic) echo csrc/dev/counts/g16sc_sample.cu ;;
+    *) echo csrc/sample.cu ;;
+  esac
+}
+edit() { # edit NAME: the python that turns src NAME into NAME's copy
+  case $1 in
+    base | prev | g15 | g15sc | g16sc) echo 'pass' ;;
+    g16sc63) echo 's = s.replace("kCountsPerThread = 32;", "kCountsPerThread = 63;")' ;;
+    g16nosearch) echo 's = s.replace("kCountsPerThread = 32;", "kCountsPerThread = 63;").replace("      } else {\n        while", "      } else if (hi < 0) {\n        while").replace("        tok = lo + below;\n      }\n    }", "        tok = lo + below;\n      } else {\n        tok = lo;\n      }\n    }")' ;;
+    g16noatomic) echo 's = s.replace("kCountsPerThread = 32;", "kCountsPerThread = 63;").replace("const int lane = threadIdx.x & 31;", "const int lane = threadIdx.x & 31;\n  unsigned acc = 0;").replace("lane == __ffs(peers) - 1) atomicAdd(out + tok, (unsigned)__popc(peers));", "lane == __ffs(peers) - 1) acc += (unsigned)__popc(peers) ^ (unsigned)tok;").replace("  // Each warp adds its 32", "  if (acc == 0xffffffffu) atomicAdd(out, acc);\n  // Each warp adds its 32")' ;;
+    g14) echo 's = s.replace("kGuideBits = 15;", "kGuideBits = 14;")' ;;
+    g16) echo 's = s.replace("kGuideBits = 15;", "kGuideBits = 16;").replace("kCountsBlock = 512;", "kCountsBlock = 1024;")' ;;
     old) echo 's = s.replace("kGuideBits = 13;", "kGuideBits = 12;").replace("kCountsScan = 8;", "kCountsScan = 0;").replace("kFewDraws = 1 << 20;", "kFewDraws = 0;")' ;;
     guide12) echo 's = s.replace("kGuideBits = 13;", "kGuideBits = 12;")' ;;
     bsearch) echo 's = s.replace("kCountsScan = 8;", "kCountsScan = 0;")' ;;
@@ -59,7 +95,8 @@ s=$(date +%s)
 pids=""
 for n in "${names[@]}"; do
   d=build/variants/counts-$n; mkdir -p "$d"
-  python3 -c "import sys; s = open('csrc/sample.cu').read(); t = s; $(edit "$n"); assert '$n' == 'base' or s != t, 'edit of $n did not apply'; open('$d/sample.cu', 'w').write(s)" || { note "$n: edit failed"; continue; }
+  e=$(edit "$n"); [ -n "$e" ] || { note "$n: no such variant"; continue; }
+  python3 -c "import sys; s = open('$(src "$n")').read(); t = s; $e; assert '$e' == 'pass' or s != t, 'edit of $n did not apply'; open('$d/sample.cu', 'w').write(s)" || { note "$n: edit failed"; continue; }
   (nvcc $FL -Icsrc -c -o "$d/sample.o" "$d/sample.cu" >"$d/log" 2>&1) &
   pids="$pids $!"
 done
@@ -81,6 +118,7 @@ if [ "${SUITE:-0}" = 1 ]; then
   for n in "${names[@]}"; do
     lib=$PWD/build/variants/counts-$n/libsampviz_kernels.so
     [ -f "$lib" ] && [ "$n" != base ] || continue
+    case $n in *no*) continue ;; esac  # the diagnostics' counts are wrong by design
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 timeout 150 ./gpu-bundle/cuda.test -test.count=1 \
       -test.run 'TestGPUSampleCounts|TestGPUSampleDraws|TestGPUCheckTenMillionDraws' >"$O/suite-$n.log" 2>&1
     rc=$?
@@ -91,3 +129,4 @@ if [ "${SUITE:-0}" = 1 ]; then
     note "suite $n: exit $rc ($(grep -c -- '--- FAIL' "$O/suite-$n.log") failures); memcheck exit $mrc, $(grep -c 'ERROR SUMMARY: 0 errors' "$O/memcheck-$n.log") clean of $(grep -c 'ERROR SUMMARY' "$O/memcheck-$n.log")"
   done
 fi
+note "total $(($(date +%s) - s)) s"

@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -43,6 +45,28 @@ func sameDraws(t *testing.T, run *engine.Run, gpu, host *engine.Output) {
 	}
 }
 
+// sparseRows makes every row of x [rows, vocab] -inf but for kept tokens
+// of random logits, half among its first 1000 tokens and half among its
+// last 1000, so that a row's mass jumps across a stretch of more than
+// 2^16 tokens of none (the counts kernel's guide must bound such a jump
+// exactly). It returns the rows without a distribution: none.
+func sparseRows(rng *rand.Rand, x *engine.Tensor, kept int) map[int]bool {
+	rows, vocab := x.Dim(0), x.Dim(1)
+	for r := range rows {
+		for i := range vocab {
+			x.SetFloat(r*vocab+i, math.Inf(-1))
+		}
+		for k := range kept {
+			i := rng.IntN(min(1000, vocab))
+			if k%2 == 1 {
+				i = vocab - 1 - i
+			}
+			x.SetFloat(r*vocab+i, 2*rng.NormFloat64())
+		}
+	}
+	return map[int]bool{}
+}
+
 // TestGPUSampleCounts checks the counts kernel on fresh random rows: its
 // counts equal the histogram of draws_kernel's draws (keep_draws) and of
 // engine/cpu's draws for the same seeds, whatever the dtype, the filters,
@@ -61,24 +85,35 @@ func TestGPUSampleCounts(t *testing.T) {
 		// method draws the row's token (draw 0); the many draws are
 		// inverse-CDF draws whatever it is.
 		method engine.SampleMethod
+		// sparse > 0 keeps that many finite logits a row, half in the
+		// row's first 1000 tokens and half in its last (sparseRows).
+		sparse int
 	}{
-		{"f32 tiny vocabulary, 1 draw", engine.F32, 5, 2, false, 1, ""},
-		{"f32 filtered, 7 draws", engine.F32, 7, 111, true, 7, ""},
-		{"bf16 unfiltered, odd draws", engine.BF16, 6, 32003, false, 16385, ""},
-		{"bf16 filtered, 128256", engine.BF16, 4, 128256, true, 40001, ""},
-		{"f16 unfiltered, 151936", engine.F16, 3, 151936, false, 100003, ""},
-		{"f16 filtered, 151936", engine.F16, 3, 151936, true, 33, ""},
-		{"bf16 many rows", engine.BF16, 72, 4099, true, 3000, ""},
-		{"bf16 filtered, rejection token", engine.BF16, 5, 4099, true, 2049, engine.SampleRejection},
-		{"f32 unfiltered, gumbel token", engine.F32, 5, 4099, false, 999, engine.SampleGumbel},
+		{"f32 tiny vocabulary, 1 draw", engine.F32, 5, 2, false, 1, "", 0},
+		{"f32 filtered, 7 draws", engine.F32, 7, 111, true, 7, "", 0},
+		{"bf16 unfiltered, odd draws", engine.BF16, 6, 32003, false, 16385, "", 0},
+		{"bf16 few tokens far apart, 128256", engine.BF16, 4, 128256, false, 70001, "", 4},
+		{"bf16 filtered, 128256", engine.BF16, 4, 128256, true, 40001, "", 0},
+		{"f16 unfiltered, 151936", engine.F16, 3, 151936, false, 100003, "", 0},
+		{"f16 filtered, 151936", engine.F16, 3, 151936, true, 33, "", 0},
+		{"f32 two tokens far apart, 151936", engine.F32, 3, 151936, false, 20001, "", 2},
+		{"bf16 many rows", engine.BF16, 72, 4099, true, 3000, "", 0},
+		{"bf16 filtered, rejection token", engine.BF16, 5, 4099, true, 2049, engine.SampleRejection, 0},
+		{"f32 unfiltered, gumbel token", engine.F32, 5, 4099, false, 999, engine.SampleGumbel, 0},
 	}
 	if quick() {
-		tests = tests[:3]
+		tests = tests[:4]
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			x, invalid := logits(rng, tt.dtype, tt.rows, tt.vocab, true)
 			p := params(rng, tt.rows, tt.vocab, tt.filters)
+			if tt.sparse > 0 {
+				invalid = sparseRows(rng, x, tt.sparse)
+				for r := range p.Temperature {
+					p.Temperature[r] = 0.5 + rng.Float64()
+				}
+			}
 			p.Temperature[0] = 0 // a greedy row: every draw on its argmax
 			p.Draws, p.Method = tt.draws, tt.method
 			run := &engine.Run{Op: engine.OpSample, Logits: x, Params: p}

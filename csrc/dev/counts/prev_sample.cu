@@ -1,0 +1,313 @@
+// sample.cu: sample's launcher: the greedy rows through the indexed
+// argmax, then the sampled rows by the top-k fast path (single draws by
+// inverse CDF, with filters) and the full-row kernel for the rows it
+// flagged, or by a full-row kernel for every sampled row; with many draws,
+// draws_kernel after them, or guide_kernel and counts_kernel where the
+// draws are counted on the device. The kernels are sample.cuh's.
+#include "sample.cuh"
+
+namespace sv {
+
+int launch_argmax(int dtype, const void *logits, int rows, int vocab, const int *row_idx, int n_idx,
+                  int flags, int *tokens);
+
+namespace {
+
+// draws_kernel writes draw d of every listed row: the inverse CDF of the
+// sampled rows' written CDFs, the token itself for greedy and invalid rows.
+__global__ void draws_kernel(const int *__restrict__ row_idx, int n_greedy, int vocab, int draws,
+                             RowParams rp, const int *__restrict__ tokens,
+                             const unsigned long long *__restrict__ cdf,
+                             const unsigned long long *__restrict__ totals, int *__restrict__ samples) {
+  const int slot = blockIdx.y;
+  const int row = row_idx[slot];
+  const int d = blockIdx.x * blockDim.x + threadIdx.x;
+  if (d >= draws) return;
+  int *out = samples + (size_t)row * draws;
+  const int s = slot - n_greedy;
+  const unsigned long long total = s >= 0 ? totals[s] : 0ull;
+  if (total == 0) {
+    out[d] = tokens[row];
+    return;
+  }
+  const Stream rng(rp.seed[row], rp.offset[row], row, d);
+  const unsigned long long t = pick(rng.u64(0), total);
+  const unsigned long long *c = cdf + (size_t)s * vocab;
+  int lo = 0, hi = vocab - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (c[mid] > t)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  out[d] = lo;
+}
+
+// kGuideBits is the number of top bits of a draw's uniform that index the
+// guide table (engine/cpu's CDF indexes its own by 12): 2^13 buckets, the
+// 32 KB that a static shared array holds, leave about V / 8192 tokens a
+// bucket to search.
+constexpr int kGuideBits = 13;
+constexpr int kGuideSize = 1 << kGuideBits;
+// kCountsScan: the search halves a bucket until at most this many tokens
+// remain, then counts the CDF entries <= t among them with independent
+// loads (one L2 round trip where halving takes three).
+constexpr int kCountsScan = 8;
+// kCountsBlock threads each make a block's share of one row's draws:
+// kCountsPerThread where a row has many (so a block's draws pay for its copy
+// of the guide, and the rows being counted at once stay few), a quarter of
+// that where it has few (so that the blocks of fewer rows fill the device,
+// and their CDFs fit the L2).
+constexpr int kCountsBlock = 256;
+constexpr int kCountsPerThread = 64;
+constexpr int kFewDraws = 1 << 20;
+int counts_per_block(int draws) { return kCountsBlock * (draws >= kFewDraws ? kCountsPerThread : kCountsPerThread / 4); }
+
+// guide_kernel writes each sampled row's guide table: guide[g] (g <
+// kGuideSize) is the first token whose inclusive prefix sum exceeds the
+// target of the smallest uniform with top bits g; guide[kGuideSize] is the
+// last token. A draw
+// whose uniform has top bits g lands in [guide[g], guide[g+1]]: the targets
+// are monotone in the uniform, so a search between those two finds the token
+// the whole-row search finds, in about log2(V/kGuideSize) steps on average
+// (each bucket holds 1/kGuideSize of the mass, whatever the row's shape).
+__global__ void guide_kernel(int vocab, const unsigned long long *__restrict__ cdf,
+                             const unsigned long long *__restrict__ totals, int *__restrict__ guide) {
+  const int s = blockIdx.y;
+  const int g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g > kGuideSize) return;
+  int *out = guide + (size_t)s * (kGuideSize + 1);
+  const unsigned long long total = totals[s];
+  if (g == kGuideSize || total == 0) {
+    out[g] = g == kGuideSize ? vocab - 1 : 0;
+    return;
+  }
+  const unsigned long long t = pick((unsigned long long)g << (64 - kGuideBits), total);
+  const unsigned long long *c = cdf + (size_t)s * vocab;
+  int lo = 0, hi = vocab - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (c[mid] > t)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  out[g] = lo;
+}
+
+// counts_kernel makes the draws draws_kernel makes (the same stream, pick and
+// first-exceeding search, so the same tokens) and counts them per token in
+// counts[row, :] instead of writing them. Block (x, y) makes draws
+// [x * per_block, ...) of listed row y: blocks run x-fastest, so the
+// rows being counted at any moment are few and keep their CDF, guide and
+// counts in L2. Lanes of a warp that drew the same token add once
+// (__match_any_sync), so a peaked row costs one atomic per warp, not 32.
+// Greedy and invalid rows count every draw on tokens[row]; a token outside
+// [0, vocab) is counted nowhere, so the row's counts sum to fewer than draws.
+__global__ void __launch_bounds__(kCountsBlock)
+    counts_kernel(const int *__restrict__ row_idx, int n_greedy, int vocab, int draws, int per_block, RowParams rp,
+                  const int *__restrict__ tokens, const unsigned long long *__restrict__ cdf,
+                  const unsigned long long *__restrict__ totals, const int *__restrict__ guide,
+                  unsigned *__restrict__ counts) {
+  __shared__ int table[kGuideSize + 1];
+  const int slot = blockIdx.y;
+  const int row = row_idx[slot];
+  unsigned *out = counts + (size_t)row * vocab;
+  const int s = slot - n_greedy;
+  const unsigned long long total = s >= 0 ? totals[s] : 0ull;
+  if (total == 0) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      const int tok = tokens[row];
+      if (tok >= 0 && tok < vocab) atomicAdd(out + tok, (unsigned)draws);
+    }
+    return;
+  }
+  const int *gs = guide + (size_t)s * (kGuideSize + 1);
+  for (int i = threadIdx.x; i <= kGuideSize; i += blockDim.x) table[i] = gs[i];
+  __syncthreads();
+  const unsigned long long *c = cdf + (size_t)s * vocab;
+  const uint64_t seed = rp.seed[row], offset = rp.offset[row];
+  const int begin = blockIdx.x * per_block;
+  const int end = min(begin + per_block, draws);
+  const int lane = threadIdx.x & 31;
+  // base is the same for a warp's lanes, so every lane takes each turn of
+  // the loop and __match_any_sync sees the full warp.
+  for (int base = begin + (threadIdx.x & ~31); base < end; base += blockDim.x) {
+    const int d = base + lane;
+    int tok = -1;
+    if (d < end) {
+      const unsigned long long u = Stream(seed, offset, row, d).u64(0);
+      const unsigned long long t = pick(u, total);
+      const unsigned g = (unsigned)(u >> (64 - kGuideBits));
+      int lo = table[g], hi = table[g + 1];
+      while (hi - lo > kCountsScan) {
+        const int mid = (lo + hi) >> 1;
+        if (__ldg(c + mid) > t)
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      // The first entry > t in [lo, hi), else hi: the CDF is monotone, so
+      // lo plus the number of entries <= t there.
+      int below = 0;
+#pragma unroll
+      for (int k = 0; k < kCountsScan; k++) below += lo + k < hi && __ldg(c + lo + k) <= t;
+      tok = lo + below;
+    }
+    const unsigned peers = __match_any_sync(0xffffffffu, tok);
+    if (d < end && lane == __ffs(peers) - 1) atomicAdd(out + tok, (unsigned)__popc(peers));
+  }
+}
+
+size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+// pattern_or_token_kernels is a dtype's full-row kernels by pattern: those
+// exist for 16-bit logits; f32 has the per-token ones only.
+SampleFullKernels<float> pattern_or_token_kernels(const float *x) { return sample_token_kernels(x); }
+SampleFullKernels<__half> pattern_or_token_kernels(const __half *x) { return sample_pattern_kernels(x); }
+SampleFullKernels<__nv_bfloat16> pattern_or_token_kernels(const __nv_bfloat16 *x) {
+  return sample_pattern_kernels(x);
+}
+
+}  // namespace
+
+// launch_sample runs sample; with draws > 0 it writes the draws to samples,
+// or, when counts is not null, counts them there instead (uint32 [rows,
+// vocab], zeroed here first).
+int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t params, int flags,
+                  const int *row_idx, int n_greedy, int n_sampled, int *tokens, int draws, int *samples,
+                  unsigned *counts) {
+  if (rows < 0 || vocab < 1 || n_greedy < 0 || n_sampled < 0 || draws < 0)
+    return set_error(SV_ERR_INVALID, "sample: bad shape (%d rows, %d tokens, %d greedy, %d sampled, %d draws)",
+                     rows, vocab, n_greedy, n_sampled, draws);
+  if (vocab > kMaxExactVocab)
+    return set_error(SV_ERR_UNSUPPORTED, "sample: vocabulary %d over %d", vocab, kMaxExactVocab);
+  if (draws > 0 && !samples && !counts)
+    return set_error(SV_ERR_INVALID, "sample: draws without a samples or counts buffer");
+  if (n_greedy + n_sampled > 65535) return set_error(SV_ERR_UNSUPPORTED, "sample: over 65535 rows");
+  const RowParams rp = row_params(params, rows);
+  int st;
+  if (n_greedy > 0) {
+    st = launch_argmax(dtype, logits, rows, vocab, row_idx, n_greedy, SV_ARGMAX_INF_INVALID, tokens);
+    if (st != SV_OK) return st;
+  }
+  const size_t wbytes = align256(sizeof(float) * (size_t)n_sampled * wstride(vocab));
+  const size_t cbytes = draws > 0 ? align256(sizeof(unsigned long long) * (size_t)n_sampled * vocab) : 0;
+  const size_t tbytes = align256(sizeof(unsigned long long) * (size_t)(n_sampled + 1));
+  const int method = (flags >> SV_METHOD_SHIFT) & 15;
+  const bool lists = (flags & SV_HAS_FILTERS) && method == SV_METHOD_REJECTION;
+  const size_t lbytes = lists ? align256(sizeof(int) * (size_t)n_sampled * wstride(vocab)) : 0;
+  // The top-k fast path serves single draws by inverse CDF.
+  const bool fast = (flags & SV_HAS_FILTERS) && draws == 0 && n_sampled > 0 &&
+                    (method == SV_METHOD_AUTO || method == SV_METHOD_INVERSE_CDF);
+  int chunks = 1, chunk = vocab;
+  if (fast) fast_layout(n_sampled, vocab, chunks, chunk);
+  const size_t gbytes = draws > 0 && counts ? align256(sizeof(int) * (size_t)n_sampled * (kGuideSize + 1)) : 0;
+  const size_t slow_bytes = wbytes + cbytes + tbytes + 2 * lbytes + gbytes;
+  void *ws = nullptr;
+  st = workspace(slow_bytes + (fast ? fast_bytes(n_sampled, chunks) : 0), &ws);
+  if (st != SV_OK) return st;
+  char *base = static_cast<char *>(ws);
+  FastArgs fa{};
+  if (fast) {
+    st = fast_args(base + slow_bytes, n_sampled, vocab, rp, flags, row_idx + n_greedy, fa);
+    if (st != SV_OK) return st;
+  }
+  SampleArgs a;
+  a.vocab = vocab;
+  a.rp = rp;
+  a.flags = flags;
+  a.rows = row_idx + n_greedy;
+  a.tokens = tokens;
+  a.wbuf = reinterpret_cast<float *>(base);
+  a.cdf = draws > 0 ? reinterpret_cast<unsigned long long *>(base + wbytes) : nullptr;
+  a.totals = draws > 0 ? reinterpret_cast<unsigned long long *>(base + wbytes + cbytes) : nullptr;
+  a.list_idx = lists ? reinterpret_cast<int *>(base + wbytes + cbytes + tbytes) : nullptr;
+  a.list_w = lists ? reinterpret_cast<float *>(base + wbytes + cbytes + tbytes + lbytes) : nullptr;
+  if (n_sampled > 0) {
+    SV_DISPATCH_DTYPE(dtype, T, {
+      const T *x = static_cast<const T *>(logits);
+      const bool filtered = flags & SV_HAS_FILTERS;
+      if (fast) {
+        const auto fk = sample_fast_kernels(x);
+        const bool serve = fast_serves(flags, fa);
+        const bool cluster = serve && fast_cluster(fk.cluster, fa);
+        const int variant = cluster ? SV_VARIANT_SAMPLE_FAST_CLUSTER
+                            : serve ? SV_VARIANT_SAMPLE_FAST_SERVE
+                                    : SV_VARIANT_SAMPLE_FAST;
+        st = fast_launch(variant, cluster ? fk.cluster : serve ? fk.serve : fk.plain, dim3(fa.chunks, n_sampled),
+                         cluster, "sample (top-k fast path)", x, fa, tokens, a);
+        if (st != SV_OK) return st;
+      }
+      if (!fast || !fast_serves(flags, fa)) {  // else the fast kernel drew its flagged rows itself
+        const SampleFullKernels<T> tk = sample_token_kernels(x), pk = pattern_or_token_kernels(x);
+        if (fast) {
+          const auto full = full_row_variant<kSampleBlock>(pk.flagged, tk.flagged, sizeof(T) == 2);
+          const dim3 grid(flagged_grid((const void *)full.kern, kSampleBlock, n_sampled, full.smem));
+          st = launch_after(full.smem ? SV_VARIANT_SAMPLE_FLAGGED_PATTERN : SV_VARIANT_SAMPLE_FLAGGED_TOKENS,
+                            (flags & SV_ALL_FAST) != 0, full.kern, grid, kSampleBlock, full.smem, "sample", x, a,
+                            (const int *)fa.todo, n_sampled);
+        } else if (filtered) {
+          const auto full = full_row_variant<kSampleBlock>(pk.filtered, tk.filtered, sizeof(T) == 2);
+          st = launch_after(full.smem ? SV_VARIANT_SAMPLE_FILTERED_PATTERN : SV_VARIANT_SAMPLE_FILTERED_TOKENS, false,
+                            full.kern, dim3(n_sampled), kSampleBlock, full.smem, "sample", x, a);
+        } else {
+          // Gumbel-max without filters reads no weights: the lean kernel per token, two blocks an SM.
+          const auto full =
+              full_row_variant<kSampleBlock>(pk.lean, tk.lean, sizeof(T) == 2 && method != SV_METHOD_GUMBEL);
+          st = launch_after(full.smem ? SV_VARIANT_SAMPLE_LEAN_PATTERN : SV_VARIANT_SAMPLE_LEAN_TOKENS, false,
+                            full.kern, dim3(n_sampled), kSampleBlock, full.smem, "sample", x, a);
+        }
+        if (st != SV_OK) return st;
+      }
+    });
+  }
+  if (draws > 0 && counts && n_greedy + n_sampled > 0) {
+    if (!skip_launch(SV_VARIANT_SAMPLE_COUNTS)) {
+      const cudaError_t err = cudaMemsetAsync(counts, 0, sizeof(unsigned) * (size_t)rows * vocab, stream());
+      if (err != cudaSuccess) return cuda_status(err, "sample counts: zero");
+    }
+    int *guide = reinterpret_cast<int *>(base + wbytes + cbytes + tbytes + 2 * lbytes);
+    if (n_sampled > 0) {
+      st = launch_after(SV_VARIANT_SAMPLE_COUNTS, false, guide_kernel, dim3((kGuideSize + 256) / 256, n_sampled), 256,
+                        0, "sample guide", vocab, (const unsigned long long *)a.cdf,
+                        (const unsigned long long *)a.totals, guide);
+      if (st != SV_OK) return st;
+    }
+    const int per_block = counts_per_block(draws);
+    const dim3 grid((draws + per_block - 1) / per_block, n_greedy + n_sampled);
+    return launch_after(SV_VARIANT_SAMPLE_COUNTS, false, counts_kernel, grid, kCountsBlock, 0, "sample counts", row_idx,
+                        n_greedy, vocab, draws, per_block, rp, (const int *)tokens, (const unsigned long long *)a.cdf,
+                        (const unsigned long long *)a.totals, (const int *)guide, counts);
+  }
+  if (draws > 0 && n_greedy + n_sampled > 0) {
+    const dim3 grid((draws + 255) / 256, n_greedy + n_sampled);
+    st = launch_after(SV_VARIANT_SAMPLE_DRAWS, false, draws_kernel, grid, 256, 0, "sample draws", row_idx, n_greedy,
+                      vocab, draws, rp, (const int *)tokens, (const unsigned long long *)a.cdf,
+                      (const unsigned long long *)a.totals, samples);
+    if (st != SV_OK) return st;
+  }
+  return SV_OK;
+}
+
+}  // namespace sv
+
+extern "C" int sv_sample(int dtype, uint64_t logits, int rows, int vocab, uint64_t params, int flags,
+                         uint64_t row_idx, int n_greedy, int n_sampled, uint64_t tokens, int draws,
+                         uint64_t samples) {
+  if (!params || !row_idx) return sv::set_error(SV_ERR_INVALID, "sample: no parameters or row list");
+  return sv::launch_sample(dtype, reinterpret_cast<const void *>(logits), rows, vocab, params, flags,
+                           reinterpret_cast<const int *>(row_idx), n_greedy, n_sampled,
+                           reinterpret_cast<int *>(tokens), draws, reinterpret_cast<int *>(samples), nullptr);
+}
+
+extern "C" int sv_sample_counts(int dtype, uint64_t logits, int rows, int vocab, uint64_t params, int flags,
+                                uint64_t row_idx, int n_greedy, int n_sampled, uint64_t tokens, int draws,
+                                uint64_t counts) {
+  if (!params || !row_idx) return sv::set_error(SV_ERR_INVALID, "sample counts: no parameters or row list");
+  if (draws > 0 && !counts) return sv::set_error(SV_ERR_INVALID, "sample counts: draws without a counts buffer");
+  return sv::launch_sample(dtype, reinterpret_cast<const void *>(logits), rows, vocab, params, flags,
+                           reinterpret_cast<const int *>(row_idx), n_greedy, n_sampled,
+                           reinterpret_cast<int *>(tokens), draws, nullptr, reinterpret_cast<unsigned *>(counts));
+}
