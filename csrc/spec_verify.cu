@@ -1,7 +1,8 @@
 // spec_verify.cu: spec_verify's launcher: with filters, the top-k fast
 // path, the prepare for the positions it flagged and the chain; without, a
-// prepare (one block a position, or a cluster a position where they are
-// few) and the lean chain. The kernels are spec_verify.cuh's.
+// prepare (one block a position, bf16 rows with staging tiles for their
+// second read, or a cluster a position where they are few) and the lean
+// chain. The kernels are spec_verify.cuh's.
 #include "spec_verify.cuh"
 
 namespace sv {
@@ -134,8 +135,11 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
       if (st == SV_OK) {
         a.split.tot = totals;
       } else {
-        st = launch_after(SV_VARIANT_SPEC_PREPARE_LEAN, false, kk.prepare_lean, dim3((unsigned)slots), kSpecBlock, 0,
-                          "spec_verify prepare", x, k, vocab, (int)slots, rp, flags, drafts, wbuf, stats,
+        // bf16 rows read their second pass through staging tiles where
+        // the device gives the prepare their shared memory (staged_sum).
+        const size_t stage = tabled<T>() && smem_ready((const void *)kk.prepare_lean, kStageBytes) ? kStageBytes : 0;
+        st = launch_after(SV_VARIANT_SPEC_PREPARE_LEAN, false, kk.prepare_lean, dim3((unsigned)slots), kSpecBlock,
+                          stage, "spec_verify prepare", x, k, vocab, (int)slots, rp, flags, drafts, wbuf, stats,
                           (const int *)nullptr);
         if (st != SV_OK) return st;
       }

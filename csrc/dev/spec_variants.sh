@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# spec_variants.sh: unfiltered spec_verify (issue 30 part 3) in one call on
+# the GPU machine, after the lead has unpacked gpu-bundle/ and run
+# `make kernels SAMPVIZ_ARCHS=sm_90`. Each variant is a pair of units,
+# csrc/spec_verify.cu (the launcher) and csrc/instances/spec_full_bf16.cu
+# (the bf16 prepare and chain) over its own spec_verify.cuh, compiled and
+# linked with the product's other objects from build/obj/sm_90 into its own
+# library; `sampviz bench --quick --ops spec_verify` then runs the six
+# spec_verify cases (unfiltered B=1, B=128 and q at B=128; k50 p0.9 B=1,
+# B=128 and q) on each, twice, the variants interleaved. The copies are
+# made here (text edits of the product, or the verbatim copies under
+# csrc/dev/spec/), so the product carries no switches:
+#   base  the product: the lean prepare's second read of a bf16 row
+#         through per-warp staging tiles (cp.async, a 512-byte run a copy),
+#         the row walked from its end (staged_sum)
+#   old   the product before it (csrc/dev/spec/: one chunk a thread,
+#         16-byte loads at 512-byte strides, tree_sum)
+#   fwd   base with the staging walk from the row's start (what the walk
+#         from the end gains in L2 hits)
+#   nopsf base with the chain reading the stopping position's statistics
+#         from global memory after the tests (as old), not from the copy
+#         warp 0 loads beside them: what that saves at B=1
+# VARIANTS picks them (default "base old fwd nopsf"). With SUITE=1 the spec
+# tests of the GPU suite run against engine/cpu on base (full mode) and
+# the others but old (quick mode), and compute-sanitizer memcheck on the
+# quick tests of base, the bench then once a variant. Logs go to $OUT
+# (else gpu-out); summary.txt has the table. BUDGET (seconds, default 140)
+# bounds the whole: each step is stopped at what is left of it.
+set -uo pipefail
+t0=$(date +%s); budget=${BUDGET:-140}
+O=${OUT:-gpu-out}; mkdir -p "$O"; S=$O/summary.txt; : >"$S"
+note() { echo "$*" | tee -a "$S"; }
+left() { echo $((budget - ($(date +%s) - t0))); }
+cap() { local l; l=$(left); echo $((l > 10 ? l : 10)); }  # a step's timeout
+python3 -c "import lzma,glob,os; [ (open(f[:-3],'wb').write(lzma.open(f).read()), os.chmod(f[:-3],0o755), os.remove(f)) for f in glob.glob('gpu-bundle/*.xz')]"
+for f in gpu-bundle/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
+archs=sm_90
+FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
+edit() { # edit NAME: the python that turns the product's spec_verify.cuh (s) into NAME's
+  case $1 in
+    base | old) echo 'pass' ;;
+    nopsf) echo 's = s.replace("const PosStat ps = k < 32 ? stat_sh[j] : a.stats[(size_t)row * steps + j];", "const PosStat ps = a.stats[(size_t)row * steps + j];")' ;;
+    fwd) echo 's = s.replace("for (int g = groups - 1 - warp; g >= 0; g -= kWarps)", "for (int g = warp; g < groups; g += kWarps)")' ;;
+    *) echo 'raise SystemExit("unknown variant")' ;;
+  esac
+}
+names=(${VARIANTS:-base old fwd nopsf})
+pids=""
+for n in "${names[@]}"; do
+  d=build/variants/spec-$n; mkdir -p "$d"
+  src=csrc; [ "$n" = old ] && src=csrc/dev/spec
+  python3 -c "
+s = open('$src/spec_verify.cuh').read(); t = s
+$(edit "$n")
+assert '$n' in ('base', 'old') or s != t, 'edit of $n did not apply'
+open('$d/spec_verify.cuh', 'w').write(s)
+open('$d/spec_verify.cu', 'w').write(open('$src/spec_verify.cu').read())
+open('$d/spec_full_bf16.cu', 'w').write(open('csrc/instances/spec_full_bf16.cu').read().replace('\"../spec_verify.cuh\"', '\"spec_verify.cuh\"'))
+" || { note "$n: edit failed"; continue; }
+  (nvcc $FL -Icsrc -c -o "$d/spec_verify.o" "$d/spec_verify.cu" >"$d/log" 2>&1 &&
+    nvcc $FL -Icsrc -c -o "$d/spec_full_bf16.o" "$d/spec_full_bf16.cu" >>"$d/log" 2>&1) &
+  pids="$pids $!"
+done
+make -j"$(nproc)" kernels SAMPVIZ_ARCHS=$archs >"$O/build.log" 2>&1 || { note "build FAILED"; grep error "$O/build.log" | head; exit 1; }
+wait $pids
+objs=$(find build/obj/$archs -name '*.o' ! -name 'spec_verify.o' ! -name 'spec_full_bf16.o' | sort)
+note "build $(($(date +%s) - t0)) s"
+built=()
+for n in "${names[@]}"; do
+  d=build/variants/spec-$n
+  if ! nvcc $FL -shared -o "$d/libsampviz_kernels.so" $objs "$d/spec_verify.o" "$d/spec_full_bf16.o" >>"$d/log" 2>&1; then
+    note "$n does not build:"; grep error "$d/log" | head -5 | tee -a "$S"; continue
+  fi
+  built+=("$n")
+done
+reps="1 2"; [ "${SUITE:-0}" = 1 ] && reps=1
+for rep in $reps; do
+  for n in "${built[@]}"; do
+    [ "$(left)" -gt 20 ] || { note "(budget: no repeat $rep of $n)"; continue; }
+    timeout 60 ./gpu-bundle/sampviz bench --kernels "$PWD/build/variants/spec-$n/libsampviz_kernels.so" --quick \
+      --ops spec_verify --match 'spec_verify bf16|spec_verify q bf16|spec_verify k50 p0.9 bf16|spec_verify k50 p0.9 q' \
+      >"$O/bench-$n-$rep.txt" 2>&1
+    note "== $n, run $rep (exit $?, $(left) s left)"
+    grep -E "^  spec_verify.* us$" "$O/bench-$n-$rep.txt" | tee -a "$S"
+  done
+done
+if [ "${SUITE:-0}" = 1 ]; then
+  for n in base; do
+    lib=$PWD/build/variants/spec-$n/libsampviz_kernels.so
+    [ -f "$lib" ] || continue
+    SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=1 \
+      SAMPVIZ_WORKER_WRAPPER="compute-sanitizer --tool memcheck --error-exitcode 3" \
+      timeout "$(cap)" ./gpu-bundle/cuda.test -test.count=1 -test.run 'TestGPUSpecUnfiltered|TestGPUSpecVerify' \
+      >"$O/memcheck-$n.log" 2>&1
+    mrc=$?
+    note "memcheck $n: exit $mrc, $(grep -c 'ERROR SUMMARY: 0 errors' "$O/memcheck-$n.log") clean of $(grep -c 'ERROR SUMMARY' "$O/memcheck-$n.log")"
+  done
+  for n in "${built[@]}"; do
+    [ "$n" != old ] || continue
+    lib=$PWD/build/variants/spec-$n/libsampviz_kernels.so
+    quick=1; [ "$n" = base ] && quick=0
+    SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=$quick timeout "$(cap)" ./gpu-bundle/cuda.test -test.count=1 \
+      -test.run 'TestGPUSpecUnfiltered|TestGPUSpecVerify' >"$O/suite-$n.log" 2>&1
+    note "suite $n (quick $quick): exit $? ($(grep -c -- '--- FAIL' "$O/suite-$n.log") failures)"
+  done
+fi
+note "done in $(($(date +%s) - t0)) s"
