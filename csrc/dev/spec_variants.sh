@@ -17,13 +17,25 @@
 #         16-byte loads at 512-byte strides, tree_sum)
 #   fwd   base with the staging walk from the row's start (what the walk
 #         from the end gains in L2 hits)
+#   stab  base with the split prepare (B=1, unfiltered) taking its bf16
+#         weights from a table of patterns (ptable.cuh), one exact exp a
+#         pattern of the window instead of one a token of its chunk
+#   c8    base with the split prepare in clusters of 8 in place of 16: at
+#         B=1 its 9 clusters of 16 (66 registers a thread: one 512-thread
+#         block an SM) do not fit the 8 GPCs at once, so the ninth runs
+#         in a second wave; 9 clusters of 8 (chunks of 16128 tokens) do
+#   lb2   base with the split prepare at two blocks an SM
+#         (__launch_bounds__(512, 2), <= 64 registers): the 9 clusters of
+#         16 fit at once, 12 SMs holding two blocks
+#   c8stab, lb2stab  both
 #   nopsf base with the chain reading the stopping position's statistics
 #         from global memory after the tests (as old), not from the copy
 #         warp 0 loads beside them: what that saves at B=1
-# VARIANTS picks them (default "base old fwd nopsf"). With SUITE=1 the spec
-# tests of the GPU suite run against engine/cpu on base (full mode) and
-# the others but old (quick mode), and compute-sanitizer memcheck on the
-# quick tests of base, the bench then once a variant. Logs go to $OUT
+# VARIANTS picks them (default "base old fwd c8 lb2 stab c8stab nopsf").
+# With SUITE=1 (and then, say, VARIANTS="base c8stab lb2stab fwd") the
+# spec tests of the GPU suite run against engine/cpu on each variant but
+# old (which cases, below), after compute-sanitizer memcheck on the quick
+# tests of base, the bench then once a variant. Logs go to $OUT
 # (else gpu-out); summary.txt has the table. BUDGET (seconds, default 140)
 # bounds the whole: each step is stopped at what is left of it.
 set -uo pipefail
@@ -36,25 +48,47 @@ python3 -c "import lzma,glob,os; [ (open(f[:-3],'wb').write(lzma.open(f).read())
 for f in gpu-bundle/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
 archs=sm_90
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
-edit() { # edit NAME: the python that turns the product's spec_verify.cuh (s) into NAME's
+edit() { # edit NAME: the python that turns the product's spec_verify.cuh (s) and spec_verify.cu (u) into NAME's
   case $1 in
     base | old) echo 'pass' ;;
     nopsf) echo 's = s.replace("const PosStat ps = k < 32 ? stat_sh[j] : a.stats[(size_t)row * steps + j];", "const PosStat ps = a.stats[(size_t)row * steps + j];")' ;;
+    c8) echo 'u = u.replace("csize = min(kMaxCluster, leaves);", "csize = min(8, leaves);")' ;;
+    lb2) echo 's = s.replace("__launch_bounds__(BLOCK, 1)\n    spec_split_kernel", "__launch_bounds__(BLOCK, 2)\n    spec_split_kernel")' ;;
+    c8stab) edit c8; edit stab ;;
+    lb2stab) edit lb2; edit stab ;;
+    stab) cat <<'PY'
+s = s.replace("""    for_each_vec<T, BLOCK, 4>(x, begin, end, [&](int i, float v) { w[i - begin] = weight_of(v, m, temp); });
+    __syncthreads();
+    const int c0 = begin / 256""", """    if constexpr (tabled<T>()) {
+      const PatternTable<float> tab{tree + 2 * L, table_window(m, temp)};
+      fill_table<BLOCK>(tab, [&](float v) { return weight_of(v, m, temp); });
+      const TableWeight tw{tab};
+      for_each_vec<T, BLOCK, 4>(x, begin, end, [&](int i, float v) { w[i - begin] = tw(v, m, temp); });
+    } else {
+      for_each_vec<T, BLOCK, 4>(x, begin, end, [&](int i, float v) { w[i - begin] = weight_of(v, m, temp); });
+    }
+    __syncthreads();
+    const int c0 = begin / 256""")
+u = u.replace("const size_t smem = sizeof(float) * ((size_t)chunk + 2 * leaves);", "const size_t smem = sizeof(float) * ((size_t)chunk + 2 * leaves + (tabled<T>() ? kTableEntries : 0));")
+PY
+    ;;
     fwd) echo 's = s.replace("for (int g = groups - 1 - warp; g >= 0; g -= kWarps)", "for (int g = warp; g < groups; g += kWarps)")' ;;
     *) echo 'raise SystemExit("unknown variant")' ;;
   esac
 }
-names=(${VARIANTS:-base old fwd nopsf})
+names=(${VARIANTS:-base old fwd c8 lb2 stab c8stab nopsf})
 pids=""
 for n in "${names[@]}"; do
   d=build/variants/spec-$n; mkdir -p "$d"
   src=csrc; [ "$n" = old ] && src=csrc/dev/spec
   python3 -c "
 s = open('$src/spec_verify.cuh').read(); t = s
+u = open('$src/spec_verify.cu').read(); v = u
 $(edit "$n")
-assert '$n' in ('base', 'old') or s != t, 'edit of $n did not apply'
+assert '$n' in ('base', 'old', 'c8') or s != t, 'edit of $n did not apply'
+assert '$n' not in ('stab', 'c8', 'c8stab', 'lb2stab') or u != v, 'edit of $n (launcher) did not apply'
 open('$d/spec_verify.cuh', 'w').write(s)
-open('$d/spec_verify.cu', 'w').write(open('$src/spec_verify.cu').read())
+open('$d/spec_verify.cu', 'w').write(u)
 open('$d/spec_full_bf16.cu', 'w').write(open('csrc/instances/spec_full_bf16.cu').read().replace('\"../spec_verify.cuh\"', '\"spec_verify.cuh\"'))
 " || { note "$n: edit failed"; continue; }
   (nvcc $FL -Icsrc -c -o "$d/spec_verify.o" "$d/spec_verify.cu" >"$d/log" 2>&1 &&
@@ -84,6 +118,22 @@ for rep in $reps; do
     grep -E "^  spec_verify.* us$" "$O/bench-$n-$rep.txt" | tee -a "$S"
   done
 done
+# The table: a case a line, a variant a column, the lower of its runs' medians.
+python3 - "$O" "${built[@]}" <<'PY' | tee -a "$S"
+import glob, re, sys
+out, names = sys.argv[1], sys.argv[2:]
+best = {}
+for n in names:
+    for f in glob.glob(f"{out}/bench-{n}-*.txt"):
+        for line in open(f):
+            m = re.match(r"^  (spec_verify.*?)\s+([0-9.]+) us$", line)
+            if m:
+                key = " ".join(m.group(1).split())
+                best.setdefault(key, {})[n] = min(float(m.group(2)), best.get(key, {}).get(n, 1e30))
+print("%-44s" % "case (us, lower of the runs)" + "".join("%9s" % n for n in names))
+for key, row in best.items():
+    print("%-44s" % key + "".join("%9s" % ("%.1f" % row[n] if n in row else "-") for n in names))
+PY
 if [ "${SUITE:-0}" = 1 ]; then
   for n in base; do
     lib=$PWD/build/variants/spec-$n/libsampviz_kernels.so
@@ -95,13 +145,21 @@ if [ "${SUITE:-0}" = 1 ]; then
     mrc=$?
     note "memcheck $n: exit $mrc, $(grep -c 'ERROR SUMMARY: 0 errors' "$O/memcheck-$n.log") clean of $(grep -c 'ERROR SUMMARY' "$O/memcheck-$n.log")"
   done
+  # base: both spec tests in full; the split variants: the unfiltered
+  # test in full (its small launches take the split prepare; the quick
+  # cases do not); the others: both in the quick mode.
   for n in "${built[@]}"; do
     [ "$n" != old ] || continue
     lib=$PWD/build/variants/spec-$n/libsampviz_kernels.so
-    quick=1; [ "$n" = base ] && quick=0
+    case $n in
+      base) quick=0 tests='TestGPUSpecUnfiltered|TestGPUSpecVerify' ;;
+      c8 | lb2 | stab | c8stab | lb2stab) quick=0 tests='TestGPUSpecUnfiltered' ;;
+      *) quick=1 tests='TestGPUSpecUnfiltered|TestGPUSpecVerify' ;;
+    esac
+    [ "$(left)" -gt 15 ] || { note "suite $n: no budget left"; continue; }
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=$quick timeout "$(cap)" ./gpu-bundle/cuda.test -test.count=1 \
-      -test.run 'TestGPUSpecUnfiltered|TestGPUSpecVerify' >"$O/suite-$n.log" 2>&1
-    note "suite $n (quick $quick): exit $? ($(grep -c -- '--- FAIL' "$O/suite-$n.log") failures)"
+      -test.run "$tests" >"$O/suite-$n.log" 2>&1
+    note "suite $n (quick $quick, $tests): exit $? ($(grep -c -- '--- FAIL' "$O/suite-$n.log") failures, $(left) s left)"
   done
 fi
 note "done in $(($(date +%s) - t0)) s"
