@@ -34,8 +34,8 @@
 # VARIANTS picks them (default "base old fwd c8 lb2 stab c8stab nopsf").
 # With SUITE=1 (and then, say, VARIANTS="base c8stab lb2stab fwd") the
 # spec tests of the GPU suite run against engine/cpu on each variant but
-# old (which cases, below), after compute-sanitizer memcheck on the quick
-# tests of base, the bench then once a variant. Logs go to $OUT
+# old (which cases, below; and TestGPUVariants' spec cases, quick), after
+# compute-sanitizer memcheck on the quick tests of base, the bench then once a variant. Logs go to $OUT
 # (else gpu-out); summary.txt has the table. BUDGET (seconds, default 140)
 # bounds the whole: each step is stopped at what is left of it.
 set -uo pipefail
@@ -111,7 +111,7 @@ reps="1 2"; [ "${SUITE:-0}" = 1 ] && reps=1
 for rep in $reps; do
   for n in "${built[@]}"; do
     [ "$(left)" -gt 20 ] || { note "(budget: no repeat $rep of $n)"; continue; }
-    timeout 60 ./gpu-bundle/sampviz bench --kernels "$PWD/build/variants/spec-$n/libsampviz_kernels.so" --quick \
+    timeout "$(($(left) < 60 ? $(left) : 60))" ./gpu-bundle/sampviz bench --kernels "$PWD/build/variants/spec-$n/libsampviz_kernels.so" --quick \
       --ops spec_verify --match 'spec_verify bf16|spec_verify q bf16|spec_verify k50 p0.9 bf16|spec_verify k50 p0.9 q' \
       >"$O/bench-$n-$rep.txt" 2>&1
     note "== $n, run $rep (exit $?, $(left) s left)"
@@ -138,11 +138,15 @@ if [ "${SUITE:-0}" = 1 ]; then
   for n in base; do
     lib=$PWD/build/variants/spec-$n/libsampviz_kernels.so
     [ -f "$lib" ] || continue
-    SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=1 \
-      SAMPVIZ_WORKER_WRAPPER="compute-sanitizer --tool memcheck --error-exitcode 3" \
-      timeout "$(cap)" ./gpu-bundle/cuda.test -test.count=1 -test.run 'TestGPUSpecUnfiltered|TestGPUSpecVerify' \
-      >"$O/memcheck-$n.log" 2>&1
-    mrc=$?
+    # TestGPUVariants' spec cases take every spec kernel (the staged lean
+    # prepare and the split prepare included) in the quick mode.
+    for run in 'TestGPUSpecUnfiltered' 'TestGPUVariants/spec_verify'; do
+      SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=1 \
+        SAMPVIZ_WORKER_WRAPPER="compute-sanitizer --tool memcheck --error-exitcode 3" \
+        timeout "$(cap)" ./gpu-bundle/cuda.test -test.count=1 -test.run "$run" >>"$O/memcheck-$n.log" 2>&1
+      mrc=$?
+      [ $mrc = 0 ] || break
+    done
     note "memcheck $n: exit $mrc, $(grep -c 'ERROR SUMMARY: 0 errors' "$O/memcheck-$n.log") clean of $(grep -c 'ERROR SUMMARY' "$O/memcheck-$n.log")"
   done
   # base: both spec tests in full; the split variants: the unfiltered
@@ -159,7 +163,10 @@ if [ "${SUITE:-0}" = 1 ]; then
     [ "$(left)" -gt 15 ] || { note "suite $n: no budget left"; continue; }
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=$quick timeout "$(cap)" ./gpu-bundle/cuda.test -test.count=1 \
       -test.run "$tests" >"$O/suite-$n.log" 2>&1
-    note "suite $n (quick $quick, $tests): exit $? ($(grep -c -- '--- FAIL' "$O/suite-$n.log") failures, $(left) s left)"
+    rc=$?
+    SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=1 timeout "$(cap)" ./gpu-bundle/cuda.test -test.count=1 \
+      -test.run 'TestGPUVariants/spec_verify' >>"$O/suite-$n.log" 2>&1
+    note "suite $n (quick $quick, $tests; TestGPUVariants/spec_verify): exit $rc, $? ($(grep -c -- '--- FAIL' "$O/suite-$n.log") failures, $(left) s left)"
   done
 fi
 note "done in $(($(date +%s) - t0)) s"
