@@ -23,6 +23,22 @@ bool split_layout(int slots, int vocab, int &csize, int &chunk) {
   return chunk <= kSplitMaxChunk && (long long)slots * csize <= 0x7fffffff;
 }
 
+// staged_ready says whether the lean prepare kern takes its staging tiles
+// (kStageBytes of dynamic shared memory, staged_sum): where the device
+// gives them and two blocks with them still share an SM, as without them
+// (an H100's 228 KB an SM does; an A100's 164 KB would halve its blocks).
+bool staged_ready(const void *kern) {
+  static KernelMemo<bool> memo;
+  bool ok;
+  if (memo.find(kern, ok)) return ok;
+  int n = 0;
+  ok = smem_ready(kern, kStageBytes) &&
+       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern, kSpecBlock, kStageBytes) == cudaSuccess && n >= 2;
+  if (!ok) cudaGetLastError();
+  memo.put(kern, ok);
+  return ok;
+}
+
 // split_launch launches spec_split_kernel, or returns -1 (nothing launched)
 // when the device cannot hold one of its clusters.
 template <typename T>
@@ -136,8 +152,8 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
         a.split.tot = totals;
       } else {
         // bf16 rows read their second pass through staging tiles where
-        // the device gives the prepare their shared memory (staged_sum).
-        const size_t stage = tabled<T>() && smem_ready((const void *)kk.prepare_lean, kStageBytes) ? kStageBytes : 0;
+        // the device holds them (staged_ready).
+        const size_t stage = tabled<T>() && staged_ready((const void *)kk.prepare_lean) ? kStageBytes : 0;
         st = launch_after(SV_VARIANT_SPEC_PREPARE_LEAN, false, kk.prepare_lean, dim3((unsigned)slots), kSpecBlock,
                           stage, "spec_verify prepare", x, k, vocab, (int)slots, rp, flags, drafts, wbuf, stats,
                           (const int *)nullptr);
