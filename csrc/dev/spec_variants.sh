@@ -10,34 +10,39 @@
 # B=128 and q) on each, twice, the variants interleaved. The copies are
 # made here (text edits of the product, or the verbatim copies under
 # csrc/dev/spec/), so the product carries no switches:
-#   base  the product: the lean prepare's second read of a bf16 row
-#         through per-warp staging tiles (cp.async, a 512-byte run a copy),
-#         the row walked from its end (staged_sum)
-#   old   the product before it (csrc/dev/spec/: one chunk a thread,
-#         16-byte loads at 512-byte strides, tree_sum)
-#   fwd   base with the staging walk from the row's start (what the walk
-#         from the end gains in L2 hits)
-#   stab  base with the split prepare (B=1, unfiltered) taking its bf16
-#         weights from a table of patterns (ptable.cuh), one exact exp a
-#         pattern of the window instead of one a token of its chunk
-#   c8    base with the split prepare in clusters of 8 in place of 16: at
-#         B=1 its 9 clusters of 16 (66 registers a thread: one 512-thread
-#         block an SM) do not fit the 8 GPCs at once, so the ninth runs
-#         in a second wave; 9 clusters of 8 (chunks of 16128 tokens) do
-#   lb2   base with the split prepare at two blocks an SM
-#         (__launch_bounds__(512, 2), <= 64 registers): the 9 clusters of
-#         16 fit at once, 12 SMs holding two blocks
+#   base    the product: the lean prepare's second read of a bf16 row
+#           through per-warp staging tiles (cp.async, a 512-byte run a
+#           copy), the row walked from its end (staged_sum), where two
+#           blocks with the tiles share an SM (staged_ready); the chain
+#           loads every position's statistics beside its tests
+#   old     the product before (csrc/dev/spec/: one chunk a thread,
+#           16-byte loads at 512-byte strides, tree_sum; the stop's
+#           statistics loaded after the tests)
+#   c8      base with the split prepare (B=1, unfiltered) in clusters of
+#           8 in place of 16: its 9 clusters of 16 (66 registers a thread:
+#           one 512-thread block an SM) do not fit the 8 GPCs at once, so
+#           the ninth runs in a second wave; 9 clusters of 8 (chunks of
+#           16128 tokens) do
+#   lb2     base with the split prepare at two blocks an SM
+#           (__launch_bounds__(512, 2), <= 64 registers): the 9 clusters
+#           of 16 fit at once
+#   fwd     base with the staging walk from the row's start (what the walk
+#           from the end gains in L2 hits)
+#   stab    base with the split prepare taking its bf16 weights from a
+#           table of patterns (ptable.cuh): one exact exp a pattern of the
+#           window instead of one a token of its chunk
 #   c8stab, lb2stab  both
-#   nopsf base with the chain reading the stopping position's statistics
-#         from global memory after the tests (as old), not from the copy
-#         warp 0 loads beside them: what that saves at B=1
-# VARIANTS picks them (default "base old fwd c8 lb2 stab c8stab nopsf").
-# With SUITE=1 (and then, say, VARIANTS="base c8stab lb2stab fwd") the
-# spec tests of the GPU suite run against engine/cpu on each variant but
-# old (which cases, below; and TestGPUVariants' spec cases, quick), after
-# compute-sanitizer memcheck on the quick tests of base, the bench then once a variant. Logs go to $OUT
-# (else gpu-out); summary.txt has the table. BUDGET (seconds, default 140)
-# bounds the whole: each step is stopped at what is left of it.
+#   nopsf   base with the chain reading the stop's statistics from global
+#           memory after the tests, as old: what the prefetch saves at B=1
+# VARIANTS picks them (default "base old c8 lb2 fwd c8stab stab nopsf", in
+# the order the bench runs them: a repeat the budget leaves out is the
+# last ones'). With SUITE=1 (and then, say, VARIANTS="base c8stab lb2stab
+# fwd") the bench runs once a variant, then compute-sanitizer memcheck on
+# the quick spec tests of base, then the spec tests against engine/cpu on
+# each variant but old (which cases, below; and TestGPUVariants' spec
+# cases, quick). Logs go to $OUT (else gpu-out); summary.txt has the
+# table. BUDGET (seconds, default 140) bounds the whole: each step is
+# stopped at what is left of it.
 set -uo pipefail
 t0=$(date +%s); budget=${BUDGET:-140}
 O=${OUT:-gpu-out}; mkdir -p "$O"; S=$O/summary.txt; : >"$S"
@@ -76,7 +81,7 @@ PY
     *) echo 'raise SystemExit("unknown variant")' ;;
   esac
 }
-names=(${VARIANTS:-base old fwd c8 lb2 stab c8stab nopsf})
+names=(${VARIANTS:-base old c8 lb2 fwd c8stab stab nopsf})
 pids=""
 for n in "${names[@]}"; do
   d=build/variants/spec-$n; mkdir -p "$d"
