@@ -1,7 +1,8 @@
 // spec_verify.cu: spec_verify's launcher: with filters, the top-k fast
 // path, the prepare for the positions it flagged and the chain; without, a
-// prepare (one block a position, or a cluster a position where they are
-// few) and the lean chain. The kernels are spec_verify.cuh's.
+// prepare (one block a position, bf16 rows with staging tiles for their
+// second read, or a cluster a position where they are few) and the lean
+// chain. The kernels are spec_verify.cuh's.
 #include "spec_verify.cuh"
 
 namespace sv {
@@ -20,6 +21,22 @@ bool split_layout(int slots, int vocab, int &csize, int &chunk) {
   chunk = (leaves + csize - 1) / csize * 256;
   csize = (vocab + chunk - 1) / chunk;
   return chunk <= kSplitMaxChunk && (long long)slots * csize <= 0x7fffffff;
+}
+
+// staged_ready says whether the lean prepare kern takes its staging tiles
+// (kStageBytes of dynamic shared memory, staged_sum): where the device
+// gives them and two blocks with them still share an SM, as without them
+// (an H100's 228 KB an SM does; an A100's 164 KB would halve its blocks).
+bool staged_ready(const void *kern) {
+  static KernelMemo<bool> memo;
+  bool ok;
+  if (memo.find(kern, ok)) return ok;
+  int n = 0;
+  ok = smem_ready(kern, kStageBytes) &&
+       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern, kSpecBlock, kStageBytes) == cudaSuccess && n >= 2;
+  if (!ok) cudaGetLastError();
+  memo.put(kern, ok);
+  return ok;
 }
 
 // split_launch launches spec_split_kernel, or returns -1 (nothing launched)
@@ -134,8 +151,11 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
       if (st == SV_OK) {
         a.split.tot = totals;
       } else {
-        st = launch_after(SV_VARIANT_SPEC_PREPARE_LEAN, false, kk.prepare_lean, dim3((unsigned)slots), kSpecBlock, 0,
-                          "spec_verify prepare", x, k, vocab, (int)slots, rp, flags, drafts, wbuf, stats,
+        // bf16 rows read their second pass through staging tiles where
+        // the device holds them (staged_ready).
+        const size_t stage = tabled<T>() && staged_ready((const void *)kk.prepare_lean) ? kStageBytes : 0;
+        st = launch_after(SV_VARIANT_SPEC_PREPARE_LEAN, false, kk.prepare_lean, dim3((unsigned)slots), kSpecBlock,
+                          stage, "spec_verify prepare", x, k, vocab, (int)slots, rp, flags, drafts, wbuf, stats,
                           (const int *)nullptr);
         if (st != SV_OK) return st;
       }

@@ -19,7 +19,9 @@
 // top-k fast path (fastrow.cuh), which leaves the kept tokens and their
 // probabilities in a list per position, so the chain draws the residual
 // from the list, not the row. Unfiltered bf16 rows take their exact
-// weights from a table of patterns (ptable.cuh).
+// weights from a table of patterns (ptable.cuh), and the lean prepare
+// reads such a row the second time (for the Sum) through a staging tile
+// a warp, in 512-byte runs (staged_sum).
 //
 // The kernels are compiled in csrc/instances/ (spec_fast_*.cu,
 // spec_full_*.cu), so that the build runs them side by side;
@@ -153,13 +155,126 @@ __device__ __forceinline__ float target_prob(const PosStat &ps, const T *x, cons
   return __fdiv_rn(w, ps.s);
 }
 
+// kStageChunks is how many of the Sum's 256-token chunks a warp of the
+// lean prepare reads at once into its staging tile (staged_sum); a chunk
+// takes 128 words of the tile and 4 of padding, so that the 32 lanes'
+// reads of a step (8 chunks, 4 lanes a chunk) fall in 32 distinct banks.
+constexpr int kStageChunks = 8;
+constexpr int kStageStride = 128 + 4;
+constexpr int kStageWords = kStageChunks * kStageStride;
+// kStageBytes is the lean prepare's dynamic shared memory: one staging
+// tile per warp. Launched without it, the prepare sums as tree_sum does.
+constexpr size_t kStageBytes = sizeof(unsigned) * kStageWords * (kSpecBlock / 32);
+
+// dynamic_smem_bytes is the dynamic shared memory this launch was given.
+__device__ __forceinline__ unsigned dynamic_smem_bytes() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+  return r;
+}
+
+// copy16_async copies 16 bytes from global to shared memory without a
+// register on the way (cp.async, L1 bypassed); copy_async_wait waits for
+// this thread's copies.
+__device__ __forceinline__ void copy16_async(void *dst, const void *src) {
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// staged_sum is tree_sum over the weights of a bf16 row x (16-byte
+// aligned) from tab (fill_table with weight_of), the same bits, with the
+// row's second read coalesced: a warp copies kStageChunks whole chunks at a
+// time, a 512-byte run per copy, into its tile in shared memory, then 4
+// lanes a chunk add its 8 lane sums, lane r of a chunk the pairs of
+// elements (8j + 2r, 8j + 2r + 1) in order j, two patterns a lookup
+// (PatternTable::pair), and two shuffles combine them as
+// ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)). tree_sum's one chunk a thread reads
+// 16 bytes at 512-byte strides, which the L1 does not hold for a block's
+// whole row. The warps walk the row from its end, where the first pass
+// (row_stat) ended, so the second read starts on what the L2 still holds.
+// A partial last chunk is one thread's, as in tree_sum.
+template <int BLOCK>
+__device__ float staged_sum(const __nv_bfloat16 *x, int n, float m, float t, const PatternTable<float> &tab,
+                            unsigned *stage, RowShared<BLOCK> &sh) {
+  constexpr int kWarps = BLOCK / 32;
+  const int chunks = (n + 255) / 256, full = n / 256;
+  int depth = 0;
+  while ((1 << depth) < chunks) depth++;
+  const int leaves = 1 << depth;
+  for (int j = threadIdx.x; j < leaves; j += BLOCK) sh.tree[leaves + j] = 0.0f;
+  __syncthreads();
+  auto exact = [&](float v) { return weight_of(v, m, t); };
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int mine = lane / 4, r = lane % 4;  // this lane's chunk of the tile, and its pairs
+  unsigned *tile = stage + warp * kStageWords;
+  const uint4 *v = reinterpret_cast<const uint4 *>(x);
+  const unsigned koff = tab.pair_offset();
+  const int groups = (full + kStageChunks - 1) / kStageChunks;
+  for (int g = groups - 1 - warp; g >= 0; g -= kWarps) {
+    const int c0 = g * kStageChunks;
+    __syncwarp();  // the last group's reads of the tile are done
+#pragma unroll
+    for (int i = 0; i < kStageChunks; i++)
+      if (c0 + i < full) copy16_async(tile + i * kStageStride + 4 * lane, v + (size_t)(c0 + i) * 32 + lane);
+    copy_async_wait();
+    __syncwarp();
+    const int c = c0 + mine;
+    float s = 0.0f;
+    if (c < full) {
+      const unsigned *w = tile + mine * kStageStride + r;
+      float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll 8
+      for (int j = 0; j < 32; j++) {
+        const unsigned word = w[4 * j];
+        float e0, e1;
+        unsigned miss = 0;
+        tab.pair(word, koff, e0, e1, miss);
+        if (PatternTable<float>::missed(miss)) {  // rare: tiny or huge magnitudes, -Inf
+          e0 = tab.value(word & 0xffffu, exact);
+          e1 = tab.value(word >> 16, exact);
+        }
+        a0 = __fadd_rn(a0, e0);
+        a1 = __fadd_rn(a1, e1);
+      }
+      s = __fadd_rn(a0, a1);
+    }
+    // A chunk's 4 lanes are all in or all out of the row.
+    s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, 1));
+    s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, 2));
+    if (c < full && r == 0) sh.tree[leaves + tree_leaf(c, chunks, depth)] = s;
+  }
+  if (full < chunks && threadIdx.x == BLOCK - 1) {
+    float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    const XSource<__nv_bfloat16, TableWeight> src{x, m, t, TableWeight{tab}};
+    src.chunk_sum8(full * 256, n - full * 256, nullptr, a);
+    sh.tree[leaves + tree_leaf(full, chunks, depth)] =
+        __fadd_rn(__fadd_rn(__fadd_rn(a[0], a[1]), __fadd_rn(a[2], a[3])),
+                  __fadd_rn(__fadd_rn(a[4], a[5]), __fadd_rn(a[6], a[7])));
+  }
+  __syncthreads();
+  for (int len = leaves >> 1; len >= 1; len >>= 1) {
+    for (int j = len + threadIdx.x; j < 2 * len; j += BLOCK) sh.tree[j] = __fadd_rn(sh.tree[2 * j], sh.tree[2 * j + 1]);
+    __syncthreads();
+  }
+  const float s = sh.tree[1];
+  __syncthreads();
+  return s;
+}
+
 // unfiltered_sum is the exact normaliser of a row without filters: for
-// bf16 rows from a table of the weights (ptable.cuh), else from the logits.
-template <typename T, int BLOCK>
+// bf16 rows from a table of the weights (ptable.cuh), read through the
+// staging tiles where the launch gave them (STAGED: the lean prepare;
+// staged_sum), else from the logits.
+template <typename T, int BLOCK, bool STAGED>
 __device__ float unfiltered_sum(const T *x, int n, float m, float t, RowShared<BLOCK> &sh) {
   if constexpr (tabled<T>()) {
+    extern __shared__ __align__(16) unsigned stage[];  // kStageBytes, or none
     const PatternTable<float> tab{table_room(sh), table_window(m, t)};
     fill_table<BLOCK>(tab, [&](float v) { return weight_of(v, m, t); });
+    const bool aligned = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
+    if (STAGED && BLOCK == kSpecBlock && aligned && dynamic_smem_bytes() >= kStageBytes)
+      return staged_sum<BLOCK>(x, n, m, t, tab, stage, sh);
     return tree_sum<BLOCK>(XSource<T, TableWeight>{x, m, t, TableWeight{tab}}, n, nullptr, sh);
   } else {
     return tree_sum<BLOCK>(XSource<T>{x, m, t}, n, nullptr, sh);
@@ -206,7 +321,7 @@ __device__ void prepare_slot(const T *__restrict__ target, int k, int vocab, con
       ps.filtered = 1;
       ps.s = tree_sum<BLOCK>(xs, vocab, &ps.f, sh);
     } else {
-      ps.s = unfiltered_sum<T, BLOCK>(x, vocab, st.m, ps.temp, sh);
+      ps.s = unfiltered_sum<T, BLOCK, !FILTERS>(x, vocab, st.m, ps.temp, sh);
     }
     if (pos < k) ps.px = target_prob<T, FILTERS>(ps, x, wrow, xd);
   }
@@ -471,6 +586,7 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
   extern __shared__ __align__(16) unsigned long long wtab[];  // a.wide_table: kWideTableBytes
   __shared__ int stop_sh;
   __shared__ uint64_t u_sh;  // the draw's uniform at the stop
+  __shared__ PosStat stat_sh[32];  // k < 32: every position's, so the stop's is on chip when it is known
   pdl_wait();  // launched behind the prepare kernel: its statistics first
   const int row = blockIdx.x % a.rows, trial = blockIdx.x / a.rows;
   const int k = a.k, n = a.vocab, steps = k + 1;
@@ -485,13 +601,17 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
     // The draw's uniform at every possible stop, computed beside the
     // tests instead of after them (k < 32: one lane per position).
     const uint64_t du = k < 32 && lane <= k ? rng.u64(2 * (uint64_t)lane + 1) : 0;
+    // Likewise every position's statistics (k < 32), loaded beside the
+    // tests, so that the draw does not wait for one more load.
+    PosStat mine = {};
+    if (k < 32 && lane <= k) mine = a.stats[(size_t)row * steps + lane];
     for (int i0 = 0; i0 < k; i0 += 32) {
       const int i = i0 + lane;
       bool ok = false;
       if (i < k) {
         const int xd = a.drafts[(size_t)row * k + i];
         const float u = u01(rng.block(2 * (uint64_t)i).x);
-        const float p = a.stats[(size_t)row * steps + i].px;
+        const float p = k < 32 ? mine.px : a.stats[(size_t)row * steps + i].px;
         const float q = a.qprobs ? load_any(a.qprobs, a.qdtype, ((size_t)row * k + i) * n + xd) : 1.0f;
         ok = __fmul_rn(u, q) < p;
         if (traced) {
@@ -507,6 +627,7 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
     }
     if (stop < 0) stop = k;
     const uint64_t du_stop = __shfl_sync(0xffffffffu, du, k < 32 ? stop : 0);
+    if (k < 32 && lane <= k) stat_sh[lane] = mine;
     if (lane == 0) {
       if (traced) {
         a.tu[tbase + k] = 0.0f;
@@ -522,7 +643,7 @@ __global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restric
   }
   __syncthreads();
   const int j = stop_sh;
-  const PosStat ps = a.stats[(size_t)row * steps + j];
+  const PosStat ps = k < 32 ? stat_sh[j] : a.stats[(size_t)row * steps + j];
   int token = -1;
   if (ps.valid) {
     const T *x = target + ((size_t)row * steps + j) * n;

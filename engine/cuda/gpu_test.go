@@ -252,7 +252,9 @@ func sameSpec(t *testing.T, run *engine.Run, invalid map[int]bool) {
 // filter on, which the random parameters of TestGPUSpecVerify almost never
 // give a whole launch: the lean prepare and chain kernels with the bf16
 // rows' tables (csrc/ptable.cuh; rows 16-byte aligned and not, short rows
-// with a partial last chunk; the chain's table of fixed-point weights under
+// with a partial last chunk, and long aligned ones with one in a launch
+// too big for the split prepare, which the lean prepare's staged Sum
+// takes; the chain's table of fixed-point weights under
 // one-hot drafts, of p under draft distributions), the exact path of f16
 // and f32 rows, and the split prepare of small launches; with temperatures
 // from 1e-4 to 100, rows shifted far from zero, masks, ties and NaN rows.
@@ -276,6 +278,7 @@ func TestGPUSpecUnfiltered(t *testing.T) {
 		{shape{engine.BF16, 40, 4100}, 3, 1, engine.BF16, false},
 		{shape{engine.BF16, 300, 4100}, 1, 1, engine.DTypeInvalid, false},
 		{shape{engine.BF16, 50, 1000}, 2, 1, engine.DTypeInvalid, false},
+		{shape{engine.BF16, 48, 151936}, 2, 1, engine.DTypeInvalid, false},
 	}
 	if quick() {
 		cases = []specCase{cases[0], cases[1], cases[4]}
