@@ -45,10 +45,11 @@ __global__ void draws_kernel(const int *__restrict__ row_idx, int n_greedy, int 
 }
 
 // kGuideBits is the number of top bits of a draw's uniform that index the
-// guide table (engine/cpu's CDF indexes its own by 12): 2^13 buckets, the
-// 32 KB that a static shared array holds, leave about V / 8192 tokens a
-// bucket to search.
-constexpr int kGuideBits = 13;
+// guide table (engine/cpu's CDF indexes its own by 12): 2^15 buckets, so
+// that on a flat row (T = 1 on normal logits) about 44% of the draws land
+// in a bucket of one token and need no search, and the rest search a
+// bucket of a few tokens (one or two sectors of the CDF).
+constexpr int kGuideBits = 15;
 constexpr int kGuideSize = 1 << kGuideBits;
 // kCountsScan: the search halves a bucket until at most this many tokens
 // remain, then counts the CDF entries <= t among them with independent
@@ -58,9 +59,35 @@ constexpr int kCountsScan = 8;
 // kCountsPerThread where a row has many (so a block's draws pay for its copy
 // of the guide, and the rows being counted at once stay few), a quarter of
 // that where it has few (so that the blocks of fewer rows fill the device,
-// and their CDFs fit the L2).
-constexpr int kCountsBlock = 256;
-constexpr int kCountsPerThread = 64;
+// and their CDFs fit the L2). A block makes at most 1024 * 63 = 64512
+// draws, so a bucket's count fits 16 bits.
+constexpr int kCountsBlock = 1024;
+constexpr int kCountsPerThread = 63;
+// The shared guide: bases[j] = guide[64 j] (j <= kGuideSize / 64, the
+// last being guide[kGuideSize] = vocab - 1), offs[g] = guide[g] - bases[g
+// / 64] clamped to kOffClamp; and a 16-bit count a bucket, two to a word.
+// 130 KB in all: one block an SM, within sm_80's 163 KB as well.
+constexpr int kGroupBits = 6;
+constexpr int kGroups = kGuideSize >> kGroupBits;
+constexpr unsigned kOffClamp = 0xffffu;
+constexpr size_t kCountsSmem =
+    sizeof(int) * (kGroups + 1) + sizeof(unsigned short) * kGuideSize + sizeof(unsigned short) * kGuideSize;
+static_assert(kCountsBlock * kCountsPerThread < 65536, "a bucket's count fits 16 bits");
+
+// guide_bounds: [lo, hi] holds the token of every draw in bucket g: the
+// guide's entries g and g + 1, unless an offset was clamped, then the
+// group's base and the next group's.
+__device__ __forceinline__ void guide_bounds(const int *bases, const unsigned short *offs, unsigned g, int &lo,
+                                             int &hi) {
+  lo = bases[g >> kGroupBits] + offs[g];
+  const unsigned g1 = g + 1;
+  const unsigned o1 = (g1 & ((1u << kGroupBits) - 1)) ? offs[g1] : 0u;
+  hi = bases[(g1 >> kGroupBits) + (o1 == kOffClamp)] + (o1 == kOffClamp ? 0 : (int)o1);
+}
+// bucket_count is bucket g's count in the packed shared counts.
+__device__ __forceinline__ unsigned bucket_count(const unsigned *bcount, int g) {
+  return (bcount[g >> 1] >> (16 * (g & 1))) & 0xffffu;
+}
 constexpr int kFewDraws = 1 << 20;
 int counts_per_block(int draws) { return kCountsBlock * (draws >= kFewDraws ? kCountsPerThread : kCountsPerThread / 4); }
 
@@ -101,8 +128,11 @@ __global__ void guide_kernel(int vocab, const unsigned long long *__restrict__ c
 // counts[row, :] instead of writing them. Block (x, y) makes draws
 // [x * per_block, ...) of listed row y: blocks run x-fastest, so the
 // rows being counted at any moment are few and keep their CDF, guide and
-// counts in L2. Lanes of a warp that drew the same token add once
-// (__match_any_sync), so a peaked row costs one atomic per warp, not 32.
+// counts in L2. A draw whose bucket holds one token needs no search and is
+// counted in the block's shared count of that bucket; the block adds those
+// once a token per warp of buckets when it ends. The other draws' lanes of
+// a warp that drew the same token add once (__match_any_sync), so a peaked
+// row costs one atomic per warp, not 32.
 // Greedy and invalid rows count every draw on tokens[row]; a token outside
 // [0, vocab) is counted nowhere, so the row's counts sum to fewer than draws.
 __global__ void __launch_bounds__(kCountsBlock)
@@ -110,7 +140,11 @@ __global__ void __launch_bounds__(kCountsBlock)
                   const int *__restrict__ tokens, const unsigned long long *__restrict__ cdf,
                   const unsigned long long *__restrict__ totals, const int *__restrict__ guide,
                   unsigned *__restrict__ counts) {
-  __shared__ int table[kGuideSize + 1];
+  extern __shared__ int counts_smem[];
+  int *bases = counts_smem;
+  // bcount[g / 2] holds bucket g's count in its low (g even) or high half.
+  unsigned *bcount = reinterpret_cast<unsigned *>(counts_smem + kGroups + 1);
+  unsigned short *offs = reinterpret_cast<unsigned short *>(bcount + kGuideSize / 2);
   const int slot = blockIdx.y;
   const int row = row_idx[slot];
   unsigned *out = counts + (size_t)row * vocab;
@@ -124,7 +158,10 @@ __global__ void __launch_bounds__(kCountsBlock)
     return;
   }
   const int *gs = guide + (size_t)s * (kGuideSize + 1);
-  for (int i = threadIdx.x; i <= kGuideSize; i += blockDim.x) table[i] = gs[i];
+  for (int i = threadIdx.x; i <= kGroups; i += blockDim.x) bases[i] = gs[i << kGroupBits];
+  for (int i = threadIdx.x; i < kGuideSize; i += blockDim.x)
+    offs[i] = (unsigned short)min((unsigned)(gs[i] - gs[i & ~((1 << kGroupBits) - 1)]), kOffClamp);
+  for (int i = threadIdx.x; i < kGuideSize / 2; i += blockDim.x) bcount[i] = 0;
   __syncthreads();
   const unsigned long long *c = cdf + (size_t)s * vocab;
   const uint64_t seed = rp.seed[row], offset = rp.offset[row];
@@ -140,23 +177,42 @@ __global__ void __launch_bounds__(kCountsBlock)
       const unsigned long long u = Stream(seed, offset, row, d).u64(0);
       const unsigned long long t = pick(u, total);
       const unsigned g = (unsigned)(u >> (64 - kGuideBits));
-      int lo = table[g], hi = table[g + 1];
-      while (hi - lo > kCountsScan) {
-        const int mid = (lo + hi) >> 1;
-        if (__ldg(c + mid) > t)
-          hi = mid;
-        else
-          lo = mid + 1;
-      }
-      // The first entry > t in [lo, hi), else hi: the CDF is monotone, so
-      // lo plus the number of entries <= t there.
-      int below = 0;
+      int lo, hi;
+      guide_bounds(bases, offs, g, lo, hi);
+      if (lo == hi) {  // a bucket of one token: counted in shared memory
+        atomicAdd(bcount + (g >> 1), 1u << (16 * (g & 1)));
+      } else {
+        while (hi - lo > kCountsScan) {
+          const int mid = (lo + hi) >> 1;
+          if (__ldg(c + mid) > t)
+            hi = mid;
+          else
+            lo = mid + 1;
+        }
+        // The first entry > t in [lo, hi), else hi: the CDF is monotone, so
+        // lo plus the number of entries <= t there.
+        int below = 0;
 #pragma unroll
-      for (int k = 0; k < kCountsScan; k++) below += lo + k < hi && __ldg(c + lo + k) <= t;
-      tok = lo + below;
+        for (int k = 0; k < kCountsScan; k++) below += lo + k < hi && __ldg(c + lo + k) <= t;
+        tok = lo + below;
+      }
     }
     const unsigned peers = __match_any_sync(0xffffffffu, tok);
-    if (d < end && lane == __ffs(peers) - 1) atomicAdd(out + tok, (unsigned)__popc(peers));
+    if (tok >= 0 && lane == __ffs(peers) - 1) atomicAdd(out + tok, (unsigned)__popc(peers));
+  }
+  // Each warp adds its 32 buckets' counts once a token: the buckets of one
+  // token are adjacent, so a heavy token costs an atomic per 32 buckets.
+  __syncthreads();
+  for (int i = threadIdx.x; i < kGuideSize; i += blockDim.x) {
+    int lo, hi;
+    guide_bounds(bases, offs, (unsigned)i, lo, hi);
+    const int key = lo == hi && bucket_count(bcount, i) != 0 ? lo : -1;
+    const unsigned peers = __match_any_sync(0xffffffffu, key);
+    if (key >= 0 && lane == __ffs(peers) - 1) {
+      unsigned sum = 0;
+      for (unsigned m = peers; m; m &= m - 1) sum += bucket_count(bcount, i - lane + __ffs(m) - 1);
+      atomicAdd(out + key, sum);
+    }
   }
 }
 
@@ -277,7 +333,10 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
     }
     const int per_block = counts_per_block(draws);
     const dim3 grid((draws + per_block - 1) / per_block, n_greedy + n_sampled);
-    return launch_after(SV_VARIANT_SAMPLE_COUNTS, false, counts_kernel, grid, kCountsBlock, 0, "sample counts", row_idx,
+    const cudaError_t err =
+        cudaFuncSetAttribute(counts_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kCountsSmem);
+    if (err != cudaSuccess) return cuda_status(err, "sample counts: shared memory");
+    return launch_after(SV_VARIANT_SAMPLE_COUNTS, false, counts_kernel, grid, kCountsBlock, kCountsSmem, "sample counts", row_idx,
                         n_greedy, vocab, draws, per_block, rp, (const int *)tokens, (const unsigned long long *)a.cdf,
                         (const unsigned long long *)a.totals, (const int *)guide, counts);
   }
