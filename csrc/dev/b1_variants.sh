@@ -8,19 +8,19 @@
 # --quick --ops renorm,sample,spec_verify --match ...` run on each (the
 # filtered k50 p0.9 cases: renorm B=1, 128; sample B=1, 512; spec_verify
 # B=1, 128):
-#   base     the product library (build/libsampviz_kernels.so) as built
-#   warpsum  renorm's and spec_verify's Sum (fast_kept.cuh sparse_sum) by
+#   base     the product library (build/libsampviz_kernels.so) as built:
+#            renorm's and spec_verify's Sum (fast_kept.cuh sparse_sum) by
 #            one warp over the nonzero leaves alone, up to kSmallSet kept
-#            tokens (csrc/dev/b1/sparse_sum_warp.cuh): no 2^depth leaves
-#            zeroed, no block barrier. Same bits by construction; the
-#            suite checks them.
+#            tokens (no 2^depth leaves zeroed, no block barrier)
+#   old      the Sum before (csrc/dev/b1/fast_kept_old.cuh, today's
+#            fast_kept.cuh verbatim): the tree in shared memory, three
+#            levels a block barrier
 #   zero4    renorm's chunks issue their zeros after the barrier that
 #            releases their pushes, and release them by a fourth cluster
 #            arrive that the leader waits on only after fast_top, before its
 #            own writes (the chunks exit after that arrive; a cluster wait
 #            counts exited threads as arrived): the zeros' stores no longer
 #            hold the leader's start.
-#   both     warpsum and zero4
 #   spread   a cluster row's blocks ask for 116 KB of dynamic shared memory
 #            (one block an SM), so a row's 16 chunks run on 16 SMs of the
 #            GPC, in case the cluster scheduler packs them four an SM
@@ -30,10 +30,16 @@
 #            what moving the zeros off that barrier could gain
 #   nosum    diagnostic (wrong output): renorm divides by 1, no Sum: the
 #            Sum's share of the chain
-# VARIANTS picks them (default: all of the above).
-# With SUITE=1 each correct variant's library also runs the fast-path GPU
+#   scanonly diagnostic (no output): a cluster row's blocks stop after
+#            their scan: the launch and the scan alone
+#   nofinish diagnostic (no output): the leader stops once the pushes are
+#            in (no fast_top, no Sum, no writes): the launch, the scan, the
+#            zeros and the hand-over
+# VARIANTS picks them (default: all of the above); PREP_ONLY=1 only makes
+# the edited copies (under build/variants/b1-NAME), a check without a GPU.
+# With SUITE=1 each correct variant's library (base too) also runs the fast-path GPU
 # tests against engine/cpu and compute-sanitizer memcheck on their quick
-# mode (base is make gpu-test's).
+# mode.
 # Logs go to $OUT (else gpu-out); summary.txt has the table.
 set -uo pipefail
 O=${OUT:-gpu-out}; mkdir -p "$O"; S=$O/summary.txt; : >"$S"
@@ -44,23 +50,24 @@ archs=sm_90
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
 units() { # units NAME: the units (under csrc/) NAME compiles from its copy
   case $1 in
-    warpsum) echo instances/renorm_fast_bf16 instances/spec_fast_bf16 ;;
+    old) echo instances/renorm_fast_bf16 instances/spec_fast_bf16 ;;
     spread) echo renorm sample ;;
     zero4 | nozero | nosum) echo instances/renorm_fast_bf16 ;;
-    both) echo instances/renorm_fast_bf16 instances/spec_fast_bf16 ;;
+    scanonly | nofinish) echo instances/renorm_fast_bf16 instances/sample_fast_bf16 ;;
   esac
 }
 edit() { # edit NAME: python editing files f[path] (paths under csrc/) into NAME's
   case $1 in
-    warpsum) echo 'f["fast_kept.cuh"] = sub(f["fast_kept.cuh"], "__device__ inline float sparse_sum(int n, int kept, FastSmem &s) {", "__device__ inline float sparse_sum_block(int n, int kept, FastSmem &s) {") + "\n#include \"dev/b1/sparse_sum_warp.cuh\"\n"' ;;
+    old) echo 'f["fast_kept.cuh"] = open(d + "/dev/b1/fast_kept_old.cuh").read()' ;;
     spread) echo 'f["fast_layout.cuh"] = sub(sub(f["fast_layout.cuh"], "  return max_clusters((const void *)kernel, a.chunks, kFastBlock, sizeof(FastSmem)) > 0;", "  if (cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 116 << 10) != cudaSuccess) { cudaGetLastError(); return false; }\n  return max_clusters((const void *)kernel, a.chunks, kFastBlock, 116 << 10) > 0;"), "launch_cluster(variant, kernel, grid, kFastBlock, sizeof(FastSmem),", "launch_cluster(variant, kernel, grid, kFastBlock, (size_t)(116 << 10),")' ;;
     zero4) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  cluster_arrive();  // this chunk\x27s result is published; the leader is ready\n  if (zeros) zero_chunk(zeros, begin, end);\n  cluster_wait();\n  cluster_push<T>(a, count, s);\n  cluster_arrive();  // releases the pushes and the zeros to the leader\n  cluster_wait();\n  if (c != 0) return kFastDone;\n  const bool ok = fast_top<T, true>(a, slot, fp, nan, s, top);\n", "  cluster_arrive();\n  cluster_wait();\n  cluster_push<T>(a, count, s);\n  cluster_arrive();  // releases the pushes to the leader\n  if (zeros) zero_chunk(zeros, begin, end);\n  cluster_wait();\n  if (c != 0) {\n    if (zeros) cluster_arrive();  // releases the zeros: the leader waits for them before it writes\n    return kFastDone;\n  }\n  const bool ok = fast_top<T, true>(a, slot, fp, nan, s, top);\n  if (zeros) {\n    cluster_arrive();\n    cluster_wait();\n  }\n")' ;;
-    both) echo 'f["fast_kept.cuh"] = sub(f["fast_kept.cuh"], "__device__ inline float sparse_sum(int n, int kept, FastSmem &s) {", "__device__ inline float sparse_sum_block(int n, int kept, FastSmem &s) {") + "\n#include \"dev/b1/sparse_sum_warp.cuh\"\n"; f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  cluster_arrive();  // this chunk\x27s result is published; the leader is ready\n  if (zeros) zero_chunk(zeros, begin, end);\n  cluster_wait();\n  cluster_push<T>(a, count, s);\n  cluster_arrive();  // releases the pushes and the zeros to the leader\n  cluster_wait();\n  if (c != 0) return kFastDone;\n  const bool ok = fast_top<T, true>(a, slot, fp, nan, s, top);\n", "  cluster_arrive();\n  cluster_wait();\n  cluster_push<T>(a, count, s);\n  cluster_arrive();  // releases the pushes to the leader\n  if (zeros) zero_chunk(zeros, begin, end);\n  cluster_wait();\n  if (c != 0) {\n    if (zeros) cluster_arrive();  // releases the zeros: the leader waits for them before it writes\n    return kFastDone;\n  }\n  const bool ok = fast_top<T, true>(a, slot, fp, nan, s, top);\n  if (zeros) {\n    cluster_arrive();\n    cluster_wait();\n  }\n")' ;;
+    scanonly) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  if constexpr (CLUSTER) return fast_cluster_row<T>(a, slot, fp, nan, zeros, begin, end, s, top);", "  if constexpr (CLUSTER) return nan == 2 ? kFastFlagged : kFastDone;")' ;;
+    nofinish) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  if (c != 0) return kFastDone;\n  const bool ok = fast_top<T, true>", "  if (c >= 0) return kFastDone;\n  const bool ok = fast_top<T, true>")' ;;
     nozero) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  if (zeros) zero_chunk(zeros, begin, end);\n  cluster_wait();", "  cluster_wait();")' ;;
     nosum) echo 'f["renorm.cuh"] = sub(f["renorm.cuh"], "const float sum = sparse_sum(n, top.kept, s);", "const float sum = 1.0f;")' ;;
   esac
 }
-names=(${VARIANTS:-base warpsum zero4 both spread nozero nosum})
+names=(${VARIANTS:-base old zero4 spread nozero nosum scanonly nofinish})
 s=$(date +%s)
 pids=""
 for n in "${names[@]}"; do
@@ -69,6 +76,7 @@ for n in "${names[@]}"; do
   cp csrc/*.cuh csrc/*.h csrc/*.cu "$d/" && cp csrc/instances/*.cu "$d/instances/" && cp -r csrc/dev/b1 "$d/dev/"
   python3 -c "
 import os
+d = '$d'
 def sub(s, a, b):
     assert a in s, 'edit of $n: text not found: ' + a[:60]
     return s.replace(a, b)
@@ -78,11 +86,13 @@ $(edit "$n")
 assert f != g, 'edit of $n changed nothing'
 for p in f: open(os.path.join('$d', p), 'w').write(f[p])
 " || { note "$n: edit failed"; continue; }
+  [ "${PREP_ONLY:-0}" = 1 ] && { note "$n: edited"; continue; }
   for u in $(units "$n"); do
     (timeout 140 nvcc $FL -I"$d" -c -o "$d/$(basename $u).o" "$d/$u.cu" >"$d/log-$(basename $u)" 2>&1; echo $? >"$d/rc-$(basename $u)") &
     pids="$pids $!"
   done
 done
+[ "${PREP_ONLY:-0}" = 1 ] && exit 0  # a check of the edits, here without a GPU
 echo "compiling variants; make kernels for the product objects" >&2
 make -j"$(nproc)" kernels SAMPVIZ_ARCHS=$archs >"$O/build.log" 2>&1 || { note "build FAILED"; grep error "$O/build.log" | head; exit 1; }
 wait $pids
@@ -113,7 +123,7 @@ for n in "${names[@]}"; do
 done
 if [ "${SUITE:-0}" = 1 ]; then
   for n in "${names[@]}"; do
-    case $n in base | nozero | nosum) continue ;; esac
+    case $n in nozero | nosum | scanonly | nofinish) continue ;; esac
     lib=$PWD/build/variants/b1-$n/libsampviz_kernels.so
     [ -f "$lib" ] || continue
     tests='TestGPURenorm|TestGPUSample$|TestGPUSampleDraws|TestGPUSpecVerify|TestGPUFastSmallBatches|TestGPUVariants'
