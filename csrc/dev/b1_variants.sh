@@ -21,6 +21,10 @@
 #            own writes (the chunks exit after that arrive; a cluster wait
 #            counts exited threads as arrived): the zeros' stores no longer
 #            hold the leader's start.
+#   warptheta the first tile's theta from each warp's ceil(k/8)-th largest
+#            vector max (a search on the keys in registers) in place of the
+#            block's radix select, one barrier in place of nine
+#            (csrc/dev/b1/warptheta.py edits fast_scan.cuh); every op, every B
 #   spread   a cluster row's blocks ask for 116 KB of dynamic shared memory
 #            (one block an SM), so a row's 16 chunks run on 16 SMs of the
 #            GPC, in case the cluster scheduler packs them four an SM
@@ -54,6 +58,7 @@ units() { # units NAME: the units (under csrc/) NAME compiles from its copy
     spread) echo renorm sample ;;
     zero4 | nozero | nosum) echo instances/renorm_fast_bf16 ;;
     scanonly | nofinish) echo instances/renorm_fast_bf16 instances/sample_fast_bf16 ;;
+    warptheta) echo instances/renorm_fast_bf16 instances/sample_fast_bf16 instances/spec_fast_bf16 ;;
   esac
 }
 edit() { # edit NAME: python editing files f[path] (paths under csrc/) into NAME's
@@ -63,11 +68,12 @@ edit() { # edit NAME: python editing files f[path] (paths under csrc/) into NAME
     zero4) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  cluster_arrive();  // this chunk\x27s result is published; the leader is ready\n  if (zeros) zero_chunk(zeros, begin, end);\n  cluster_wait();\n  cluster_push<T>(a, count, s);\n  cluster_arrive();  // releases the pushes and the zeros to the leader\n  cluster_wait();\n  if (c != 0) return kFastDone;\n  const bool ok = fast_top<T, true>(a, slot, fp, nan, s, top);\n", "  cluster_arrive();\n  cluster_wait();\n  cluster_push<T>(a, count, s);\n  cluster_arrive();  // releases the pushes to the leader\n  if (zeros) zero_chunk(zeros, begin, end);\n  cluster_wait();\n  if (c != 0) {\n    if (zeros) cluster_arrive();  // releases the zeros: the leader waits for them before it writes\n    return kFastDone;\n  }\n  const bool ok = fast_top<T, true>(a, slot, fp, nan, s, top);\n  if (zeros) {\n    cluster_arrive();\n    cluster_wait();\n  }\n")' ;;
     scanonly) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  if constexpr (CLUSTER) return fast_cluster_row<T>(a, slot, fp, nan, zeros, begin, end, s, top);", "  if constexpr (CLUSTER) return nan == 2 ? kFastFlagged : kFastDone;")' ;;
     nofinish) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  if (c != 0) return kFastDone;\n  const bool ok = fast_top<T, true>", "  if (c >= 0) return kFastDone;\n  const bool ok = fast_top<T, true>")' ;;
+    warptheta) echo 'import subprocess; subprocess.run(["python3", "csrc/dev/b1/warptheta.py", d + "/fast_scan.cuh"], check=True); f["fast_scan.cuh"] = open(d + "/fast_scan.cuh").read()' ;;
     nozero) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  if (zeros) zero_chunk(zeros, begin, end);\n  cluster_wait();", "  cluster_wait();")' ;;
     nosum) echo 'f["renorm.cuh"] = sub(f["renorm.cuh"], "const float sum = sparse_sum(n, top.kept, s);", "const float sum = 1.0f;")' ;;
   esac
 }
-names=(${VARIANTS:-base old zero4 spread nozero nosum scanonly nofinish})
+names=(${VARIANTS:-base old zero4 warptheta spread nozero nosum scanonly nofinish})
 s=$(date +%s)
 pids=""
 for n in "${names[@]}"; do
@@ -80,7 +86,7 @@ d = '$d'
 def sub(s, a, b):
     assert a in s, 'edit of $n: text not found: ' + a[:60]
     return s.replace(a, b)
-f = {p: open(os.path.join('$d', p)).read() for p in ['fast_kept.cuh', 'fast_layout.cuh', 'fast_row.cuh', 'renorm.cuh']}
+f = {p: open(os.path.join('$d', p)).read() for p in ['fast_kept.cuh', 'fast_layout.cuh', 'fast_row.cuh', 'renorm.cuh', 'fast_scan.cuh']}
 g = dict(f)
 $(edit "$n")
 assert f != g, 'edit of $n changed nothing'
