@@ -6,25 +6,11 @@
 
 namespace sv {
 
-// chunk_leaf_sum is the leaf of tree_sum for the 256-token chunk that
-// holds kept token r (ranked by index), r the first of its chunk: the
-// chunk's kept weights summed in its 8 lanes in index order, then
-// ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)), its other tokens adding +0.
-__device__ __forceinline__ float chunk_leaf_sum(int r, int kept, const FastSmem &s) {
-  const int c = s.sidx[r] >> 8;
-  float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  for (int e = r; e < kept && (s.sidx[e] >> 8) == c; e++) {
-    const int l = s.sidx[e] & 7;
-    a[l] = __fadd_rn(a[l], s.sw[e]);
-  }
-  return __fadd_rn(__fadd_rn(__fadd_rn(a[0], a[1]), __fadd_rn(a[2], a[3])),
-                   __fadd_rn(__fadd_rn(a[4], a[5]), __fadd_rn(a[6], a[7])));
-}
-
-// sparse_sum_block is sparse_sum for any number of kept tokens: the tree
-// of 2^depth leaves in shared memory, zeroed, the kept chunks' leaves
-// written, then formed three levels a block barrier.
-__device__ inline float sparse_sum_block(int n, int kept, FastSmem &s) {
+// sparse_sum is engine/cpu's Sum (rowops.cuh tree_sum) of a row of n
+// tokens that is zero except at the kept tokens sidx/sw[0..kept) (ranked by
+// index): adding zeros changes no float sum, so only the chunks that hold
+// kept tokens get a leaf, each summed in its 8 lanes in index order.
+__device__ inline float sparse_sum(int n, int kept, FastSmem &s) {
   const int chunks = (n + 255) / 256;
   int depth = 0;
   while ((1 << depth) < chunks) depth++;
@@ -34,7 +20,14 @@ __device__ inline float sparse_sum_block(int n, int kept, FastSmem &s) {
   for (int r = threadIdx.x; r < kept; r += kFastBlock) {
     const int c = s.sidx[r] >> 8;
     if (r > 0 && (s.sidx[r - 1] >> 8) == c) continue;  // not the first of its chunk
-    s.tree[leaves + tree_leaf(c, chunks, depth)] = chunk_leaf_sum(r, kept, s);
+    float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    for (int e = r; e < kept && (s.sidx[e] >> 8) == c; e++) {
+      const int l = s.sidx[e] & 7;
+      a[l] = __fadd_rn(a[l], s.sw[e]);
+    }
+    const float sum = __fadd_rn(__fadd_rn(__fadd_rn(a[0], a[1]), __fadd_rn(a[2], a[3])),
+                                __fadd_rn(__fadd_rn(a[4], a[5]), __fadd_rn(a[6], a[7])));
+    s.tree[leaves + tree_leaf(c, chunks, depth)] = sum;
   }
   __syncthreads();
   // Up the tree three levels a barrier: node j is formed from its eight
@@ -57,90 +50,6 @@ __device__ inline float sparse_sum_block(int n, int kept, FastSmem &s) {
     __syncthreads();
     len = up;
   }
-  const float sum = s.tree[1];
-  __syncthreads();
-  return sum;
-}
-
-// sparse_sum is engine/cpu's Sum (rowops.cuh tree_sum) of a row of n
-// tokens that is zero except at the kept tokens sidx/sw[0..kept) (ranked by
-// index): adding zeros changes no float sum, so only the chunks that hold
-// kept tokens get a leaf (chunk_leaf_sum). Every thread gets the sum.
-//
-// Up to kSmallSet kept tokens, one warp forms only the nodes on the paths
-// up from those leaves, with no shared tree to zero and no block barrier
-// but the one that hands the sum on: tree_sum's tree is a binary tree over
-// the leaves (tree_leaf), each node the rounded sum of its two children,
-// and a leaf without kept tokens is +0 (w >= +0), so a node with one
-// nonzero child is that child. Level by level, a live entry merges with
-// the next live one when both lie under one parent: they are then
-// siblings, left before right, since the kept tokens are ranked by index
-// and tree_leaf keeps the chunks' order. Entry e (kept token e, if the
-// first of its chunk) is lane e % 32, slot e / 32; the live entries are
-// the bits of a 64-bit mask. More kept tokens take sparse_sum_block.
-__device__ inline float sparse_sum(int n, int kept, FastSmem &s) {
-  static_assert(kSmallSet <= 64, "a 64-bit mask of the entries");
-  if (kept > kSmallSet) return sparse_sum_block(n, kept, s);
-  const int chunks = (n + 255) / 256;
-  int depth = 0;
-  while ((1 << depth) < chunks) depth++;
-  if (threadIdx.x < 32) {
-    const int lane = threadIdx.x;
-    float v[2];
-    int leaf[2];
-    bool live[2];
-#pragma unroll
-    for (int q = 0; q < 2; q++) {
-      const int r = q * 32 + lane;
-      v[q] = 0.0f;
-      leaf[q] = 0;
-      live[q] = false;
-      if (r < kept) {
-        const int c = s.sidx[r] >> 8;
-        if (r == 0 || (s.sidx[r - 1] >> 8) != c) {  // the first of its chunk: the chunk's leaf
-          v[q] = chunk_leaf_sum(r, kept, s);
-          leaf[q] = tree_leaf(c, chunks, depth);
-          live[q] = true;
-        }
-      }
-    }
-    unsigned long long alive = (unsigned long long)__ballot_sync(0xffffffffu, live[0]) |
-                               (unsigned long long)__ballot_sync(0xffffffffu, live[1]) << 32;
-    for (int L = 0; L < depth && __popcll(alive) > 1; L++) {
-      bool left[2];
-#pragma unroll
-      for (int q = 0; q < 2; q++) {
-        const int e = q * 32 + lane;
-        // The next live entry after e (-1: none); every lane shuffles.
-        const unsigned long long after = alive & ~((2ull << e) - 1ull);
-        const int nx = after ? __ffsll((long long)after) - 1 : -1;
-        const int src = nx < 0 ? lane : nx & 31;
-        const float v0 = __shfl_sync(0xffffffffu, v[0], src), v1 = __shfl_sync(0xffffffffu, v[1], src);
-        const int l0 = __shfl_sync(0xffffffffu, leaf[0], src), l1 = __shfl_sync(0xffffffffu, leaf[1], src);
-        const float vn = nx >= 32 ? v1 : v0;
-        const int ln = nx >= 32 ? l1 : l0;
-        left[q] = ((alive >> e) & 1ull) && nx >= 0 && (leaf[q] >> (L + 1)) == (ln >> (L + 1));
-        if (left[q]) v[q] = __fadd_rn(v[q], vn);
-      }
-      const unsigned long long lefts = (unsigned long long)__ballot_sync(0xffffffffu, left[0]) |
-                                       (unsigned long long)__ballot_sync(0xffffffffu, left[1]) << 32;
-      // A right sibling dies: a live entry whose previous live entry merged.
-      bool dead[2];
-#pragma unroll
-      for (int q = 0; q < 2; q++) {
-        const int e = q * 32 + lane;
-        const unsigned long long before = alive & ((1ull << e) - 1ull);
-        dead[q] = ((alive >> e) & 1ull) && before && ((lefts >> (63 - __clzll((long long)before))) & 1ull);
-      }
-      alive &= ~((unsigned long long)__ballot_sync(0xffffffffu, dead[0]) |
-                 (unsigned long long)__ballot_sync(0xffffffffu, dead[1]) << 32);
-    }
-    // One entry is left (or none: kept = 0, sum +0): the root.
-    const int root = alive ? __ffsll((long long)alive) - 1 : 0;
-    const float r0 = __shfl_sync(0xffffffffu, v[0], root & 31), r1 = __shfl_sync(0xffffffffu, v[1], root & 31);
-    if (lane == 0) s.tree[1] = root >= 32 ? r1 : r0;
-  }
-  __syncthreads();
   const float sum = s.tree[1];
   __syncthreads();
   return sum;

@@ -8,12 +8,13 @@
 # --quick --ops renorm,sample,spec_verify --match ...` run on each (the
 # filtered k50 p0.9 cases: renorm B=1, 128; sample B=1, 512; spec_verify
 # B=1, 128):
-#   base     the product library (build/libsampviz_kernels.so) as built:
-#            renorm's and spec_verify's Sum (fast_kept.cuh sparse_sum) by
+#   base     the product library (build/libsampviz_kernels.so) as built
+#   warpsum  renorm's and spec_verify's Sum (fast_kept.cuh sparse_sum) by
 #            one warp over the nonzero leaves alone, up to kSmallSet kept
-#            tokens (no 2^depth leaves zeroed, no block barrier)
-#   old      the Sum before (csrc/dev/b1/fast_kept_old.cuh, today's
-#            fast_kept.cuh verbatim): the tree in shared memory, three
+#            tokens (no 2^depth leaves zeroed, no block barrier):
+#            csrc/dev/b1/fast_kept_warpsum.cuh. Rejected (run 152: renorm
+#            B=1 19.6 against 17.5 us, spec_verify k50 B=128 193.9 against
+#            186.0); the product keeps the tree in shared memory, three
 #            levels a block barrier
 #   zero4    renorm's chunks issue their zeros after the barrier that
 #            releases their pushes, and release them by a fourth cluster
@@ -54,7 +55,7 @@ archs=sm_90
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
 units() { # units NAME: the units (under csrc/) NAME compiles from its copy
   case $1 in
-    old) echo instances/renorm_fast_bf16 instances/spec_fast_bf16 ;;
+    warpsum) echo instances/renorm_fast_bf16 instances/spec_fast_bf16 ;;
     spread) echo renorm sample ;;
     zero4 | nozero | nosum) echo instances/renorm_fast_bf16 ;;
     scanonly | nofinish) echo instances/renorm_fast_bf16 instances/sample_fast_bf16 ;;
@@ -63,7 +64,7 @@ units() { # units NAME: the units (under csrc/) NAME compiles from its copy
 }
 edit() { # edit NAME: python editing files f[path] (paths under csrc/) into NAME's
   case $1 in
-    old) echo 'f["fast_kept.cuh"] = open(d + "/dev/b1/fast_kept_old.cuh").read()' ;;
+    warpsum) echo 'f["fast_kept.cuh"] = open(d + "/dev/b1/fast_kept_warpsum.cuh").read()' ;;
     spread) echo 'f["fast_layout.cuh"] = sub(sub(f["fast_layout.cuh"], "  return max_clusters((const void *)kernel, a.chunks, kFastBlock, sizeof(FastSmem)) > 0;", "  if (cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 116 << 10) != cudaSuccess) { cudaGetLastError(); return false; }\n  return max_clusters((const void *)kernel, a.chunks, kFastBlock, 116 << 10) > 0;"), "launch_cluster(variant, kernel, grid, kFastBlock, sizeof(FastSmem),", "launch_cluster(variant, kernel, grid, kFastBlock, (size_t)(116 << 10),")' ;;
     zero4) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  cluster_arrive();  // this chunk\x27s result is published; the leader is ready\n  if (zeros) zero_chunk(zeros, begin, end);\n  cluster_wait();\n  cluster_push<T>(a, count, s);\n  cluster_arrive();  // releases the pushes and the zeros to the leader\n  cluster_wait();\n  if (c != 0) return kFastDone;\n  const bool ok = fast_top<T, true>(a, slot, fp, nan, s, top);\n", "  cluster_arrive();\n  cluster_wait();\n  cluster_push<T>(a, count, s);\n  cluster_arrive();  // releases the pushes to the leader\n  if (zeros) zero_chunk(zeros, begin, end);\n  cluster_wait();\n  if (c != 0) {\n    if (zeros) cluster_arrive();  // releases the zeros: the leader waits for them before it writes\n    return kFastDone;\n  }\n  const bool ok = fast_top<T, true>(a, slot, fp, nan, s, top);\n  if (zeros) {\n    cluster_arrive();\n    cluster_wait();\n  }\n")' ;;
     scanonly) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  if constexpr (CLUSTER) return fast_cluster_row<T>(a, slot, fp, nan, zeros, begin, end, s, top);", "  if constexpr (CLUSTER) return nan == 2 ? kFastFlagged : kFastDone;")' ;;
@@ -73,7 +74,7 @@ edit() { # edit NAME: python editing files f[path] (paths under csrc/) into NAME
     nosum) echo 'f["renorm.cuh"] = sub(f["renorm.cuh"], "const float sum = sparse_sum(n, top.kept, s);", "const float sum = 1.0f;")' ;;
   esac
 }
-names=(${VARIANTS:-base old zero4 warptheta spread nozero nosum scanonly nofinish})
+names=(${VARIANTS:-base warpsum zero4 warptheta spread nozero nosum scanonly nofinish})
 s=$(date +%s)
 pids=""
 for n in "${names[@]}"; do
