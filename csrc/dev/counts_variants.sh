@@ -6,15 +6,17 @@
 # own library, and `sampviz bench --ops sample --match counts --quick` runs
 # on each. The copies are made here by text edits, so the product file
 # carries no switches:
-#   base      the product (a guide of 2^13 buckets, halving down to 8
-#             tokens and counting those, 16 draws a thread under 2^20
-#             draws a row)
+#   base      the product (since run 152: g15sc, its bucket counts packed
+#             two to a 32-bit word, 63 draws a thread, 130 KB)
+# First session (text edits of prev, the product of runs 147-151: a guide
+# of 2^13 buckets, halving down to 8 tokens and counting those, 16 draws a
+# thread under 2^20 draws a row):
 #   old       the first counts kernel (run 145): a guide of 2^12 buckets,
 #             a binary search to the end, 64 draws a thread
-#   guide12   the product with the first kernel's guide
-#   bsearch   the product with a binary search to the end (no scan)
-#   per64     the product with 64 draws a thread whatever the draws
-#   scan16    the product counting the last 16 tokens (a bucket of 2^13
+#   guide12   prev with the first kernel's guide
+#   bsearch   prev with a binary search to the end (no scan)
+#   per64     prev with 64 draws a thread whatever the draws
+#   scan16    prev counting the last 16 tokens (a bucket of 2^13
 #             averages 16 at V=128256: one round of loads, most draws)
 #   scan32    the same with 32
 #   g12scan32 a guide of 2^12 buckets (16 KB, more blocks an SM) and 32
@@ -27,8 +29,8 @@
 #             cost
 # Second session (whole copies of sample.cu under csrc/dev/counts/, each
 # with a header saying what it changes):
-#   prev      csrc/dev/counts/prev_sample.cu, today's product verbatim
-#             (the same as base until the product changes)
+#   prev      csrc/dev/counts/prev_sample.cu, the product of runs 147-151
+#             verbatim
 #   g15       a guide of 2^15 buckets in dynamic shared memory, uint16
 #             offsets from an int32 base every 64 buckets (66 KB), 512
 #             threads (g15_sample.cu)
@@ -46,7 +48,7 @@
 #             CDF load: the search's cost in g16sc63
 #   g16noatomic  diagnostic (wrong counts): g16sc63 without the draws'
 #             global atomics (the flush's stay): their cost
-# VARIANTS picks them (default "base old"); run 146 ran the diagnostics on
+# VARIANTS picks them (default "base prev"); run 146 ran the diagnostics on
 # the first kernel (docs/perf-log.md).
 # With SUITE=1 each variant's library also runs the counts tests of the
 # GPU suite against engine/cpu and compute-sanitizer memcheck on their
@@ -67,7 +69,8 @@ src() { # src NAME: the file NAME's copy is made from
     g14 | g15 | g16) echo csrc/dev/counts/g15_sample.cu ;;
     g15sc | g16sc) echo csrc/dev/counts/$1_sample.cu ;;
     g16sc63 | g16nosearch | g16noatomic) echo csrc/dev/counts/g16sc_sample.cu ;;
-    *) echo csrc/sample.cu ;;
+    base) echo csrc/sample.cu ;;
+    *) echo csrc/dev/counts/prev_sample.cu ;;  # the first session's edits apply to the kernel they were made on
   esac
 }
 edit() { # edit NAME: the python that turns src NAME into NAME's copy
@@ -90,7 +93,7 @@ edit() { # edit NAME: the python that turns src NAME into NAME's copy
     nophilox) echo 's = s.replace("const unsigned long long u = Stream(seed, offset, row, d).u64(0);", "const unsigned long long u = ((unsigned long long)d * 0x9E3779B97F4A7C15ull) ^ (seed + offset);")' ;;
   esac
 }
-names=(${VARIANTS:-base old})
+names=(${VARIANTS:-base prev})
 s=$(date +%s)
 pids=""
 for n in "${names[@]}"; do
