@@ -334,19 +334,21 @@ __global__ void __launch_bounds__(BLOCK, FILTERS || PATTERN ? 1 : 2)
 // and taking the first maximum of those exact scores gives w. A thread
 // scores exactly the whole group of a1 when a1 reaches M - 2 eps, and its
 // whole share when a2 does too (more tokens scored exactly never change the
-// first maximum). The bound: the CUDA C Programming Guide (intrinsic
-// functions) gives lg2.approx a maximum absolute error of 2^-22.6 for x in
-// [0.5, 2], else 2 ulp; a host check over the top 2^22 uniforms of the grid
-// and 2^22 random ones (csrc/dev/fast_sampler/eps_check.cpp) bounds the
-// noise term's error by 2^-15.8. The logit term is rounded at most three
-// times on each side (x - m, / t, + g; c, the fused multiply-add) at
-// magnitudes below 2 X / |t| + 25 (each rounding within 2^-24 of its
-// result, c within 2^-23 of log2(e) / t), and f32math's logs add under
-// 2^-21, so |error| < 2^-15.5 + 2^-20.3 X / |t|; eps = 2^-10 +
-// 2^-17 (X + X / |t|) leaves a factor of 9 or more. A row with a NaN or infinite logit, or with
-// X (1 + |c|) >= 2^100 (where the scores could overflow), or a greedy row,
-// takes sample_tokens (every score exact), as does a launch whose rows are
-// read by the lean kernel.
+// first maximum).
+// The bound: the CUDA C Programming Guide (intrinsic functions) gives
+// lg2.approx a maximum absolute error of 2^-22.6 for x in [0.5, 2], else 2
+// ulp; with that, a host check over the top 2^22 uniforms of the grid and
+// 2^22 random ones (csrc/dev/fast_sampler/eps_check.cpp) bounds the noise
+// term's error by 2^-15.8. The logit term is computed the same way on both
+// sides up to roundings: x - m, / t and + g in E (f32math's logs add under
+// 2^-21), c and the fused multiply-add in A, each within 2^-24 of a value
+// below 2 X / |t| + 25 in magnitude (X = max |x_i|), c within 2^-23 of
+// log2(e) / t. So |error| < 2^-15.5 + 2^-20.3 X / |t|, and
+// eps = 2^-10 + 2^-17 (X + X / |t|) leaves a factor of 9 or more.
+// A greedy row, a row with a NaN or infinite logit, or one with
+// X (1 + |c|) >= 2^100 (where scores could overflow) takes sample_tokens
+// (every score exact). engine/cuda's TestGumbelRecheckModel runs this
+// recheck in Go against the exact Gumbel-max, lg2 pushed by its error.
 constexpr float kGumbelLog2E = 1.44269504088896341f;
 constexpr int kGumbelNone = 0x7fffffff;
 

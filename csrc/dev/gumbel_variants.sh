@@ -12,7 +12,8 @@
 #   old    the launcher before it (csrc/dev/gumbel/sample.cu.old,
 #          verbatim): unfiltered Gumbel by the lean full-row kernel, f32math
 #          logs for every token (sample.cuh's old kernels are unchanged in
-#          today's header, so only sample.cu differs)
+#          today's header, so only sample.cu differs; sample.cuh.old there
+#          is the header before, kept for reference)
 #   b256   the product with kGumbelBlock = 256 (four blocks an SM): sample.cu
 #          and the sample_tokens_* instances from an edited copy of csrc/
 # With SUITE=1 each new variant that builds (not old) runs the sample GPU tests
