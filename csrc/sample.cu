@@ -258,7 +258,7 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
           st = launch_after(SV_VARIANT_SAMPLE_GUMBEL, false, tk.gumbel, dim3(n_sampled), kGumbelBlock, 0, "sample",
                             x, a);
         } else {
-          // Gumbel-max without filters reads no weights: the lean kernel per token, two blocks an SM.
+          // No filter: the lean kernel, two blocks an SM (per token for Gumbel-max, whose draw reads no weights).
           const auto full =
               full_row_variant<kSampleBlock>(pk.lean, tk.lean, sizeof(T) == 2 && method != SV_METHOD_GUMBEL);
           st = launch_after(full.smem ? SV_VARIANT_SAMPLE_LEAN_PATTERN : SV_VARIANT_SAMPLE_LEAN_TOKENS, false,
