@@ -485,6 +485,8 @@ __device__ __forceinline__ void gumbel_exact(const T *x, const Stream &rng, floa
   }
 }
 
+// gumbel_kernel serves one slot a block, 1024 / BLOCK blocks an SM; the
+// section comment above says what it computes and why that is exact.
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) gumbel_kernel(const T *__restrict__ logits, SampleArgs a) {
   __shared__ RowShared<BLOCK> sh;
