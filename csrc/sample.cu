@@ -1,7 +1,8 @@
 // sample.cu: sample's launcher: the greedy rows through the indexed
 // argmax, then the sampled rows by the top-k fast path (single draws by
 // inverse CDF, with filters) and the full-row kernel for the rows it
-// flagged, or by a full-row kernel for every sampled row; with many draws,
+// flagged, or by a full-row kernel for every sampled row (unfiltered
+// Gumbel-max single draws: gumbel_kernel); with many draws,
 // draws_kernel after them, or guide_kernel and counts_kernel where the
 // draws are counted on the device. The kernels are sample.cuh's.
 #include "sample.cuh"
@@ -308,8 +309,12 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
           const auto full = full_row_variant<kSampleBlock>(pk.filtered, tk.filtered, sizeof(T) == 2);
           st = launch_after(full.smem ? SV_VARIANT_SAMPLE_FILTERED_PATTERN : SV_VARIANT_SAMPLE_FILTERED_TOKENS, false,
                             full.kern, dim3(n_sampled), kSampleBlock, full.smem, "sample", x, a);
+        } else if (method == SV_METHOD_GUMBEL && !a.cdf) {
+          // Gumbel-max without filters, single draws: one read, f32math for the few tokens near the top.
+          st = launch_after(SV_VARIANT_SAMPLE_GUMBEL, false, tk.gumbel, dim3(n_sampled), kGumbelBlock, 0, "sample",
+                            x, a);
         } else {
-          // Gumbel-max without filters reads no weights: the lean kernel per token, two blocks an SM.
+          // No filter: the lean kernel, two blocks an SM (per token for Gumbel-max, whose draw reads no weights).
           const auto full =
               full_row_variant<kSampleBlock>(pk.lean, tk.lean, sizeof(T) == 2 && method != SV_METHOD_GUMBEL);
           st = launch_after(full.smem ? SV_VARIANT_SAMPLE_LEAN_PATTERN : SV_VARIANT_SAMPLE_LEAN_TOKENS, false,

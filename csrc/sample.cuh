@@ -12,7 +12,10 @@
 //     thread's segment of the row, then one block scan over the segment
 //     sums and one ordered scan of the segment that holds the target;
 //   - Gumbel-max over the logits: one Philox block per 4 tokens, f32math
-//     logs, the first maximum of the scores over the kept tokens;
+//     logs, the first maximum of the scores over the kept tokens; without
+//     filters and for single draws, gumbel_kernel reads the row once with
+//     hardware logs and computes f32math's scores only for the tokens that
+//     can win (its comment says why that is exact);
 //   - sort-free rejection: draw from the candidates, accept if the filters
 //     keep it, else keep only the tokens ordered before it;
 //   - mixed batches: greedy rows through the indexed argmax in one launch
@@ -39,6 +42,8 @@
 namespace sv {
 
 constexpr int kSampleBlock = 512;
+// kGumbelBlock threads, two blocks an SM, serve a row in gumbel_kernel.
+constexpr int kGumbelBlock = 512;
 
 // SampleArgs are the full-row kernels' arguments (and the fast kernels',
 // for the rows they serve themselves).
@@ -67,6 +72,7 @@ template <typename T>
 struct SampleFullKernels {
   SampleKernel<T> filtered, lean;
   SampleFlaggedKernel<T> flagged;
+  SampleKernel<T> gumbel;  // unfiltered Gumbel-max, single draws (per-token families only, else null)
 };
 
 // One dtype's kernels, each family defined in its own translation unit
@@ -305,6 +311,241 @@ __global__ void __launch_bounds__(BLOCK, FILTERS || PATTERN ? 1 : 2)
   }
 }
 
+// ---- Gumbel-max without filters: one read and an exact recheck ----
+//
+// gumbel_kernel draws one token a slot by Gumbel-max for launches where no
+// row has a filter and no many-draws CDF is written: the first index of the
+// maximum of the exact scores E_i = float32(float32((x_i - m) / t) + g_i),
+// g_i = -f32_log(-f32_log(open_u01(word))), sample_row's scores, bit for
+// bit, while computing f32math's logs for a handful of tokens a row.
+//
+// One read: each thread takes groups of 8 tokens (two Philox blocks; one
+// 16-byte load, two for f32, where the row starts on a 16-byte boundary)
+// and scores them approximately in log2 units,
+//   A_i = x_i * c - lg2(L),  c = float32(log2(e) / t),  L = -lg2(u) (a
+//   series in 1 - u for u within 2^-6 of 1),
+// with MUFU.LG2 (lg2.approx), so that A_i ~ log2(e) * E_i + K for a
+// constant K of the row. It keeps the row's maximum logit m, max |x_i| (X,
+// NaN-propagating) and, for the share, the best group maximum a1 (its
+// group) and the best of the other groups' maxima a2.
+// Why the recheck is exact: if eps bounds |A_i - (log2(e) * E_i + K)| for
+// every token, the exact winner w (first maximum of E) has A_w >= M - 2 eps,
+// M the row's best A, so scoring exactly every token with A_i >= M - 2 eps
+// and taking the first maximum of those exact scores gives w. A thread
+// scores exactly the whole group of a1 when a1 reaches M - 2 eps, and its
+// whole share when a2 does too (more tokens scored exactly never change the
+// first maximum).
+// The bound: the CUDA C Programming Guide (intrinsic functions) gives
+// lg2.approx a maximum absolute error of 2^-22.6 for x in [0.5, 2], else 2
+// ulp; with that, a host check over the top 2^22 uniforms of the grid and
+// 2^22 random ones (csrc/dev/fast_sampler/eps_check.cpp) bounds the noise
+// term's error by 2^-15.8. The logit term is computed the same way on both
+// sides up to roundings: x - m, / t and + g in E (f32math's logs add under
+// 2^-21), c and the fused multiply-add in A, each within 2^-24 of a value
+// below 2 X / |t| + 25 in magnitude (X = max |x_i|), c within 2^-23 of
+// log2(e) / t. So |error| < 2^-15.5 + 2^-20.3 X / |t|, and
+// eps = 2^-10 + 2^-17 (X + X / |t|) leaves a factor of 9 or more.
+// A greedy row, a row with a NaN or infinite logit, or one with
+// X (1 + |c|) >= 2^100 (where scores could overflow) takes sample_tokens
+// (every score exact). engine/cuda's TestGumbelRecheckModel runs this
+// recheck in Go against the exact Gumbel-max, lg2 pushed by its error.
+constexpr float kGumbelLog2E = 1.44269504088896341f;
+constexpr int kGumbelNone = 0x7fffffff;
+
+// gumbel_lg2 is MUFU.LG2 (flush-to-zero form: its arguments here are
+// normal), the same bits wherever it is recomputed.
+__device__ __forceinline__ float gumbel_lg2(float x) {
+  float r;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// gumbel_max_nan is max(a, b), NaN when either is.
+__device__ __forceinline__ float gumbel_max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+// gumbel_approx is A = x * c - lg2(-lg2(u)), u = open_u01(w).
+__device__ __forceinline__ float gumbel_approx(float x, float c, uint32_t w) {
+  const float u = __fmaf_rn((float)(w >> 9), 0x1p-23f, 0x1p-24f);  // open_u01(w), exactly
+  const float d = __fsub_rn(1.0f, u);
+  const float ser = __fmul_rn(d, __fmaf_rn(d, __fmaf_rn(d, kGumbelLog2E / 3.0f, kGumbelLog2E / 2.0f), kGumbelLog2E));
+  const float l = d < 0x1p-6f ? ser : -gumbel_lg2(u);
+  return __fmaf_rn(x, c, -gumbel_lg2(l));
+}
+
+// GumbelKeys is a row's Philox key schedule and the first round's products
+// of the row word, computed once: block(b) == Stream(seed, offset, row, 0).block(b).
+struct GumbelKeys {
+  uint32_t k0[10], k1[10];
+  uint32_t hi_row, lo_row;
+  uint64_t offset;
+  __device__ __forceinline__ GumbelKeys(uint64_t seed, uint64_t off, uint32_t row) : offset(off) {
+    uint32_t a = (uint32_t)seed, b = (uint32_t)(seed >> 32);
+#pragma unroll
+    for (int i = 0; i < 10; i++) k0[i] = a, k1[i] = b, a += 0x9E3779B9u, b += 0xBB67AE85u;
+    hi_row = __umulhi(0xCD9E8D57u, row);
+    lo_row = 0xCD9E8D57u * row;
+  }
+  __device__ __forceinline__ uint4 block(uint64_t blk) const {
+    const uint64_t c64 = offset + blk;
+    const uint32_t cx = (uint32_t)c64, cy = (uint32_t)(c64 >> 32);
+    uint4 c = make_uint4(hi_row ^ cy ^ k0[0], lo_row, __umulhi(0xD2511F53u, cx) ^ k1[0], 0xD2511F53u * cx);
+#pragma unroll
+    for (int i = 1; i < 10; i++) {
+      const uint32_t hi0 = __umulhi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+      const uint32_t hi1 = __umulhi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+      c = make_uint4(hi1 ^ c.y ^ k0[i], lo1, hi0 ^ c.w ^ k1[i], lo0);
+    }
+    return c;
+  }
+};
+
+// GumbelRaw is one group's 16 bytes a 16-bit group, 32 for f32.
+template <typename T>
+struct GumbelRaw {
+  uint4 v[sizeof(T) == 4 ? 2 : 1];
+};
+
+__device__ __forceinline__ uint4 gumbel_ld(const uint4 *p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+
+template <typename T>
+__device__ __forceinline__ GumbelRaw<T> gumbel_load(const T *x, int g) {
+  GumbelRaw<T> r;
+  const uint4 *p = reinterpret_cast<const uint4 *>(x) + (sizeof(T) == 4 ? 2 : 1) * g;
+#pragma unroll
+  for (int k = 0; k < (sizeof(T) == 4 ? 2 : 1); k++) r.v[k] = gumbel_ld(p + k);
+  return r;
+}
+
+// gumbel_unpack writes a group's 8 logits as floats.
+template <typename T>
+__device__ __forceinline__ void gumbel_unpack(const GumbelRaw<T> &r, float xs[8]) {
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) xs[k] = __uint_as_float(k < 4 ? (&r.v[0].x)[k] : (&r.v[1].x)[k - 4]);
+  } else {
+    const uint32_t h[4] = {r.v[0].x, r.v[0].y, r.v[0].z, r.v[0].w};
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+      const uint32_t bits = (k & 1) ? h[k >> 1] >> 16 : h[k >> 1] & 0xffffu;
+      if constexpr (std::is_same<T, __nv_bfloat16>::value)
+        xs[k] = __uint_as_float(bits << 16);
+      else
+        xs[k] = __half2float(__ushort_as_half((unsigned short)bits));
+    }
+  }
+}
+
+// GumbelShare is a thread's state over its groups.
+struct GumbelShare {
+  float mx = -kInf, ax = 0.0f;  // the largest logit, the largest |logit| (NaN if any is)
+  float a1 = -kInf, a2 = -kInf;
+  int g1 = kGumbelNone;
+};
+
+// gumbel_take scores group g's first cnt tokens (logits xs) approximately.
+__device__ __forceinline__ void gumbel_take(GumbelShare &s, const GumbelKeys &K, float c, int g, const float xs[8],
+                                            int cnt) {
+  const uint4 w0 = K.block((uint64_t)(2 * g)), w1 = K.block((uint64_t)(2 * g + 1));
+  const uint32_t w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+  float m8 = -kInf;
+#pragma unroll
+  for (int e = 0; e < 8; e++) {
+    if (e < cnt) {
+      s.mx = fmaxf(s.mx, xs[e]);
+      s.ax = gumbel_max_nan(s.ax, fabsf(xs[e]));
+      m8 = fmaxf(m8, gumbel_approx(xs[e], c, w[e]));
+    }
+  }
+  s.a2 = fmaxf(s.a2, fminf(s.a1, m8));
+  s.g1 = m8 > s.a1 ? g : s.g1;  // strictly greater: the earlier group keeps a tie
+  s.a1 = fmaxf(s.a1, m8);
+}
+
+// gumbel_exact folds the exact scores of tokens [lo, hi) (one group) into best.
+template <typename T>
+__device__ __forceinline__ void gumbel_exact(const T *x, const Stream &rng, float m, float temp, int lo, int hi,
+                                             ArgBest &best) {
+  uint4 words = make_uint4(0, 0, 0, 0);
+  for (int i = lo; i < hi; i++) {
+    if (i == lo || (i & 3) == 0) words = rng.block((uint64_t)(i >> 2));
+    const uint32_t word[4] = {words.x, words.y, words.z, words.w};
+    const float g = -f32_log(-f32_log(open_u01(word[i & 3])));
+    const float score = __fadd_rn(scaled(load_f32(x, i), m, temp), g);
+    if (better(score, i, best)) best = ArgBest{score, i};
+  }
+}
+
+// gumbel_kernel serves one slot a block, 1024 / BLOCK blocks an SM; the
+// section comment above says what it computes and why that is exact.
+template <typename T, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) gumbel_kernel(const T *__restrict__ logits, SampleArgs a) {
+  __shared__ RowShared<BLOCK> sh;
+  const int slot = blockIdx.x;
+  const int row = a.rows[slot];
+  const int n = a.vocab;
+  const T *x = logits + (size_t)row * n;
+  const float temp = a.rp.temperature[row];
+  if (temp == 0.0f) {  // greedy (the host lists such rows apart; stay exact anyway)
+    sample_tokens_call<T, BLOCK, false>(x, a, slot, row, sh);
+    return;
+  }
+  const float c = __fdiv_rn(kGumbelLog2E, temp);
+  const GumbelKeys K(a.rp.seed[row], a.rp.offset[row], (uint32_t)row);
+  const int full = n / 8, groups = (n + 7) / 8;
+  GumbelShare s;
+  float xs[8];
+  if ((reinterpret_cast<uintptr_t>(x) & 15) == 0) {
+    int g = threadIdx.x;
+    GumbelRaw<T> cur;
+    if (g < full) cur = gumbel_load(x, g);
+    for (; g < full; g += BLOCK) {
+      GumbelRaw<T> nxt = cur;
+      if (g + BLOCK < full) nxt = gumbel_load(x, g + BLOCK);  // one load ahead
+      gumbel_unpack<T>(cur, xs);
+      gumbel_take(s, K, c, g, xs, 8);
+      cur = nxt;
+    }
+    if (full < groups && full % BLOCK == (int)threadIdx.x) {  // the last, partial group
+      for (int e = 0; e < 8; e++) xs[e] = 8 * full + e < n ? load_f32(x, 8 * full + e) : 0.0f;
+      gumbel_take(s, K, c, full, xs, n - 8 * full);
+    }
+  } else {  // a row off 16-byte boundaries: the same groups, read a token at a time
+    for (int g = threadIdx.x; g < groups; g += BLOCK) {
+      const int cnt = min(8, n - 8 * g);
+      for (int e = 0; e < 8; e++) xs[e] = e < cnt ? load_f32(x, 8 * g + e) : 0.0f;
+      gumbel_take(s, K, c, g, xs, cnt);
+    }
+  }
+  const float m = Reduce<BLOCK>::max(sh.red, s.mx);
+  const float ax = Reduce<BLOCK>::max(sh.red, s.ax == s.ax ? s.ax : kInf);  // NaN counts as +Inf
+  const float amax = Reduce<BLOCK>::max(sh.red, s.a1);
+  if (!(ax * (1.0f + fabsf(c)) < 0x1p100f) || !(fabsf(amax) < kInf)) {  // block-uniform
+    sample_tokens_call<T, BLOCK, false>(x, a, slot, row, sh);
+    return;
+  }
+  const float eps = __fadd_rn(0x1p-10f, __fmul_rn(__fadd_rn(ax, __fdiv_rn(ax, fabsf(temp))), 0x1p-17f));
+  const float thr = __fsub_rn(amax, __fmul_rn(2.0f, eps));
+  const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
+  ArgBest best{-kInf, kGumbelNone};
+  if (s.a2 >= thr) {  // two groups reach it: the whole share exactly
+    for (int g = threadIdx.x; g < groups; g += BLOCK) gumbel_exact(x, rng, m, temp, 8 * g, min(n, 8 * g + 8), best);
+  } else if (s.a1 >= thr) {
+    gumbel_exact(x, rng, m, temp, 8 * s.g1, min(n, 8 * s.g1 + 8), best);
+  }
+  best = Reduce<BLOCK>::argbest(sh.red, best);
+  if (threadIdx.x == 0) a.tokens[row] = best.i == kGumbelNone ? -1 : best.i;
+}
+
 // sample_flagged_kernel serves the slots sample_fast_kernel flagged in todo
 // (flagged_slots). It is a kernel of its own because the loop costs
 // sample_kernel's filtered variant a few registers it does not have: folded
@@ -379,8 +620,10 @@ FastKernels<SampleFastKernel<T>> sample_fast_instances() {
 }
 template <typename T, bool PATTERN>
 SampleFullKernels<T> sample_full_instances() {
+  SampleKernel<T> gumbel = nullptr;
+  if constexpr (!PATTERN) gumbel = gumbel_kernel<T, kGumbelBlock>;
   return {sample_kernel<T, kSampleBlock, true, PATTERN>, sample_kernel<T, kSampleBlock, false, PATTERN>,
-          sample_flagged_kernel<T, kSampleBlock, PATTERN>};
+          sample_flagged_kernel<T, kSampleBlock, PATTERN>, gumbel};
 }
 
 }  // namespace
