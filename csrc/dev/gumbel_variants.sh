@@ -31,7 +31,7 @@
 #   hmm    base with the row's max and min logit kept as packed 16-bit pairs
 #          on the aligned path (csrc/dev/gumbel/hmm.py): 260 instructions a
 #          group of 8 in the main loop where base takes 268 (nvcc 11.8 SASS)
-# With SUITE=1 each new variant that builds (not old) runs the sample GPU tests
+# With SUITE=1 base, b256 and hmm (where built) run the sample GPU tests
 # (TestGPUSample|TestGPUVariants, which hold TestGPUSampleGumbel's
 # adversarial rows) against engine/cpu, and base also runs them under
 # compute-sanitizer memcheck (quick mode).
@@ -49,6 +49,7 @@ units() {
   case $1 in
     base) ;;
     old) echo sample.cu ;;
+    prev | pick | group | hmm) echo instances/sample_tokens_bf16.cu instances/sample_tokens_f16.cu instances/sample_tokens_f32.cu ;;  # sample.cu takes the kernels by pointer
     *) echo sample.cu instances/sample_tokens_bf16.cu instances/sample_tokens_f16.cu instances/sample_tokens_f32.cu ;;
   esac
 }
@@ -104,7 +105,8 @@ done
 if [ "${SUITE:-0}" = 1 ]; then
   for n in "${names[@]}"; do
     lib=$(lib_of "$n")
-    [ -f "$lib" ] && [ "$n" != old ] || continue  # old is the product before today, suite-tested then
+    [ -f "$lib" ] || continue
+    case $n in old | prev | pick | group) continue ;; esac  # old and prev were the product, suite-tested then; pick and group are base's halves
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 timeout 150 ./gpu-bundle/cuda.test -test.count=1 \
       -test.run 'TestGPUSample|TestGPUVariants' >"$O/suite-$n.log" 2>&1
     rc=$?
