@@ -332,8 +332,10 @@ __global__ void __launch_bounds__(BLOCK, FILTERS || PATTERN ? 1 : 2)
 // every token, the exact winner w (first maximum of E) has A_w >= M - 2 eps,
 // M the row's best A, so scoring exactly every token with A_i >= M - 2 eps
 // and taking the first maximum of those exact scores gives w. A thread
-// scores exactly the whole group of a1 when a1 reaches M - 2 eps, and its
-// whole share when a2 does too (more tokens scored exactly never change the
+// whose a1 reaches M - 2 eps recomputes its group's 8 approximate scores
+// (the same bits: the same intrinsics on the same words) and scores exactly
+// those that reach it, usually one token; a thread whose a2 does too scores
+// its whole share exactly (more tokens scored exactly never change the
 // first maximum).
 // The bound: the CUDA C Programming Guide (intrinsic functions) gives
 // lg2.approx a maximum absolute error of 2^-22.6 for x in [0.5, 2], else 2
@@ -485,6 +487,46 @@ __device__ __forceinline__ void gumbel_exact(const T *x, const Stream &rng, floa
   }
 }
 
+// gumbel_pick folds into best the exact scores of the tokens of group g
+// whose approximate score reaches thr (gumbel_take's scores, recomputed).
+template <typename T>
+__device__ __forceinline__ void gumbel_pick(const T *x, const GumbelKeys &K, const Stream &rng, float c, float thr,
+                                            float m, float temp, int g, int n, ArgBest &best) {
+  const uint4 w0 = K.block((uint64_t)(2 * g)), w1 = K.block((uint64_t)(2 * g + 1));
+  const uint32_t w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+  unsigned pick = 0;
+#pragma unroll
+  for (int e = 0; e < 8; e++)
+    if (8 * g + e < n && gumbel_approx(load_f32(x, 8 * g + e), c, w[e]) >= thr) pick |= 1u << e;
+  for (; pick; pick &= pick - 1) {
+    const int i = 8 * g + __ffs(pick) - 1;
+    gumbel_exact(x, rng, m, temp, i, i + 1, best);
+  }
+}
+
+// gumbel_max3 is the block's maxima of a, b and d (no NaN among them), each
+// to every thread, in one round of shared memory.
+template <int BLOCK>
+__device__ __forceinline__ void gumbel_max3(float (&red)[3][BLOCK / 32], float &a, float &b, float &d) {
+  static_assert(BLOCK >= 64 && BLOCK <= 1024 && (BLOCK & (BLOCK - 1)) == 0, "a power-of-two block of 2 to 32 warps");
+#pragma unroll
+  for (int o = 16; o; o >>= 1) {
+    a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
+    b = fmaxf(b, __shfl_xor_sync(0xffffffffu, b, o));
+    d = fmaxf(d, __shfl_xor_sync(0xffffffffu, d, o));
+  }
+  if ((threadIdx.x & 31) == 0) red[0][threadIdx.x >> 5] = a, red[1][threadIdx.x >> 5] = b, red[2][threadIdx.x >> 5] = d;
+  __syncthreads();
+  const int j = threadIdx.x & (BLOCK / 32 - 1);
+  a = red[0][j], b = red[1][j], d = red[2][j];
+#pragma unroll
+  for (int o = BLOCK / 64; o; o >>= 1) {
+    a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
+    b = fmaxf(b, __shfl_xor_sync(0xffffffffu, b, o));
+    d = fmaxf(d, __shfl_xor_sync(0xffffffffu, d, o));
+  }
+}
+
 // gumbel_kernel serves one slot a block, 1024 / BLOCK blocks an SM; the
 // section comment above says what it computes and why that is exact.
 template <typename T, int BLOCK>
@@ -526,9 +568,9 @@ __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) gumbel_kernel(const T *__
       gumbel_take(s, K, c, g, xs, cnt);
     }
   }
-  const float m = Reduce<BLOCK>::max(sh.red, s.mx);
-  const float ax = Reduce<BLOCK>::max(sh.red, s.ax == s.ax ? s.ax : kInf);  // NaN counts as +Inf
-  const float amax = Reduce<BLOCK>::max(sh.red, s.a1);
+  __shared__ float red3[3][BLOCK / 32];
+  float m = s.mx, ax = s.ax == s.ax ? s.ax : kInf, amax = s.a1;  // NaN counts as +Inf
+  gumbel_max3<BLOCK>(red3, m, ax, amax);
   if (!(ax * (1.0f + fabsf(c)) < 0x1p100f) || !(fabsf(amax) < kInf)) {  // block-uniform
     sample_tokens_call<T, BLOCK, false>(x, a, slot, row, sh);
     return;
@@ -540,7 +582,7 @@ __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) gumbel_kernel(const T *__
   if (s.a2 >= thr) {  // two groups reach it: the whole share exactly
     for (int g = threadIdx.x; g < groups; g += BLOCK) gumbel_exact(x, rng, m, temp, 8 * g, min(n, 8 * g + 8), best);
   } else if (s.a1 >= thr) {
-    gumbel_exact(x, rng, m, temp, 8 * s.g1, min(n, 8 * s.g1 + 8), best);
+    gumbel_pick(x, K, rng, c, thr, m, temp, s.g1, n, best);
   }
   best = Reduce<BLOCK>::argbest(sh.red, best);
   if (threadIdx.x == 0) a.tokens[row] = best.i == kGumbelNone ? -1 : best.i;

@@ -43,6 +43,7 @@ func gumbelModel(x []float32, t float32, block int, word func(i int) uint32, lg2
 	inf := float32(math.Inf(1))
 	groups := (n + 7) / 8
 	sh := make([]share, block)
+	ap := make([]float32, n) // each token's approximate score: the kernel recomputes the same bits
 	m, ax, amax := -inf, float32(0), -inf
 	for tid := range block {
 		s := share{mx: -inf, a1: -inf, a2: -inf, g1: -1}
@@ -53,7 +54,8 @@ func gumbelModel(x []float32, t float32, block int, word func(i int) uint32, lg2
 				if v := float32(math.Abs(float64(x[i]))); v != v || s.ax != s.ax || v > s.ax {
 					s.ax = v // max.NaN
 				}
-				m8 = max(m8, approx(x[i], word(i)))
+				ap[i] = approx(x[i], word(i))
+				m8 = max(m8, ap[i])
 			}
 			s.a2 = max(s.a2, min(s.a1, m8))
 			if m8 > s.a1 {
@@ -93,7 +95,11 @@ func gumbelModel(x []float32, t float32, block int, word func(i int) uint32, lg2
 				exact(8*g, min(n, 8*g+8))
 			}
 		} else if s.a1 >= thr {
-			exact(8*s.g1, min(n, 8*s.g1+8))
+			for i := 8 * s.g1; i < min(n, 8*s.g1+8); i++ { // gumbel_pick: the group's tokens that reach thr
+				if ap[i] >= thr {
+					exact(i, i+1)
+				}
+			}
 		}
 	}
 	return best, rescans, false
