@@ -262,7 +262,8 @@ enum sv_variant {
   SV_VARIANT_TREE_WALK = 36,              /* a block per (trial, row): the walk and the draw */
   SV_VARIANT_NGRAM_FASTDEPLOY = 37,       /* ngram_match under FastDeploy's rules */
   SV_VARIANT_SAMPLE_COUNTS = 38,          /* many draws counted on the device (guide, counts) */
-  SV_VARIANT_TREE_SPLIT = 39              /* few bf16 one-hot nodes: a cluster a node, span totals */
+  SV_VARIANT_TREE_SPLIT = 39,             /* few bf16 one-hot nodes: a cluster a node, span totals */
+  SV_VARIANT_SPEC_LEAN_FUSED = 40         /* no filter, one-hot drafts, few trials: prepare, then a row's chains in its last block */
 };
 
 #ifdef __cplusplus
