@@ -46,6 +46,14 @@
 #   c8stab, lb2stab  both
 #   nopsf   base with the chain reading the stop's statistics from global
 #           memory after the tests, as old: what the prefetch saves at B=1
+# Predicted before any run (issue 30 part 3, second session; unfiltered
+# bf16 V=128256 K=8 one-hot, B=128 trials 1; floor 100.8 us, 2.5x = 252):
+# base ~250 us (240-262: prev's ~227 us prepare + ~7 us of chains sharing
+# the SMs + the last rows' chain, ~15 us with its stop row in the L2, in
+# place of prev's ~40 us chain kernel after the last prepare); prev ~267;
+# nofuse ~267 (+-3); inl 250-270 (its chains spill less, the prepare may
+# lose registers); B=1, q B=128 and k50 unchanged (26.8 / 389 / 185 us:
+# they never take the fused kernel).
 # VARIANTS picks them (default "base prev nofuse inl old fwd nopsf", in
 # the order the bench runs them: a repeat the budget leaves out is the
 # last ones'). With SUITE=1 (and then, say, VARIANTS="base prev nofuse
