@@ -27,6 +27,9 @@
 #   inl     base with the fused kernel's chains inlined (row_chains
 #           __forceinline__ in place of __noinline__): the chains then
 #           share the prepare's 64 registers and allocation
+#   noch    diagnostic, wrong tokens (never in the suite): base's fused
+#           kernel without its chains, so base - noch is what the chains
+#           add to the prepare (the tail and their share of the SMs)
 #   old     the product two sessions ago (csrc/dev/spec/: one chunk a thread,
 #           16-byte loads at 512-byte strides, tree_sum; the stop's
 #           statistics loaded after the tests)
@@ -51,10 +54,12 @@
 # base ~250 us (240-262: prev's ~227 us prepare + ~7 us of chains sharing
 # the SMs + the last rows' chain, ~15 us with its stop row in the L2, in
 # place of prev's ~40 us chain kernel after the last prepare); prev ~267;
-# nofuse ~267 (+-3); inl 250-270 (its chains spill less, the prepare may
-# lose registers); B=1, q B=128 and k50 unchanged (26.8 / 389 / 185 us:
-# they never take the fused kernel).
-# VARIANTS picks them (default "base prev nofuse inl old fwd nopsf", in
+# nofuse ~267 (+-3); noch ~230 (the prepare alone); inl 250-270 (its
+# chains in the prepare's 64 registers: 468 bytes of spills against the
+# call's 348, and the prepare's allocation shared with them); B=1, q
+# B=128 and k50 unchanged (26.8 / 389 / 185 us: they never take the fused
+# kernel).
+# VARIANTS picks them (default "base prev nofuse noch inl old fwd nopsf", in
 # the order the bench runs them: a repeat the budget leaves out is the
 # last ones'). With SUITE=1 (and then, say, VARIANTS="base prev nofuse
 # inl") the bench runs once a variant, then compute-sanitizer memcheck on
@@ -79,6 +84,7 @@ edit() { # edit NAME: the python that turns the product's spec_verify.cuh (s) an
     nopsf) echo 's = s.replace("const PosStat ps = k < 32 ? stat_sh[j] : load_stat(a.stats + (size_t)row * steps + j);", "const PosStat ps = load_stat(a.stats + (size_t)row * steps + j);")' ;;
     nofuse) echo 's = s.replace("constexpr int kFusedTrials = 2;", "constexpr int kFusedTrials = 0;")' ;;
     inl) echo 's = s.replace("__device__ __noinline__ void row_chains", "__device__ __forceinline__ void row_chains")' ;;
+    noch) echo 's = s.replace("  row_chains<T, BLOCK>(target, a, row, trials, sh, cs);", "  if (trials < 0) row_chains<T, BLOCK>(target, a, row, trials, sh, cs);")' ;;
     c8) echo 'u = u.replace("csize = min(kMaxCluster, leaves);", "csize = min(8, leaves);")' ;;
     lb2) echo 's = s.replace("__launch_bounds__(BLOCK, 1)\n    spec_split_kernel", "__launch_bounds__(BLOCK, 2)\n    spec_split_kernel")' ;;
     c8stab) edit c8; edit stab ;;
@@ -103,7 +109,7 @@ PY
     *) echo 'raise SystemExit("unknown variant")' ;;
   esac
 }
-names=(${VARIANTS:-base prev nofuse inl old fwd nopsf})
+names=(${VARIANTS:-base prev nofuse noch inl old fwd nopsf})
 pids=""
 for n in "${names[@]}"; do
   d=build/variants/spec-$n; mkdir -p "$d"
@@ -185,7 +191,7 @@ if [ "${SUITE:-0}" = 1 ]; then
   # test in full (its small launches take the split prepare; the quick
   # cases do not); the others: both in the quick mode.
   for n in "${built[@]}"; do
-    [ "$n" != old ] || continue  # prev: the quick mode, as the others
+    [ "$n" != old ] && [ "$n" != noch ] || continue  # prev: the quick mode, as the others
     lib=$PWD/build/variants/spec-$n/libsampviz_kernels.so
     case $n in
       base) quick=0 tests='TestGPUSpecUnfiltered|TestGPUSpecVerify' ;;
