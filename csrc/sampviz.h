@@ -263,8 +263,7 @@ enum sv_variant {
   SV_VARIANT_NGRAM_FASTDEPLOY = 37,       /* ngram_match under FastDeploy's rules */
   SV_VARIANT_SAMPLE_COUNTS = 38,          /* many draws counted on the device (guide, counts) */
   SV_VARIANT_TREE_SPLIT = 39,             /* few bf16 one-hot nodes: a cluster a node, span totals */
-  SV_VARIANT_SAMPLE_GUMBEL = 40,          /* Gumbel-max, no filter in the launch, single draws: one read */
-  SV_VARIANT_SPEC_LEAN_FUSED = 41         /* no filter, one-hot drafts, few trials: prepare, then a row's chains in its last block */
+  SV_VARIANT_SAMPLE_GUMBEL = 40           /* Gumbel-max, no filter in the launch, single draws: one read */
 };
 
 #ifdef __cplusplus

@@ -2,9 +2,7 @@
 // path, the prepare for the positions it flagged and the chain; without, a
 // prepare (one block a position, bf16 rows with staging tiles for their
 // second read, or a cluster a position where they are few) and the lean
-// chain, or, without draft distributions and with few trials, the prepare
-// and each row's chains in one kernel (a row's last block runs them). The
-// kernels are spec_verify.cuh's.
+// chain. The kernels are spec_verify.cuh's.
 #include "spec_verify.cuh"
 
 namespace sv {
@@ -150,25 +148,6 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
                                    stats, totals)
                  : -1;
       if (st > 0) return st;
-      if (st != SV_OK && !qprobs && trials <= kFusedTrials) {
-        // One launch: the prepare, and each row's chains in its last
-        // block (spec_lean_fused_kernel), with the staging tiles, which
-        // then also hold the chain's table of fixed-point weights.
-        const SpecFusedKernel<T> fused = spec_fused_kernel(x);
-        unsigned *arrived = nullptr;
-        st = counters(rows, &arrived);
-        if (st != SV_OK) return st;
-        size_t smem = 0;
-        if (tabled<T>() && staged_ready((const void *)fused))
-          smem = kStageBytes;
-        else if (tabled<T>() && smem_ready((const void *)fused, kWideTableBytes))
-          smem = kWideTableBytes;
-        static_assert(kWideTableBytes <= kStageBytes, "the staging tiles hold the chain's table");
-        a.wide_table = smem >= kWideTableBytes;
-        return launch_after(SV_VARIANT_SPEC_LEAN_FUSED, false, fused, dim3((unsigned)slots), kSpecBlock, smem,
-                            "spec_verify prepare and chain", x, k, vocab, rp, flags, drafts, stats, arrived, a,
-                            trials);
-      }
       if (st == SV_OK) {
         a.split.tot = totals;
       } else {

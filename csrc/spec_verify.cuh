@@ -11,9 +11,6 @@
 //     one residual (or bonus) token from Weight(max(p - q, 0)) at the
 //     stopping position with the segment search, recomputing p from the
 //     logits on the fly.
-// Unfiltered launches without draft distributions and with few trials run
-// both in one kernel (spec_lean_fused_kernel): a row's last prepare block
-// runs the row's chains.
 // Unfiltered launches with few positions prepare them with a cluster of
 // blocks per position instead (spec_split_kernel), and the chain draws from
 // one span of the row (draw_split).
@@ -133,21 +130,6 @@ SpecFastKernels<__nv_bfloat16> spec_fast_kernels(const __nv_bfloat16 *);
 SpecFullKernels<float> spec_full_kernels(const float *);
 SpecFullKernels<__half> spec_full_kernels(const __half *);
 SpecFullKernels<__nv_bfloat16> spec_full_kernels(const __nv_bfloat16 *);
-
-// kFusedTrials is the most trials a launch may run in spec_lean_fused_kernel
-// (a row's last block runs them one after another); more take the chain
-// kernel, one block a chain.
-constexpr int kFusedTrials = 2;
-
-// SpecFusedKernel is spec_lean_fused_kernel's type, and spec_fused_kernel a
-// dtype's instance (csrc/instances/spec_full_*.cu), apart from
-// SpecFullKernels so that units built before it still link with it.
-template <typename T>
-using SpecFusedKernel = void (*)(const T *__restrict__, int, int, RowParams, int, const int *__restrict__, PosStat *,
-                                 unsigned *, ChainArgs, int);
-SpecFusedKernel<float> spec_fused_kernel(const float *);
-SpecFusedKernel<__half> spec_fused_kernel(const __half *);
-SpecFusedKernel<__nv_bfloat16> spec_fused_kernel(const __nv_bfloat16 *);
 
 namespace {
 
@@ -598,39 +580,15 @@ __device__ int draw_split(const SplitTotals &sp, int slot, int n, bool residual_
   return use_residual ? scan_find<BLOCK, 4>(lo, hi, rem, residual, sh) : scan_find<BLOCK, 4>(lo, hi, rem, target, sh);
 }
 
-// ChainShared is a chain's shared memory besides RowShared: the stop, the
-// draw's uniform at it, and (k < 32) every position's statistics, so that
-// the stop's are on chip when it is known.
-struct ChainShared {
-  int stop;
-  uint64_t u;
-  PosStat stat[32];
-};
-
-// load_stat loads one position's statistics through the L2 (ld.global.cg),
-// never a stale L1 line: in spec_lean_fused_kernel other blocks of the
-// same launch wrote them.
-__device__ __forceinline__ PosStat load_stat(const PosStat *p) {
-  static_assert(sizeof(PosStat) % 4 == 0, "PosStat is whole words");
-  PosStat ps;
-  unsigned *d = reinterpret_cast<unsigned *>(&ps);
-  const unsigned *s = reinterpret_cast<const unsigned *>(p);
-#pragma unroll
-  for (int i = 0; i < (int)(sizeof(PosStat) / 4); i++) d[i] = __ldcg(s + i);
-  return ps;
-}
-
-// chain_trial is one chain, trial trial of row row: the acceptance tests,
-// then the draw at the stop (see spec_chain_kernel). The whole block calls
-// it; it reads the statistics the prepare left and the target rows, and
-// writes the tokens, counters and trace of this (trial, row) only.
 template <typename T, int BLOCK, bool FILTERS>
-__device__ void chain_trial(const T *__restrict__ target, const ChainArgs &a, int row, int trial, RowShared<BLOCK> &sh,
-                            ChainShared &cs) {
+__global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restrict__ target, ChainArgs a) {
+  __shared__ RowShared<BLOCK> sh;
   extern __shared__ __align__(16) unsigned long long wtab[];  // a.wide_table: kWideTableBytes
-  int &stop_sh = cs.stop;
-  uint64_t &u_sh = cs.u;
-  PosStat *stat_sh = cs.stat;
+  __shared__ int stop_sh;
+  __shared__ uint64_t u_sh;  // the draw's uniform at the stop
+  __shared__ PosStat stat_sh[32];  // k < 32: every position's, so the stop's is on chip when it is known
+  pdl_wait();  // launched behind the prepare kernel: its statistics first
+  const int row = blockIdx.x % a.rows, trial = blockIdx.x / a.rows;
   const int k = a.k, n = a.vocab, steps = k + 1;
   const Stream rng(a.rp.seed[row], a.rp.offset[row], row, trial);
   const size_t tbase = ((size_t)trial * a.rows + row) * steps;
@@ -646,14 +604,14 @@ __device__ void chain_trial(const T *__restrict__ target, const ChainArgs &a, in
     // Likewise every position's statistics (k < 32), loaded beside the
     // tests, so that the draw does not wait for one more load.
     PosStat mine = {};
-    if (k < 32 && lane <= k) mine = load_stat(a.stats + (size_t)row * steps + lane);
+    if (k < 32 && lane <= k) mine = a.stats[(size_t)row * steps + lane];
     for (int i0 = 0; i0 < k; i0 += 32) {
       const int i = i0 + lane;
       bool ok = false;
       if (i < k) {
         const int xd = a.drafts[(size_t)row * k + i];
         const float u = u01(rng.block(2 * (uint64_t)i).x);
-        const float p = k < 32 ? mine.px : load_stat(a.stats + (size_t)row * steps + i).px;
+        const float p = k < 32 ? mine.px : a.stats[(size_t)row * steps + i].px;
         const float q = a.qprobs ? load_any(a.qprobs, a.qdtype, ((size_t)row * k + i) * n + xd) : 1.0f;
         ok = __fmul_rn(u, q) < p;
         if (traced) {
@@ -685,7 +643,7 @@ __device__ void chain_trial(const T *__restrict__ target, const ChainArgs &a, in
   }
   __syncthreads();
   const int j = stop_sh;
-  const PosStat ps = k < 32 ? stat_sh[j] : load_stat(a.stats + (size_t)row * steps + j);
+  const PosStat ps = k < 32 ? stat_sh[j] : a.stats[(size_t)row * steps + j];
   int token = -1;
   if (ps.valid) {
     const T *x = target + ((size_t)row * steps + j) * n;
@@ -761,62 +719,6 @@ __device__ void chain_trial(const T *__restrict__ target, const ChainArgs &a, in
   }
 }
 
-// spec_chain_kernel runs one chain a block, block (trial, row), behind the
-// prepare kernel (chain_trial).
-template <typename T, int BLOCK, bool FILTERS>
-__global__ void __launch_bounds__(BLOCK, 1) spec_chain_kernel(const T *__restrict__ target, ChainArgs a) {
-  __shared__ RowShared<BLOCK> sh;
-  __shared__ ChainShared cs;
-  pdl_wait();  // launched behind the prepare kernel: its statistics first
-  chain_trial<T, BLOCK, FILTERS>(target, a, blockIdx.x % a.rows, blockIdx.x / a.rows, sh, cs);
-}
-
-// row_chains runs row's chains, trials 0 to trials - 1 in turn, in a call
-// of its own, so that their registers do not crowd the prepare's (the
-// fused kernel runs two blocks an SM, as the lean prepare).
-template <typename T, int BLOCK>
-__device__ __noinline__ void row_chains(const T *__restrict__ target, const ChainArgs &a, int row, int trials,
-                                        RowShared<BLOCK> &sh, ChainShared &cs) {
-  for (int trial = 0; trial < trials; trial++) {
-    chain_trial<T, BLOCK, false>(target, a, row, trial, sh, cs);
-    __syncthreads();  // sh and cs serve the next trial
-  }
-}
-
-// spec_lean_fused_kernel is the lean prepare (spec_prepare_kernel without
-// filters, one block a slot) and the chains in one launch, for launches
-// without draft distributions and with at most kFusedTrials trials: each
-// block prepares its slot, then counts itself in on its row's counter
-// (arrived, zeroed, left zeroed), and the row's last block runs the row's
-// chains, every trial in turn (chain_trial). So the chains of rows whose
-// positions are done run beside the prepares of later rows, instead of
-// all after the last prepare, and the stop's target row is read again
-// while the L2 still holds it. The counter is released after the slot's
-// statistics and acquired before the chain reads the row's (fences, as
-// fast_row's last block). It never reads q: draft distributions keep the
-// two kernels.
-template <typename T, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 2)
-    spec_lean_fused_kernel(const T *__restrict__ target, int k, int vocab, RowParams rp, int flags,
-                           const int *__restrict__ drafts, PosStat *stats, unsigned *arrived, ChainArgs a,
-                           int trials) {
-  __shared__ RowShared<BLOCK> sh;
-  __shared__ ChainShared cs;
-  __shared__ int last_sh;
-  const int slot = blockIdx.x, row = slot / (k + 1);
-  prepare_slot<T, BLOCK, false>(target, k, vocab, rp, flags, drafts, nullptr, stats, slot, sh);
-  if (threadIdx.x == 0) {  // the thread that wrote stats[slot]
-    __threadfence();
-    const bool last = atomicAdd(&arrived[row], 1u) == (unsigned)k;
-    if (last) arrived[row] = 0;
-    last_sh = last;
-  }
-  __syncthreads();
-  if (!last_sh) return;
-  __threadfence();
-  row_chains<T, BLOCK>(target, a, row, trials, sh, cs);
-}
-
 
 // spec_fast_instances and spec_full_instances take the addresses of a
 // dtype's kernels, which compiles them in the translation unit that calls
@@ -830,10 +732,6 @@ SpecFullKernels<T> spec_full_instances() {
   return {spec_prepare_kernel<T, kSpecBlock, true>, spec_prepare_kernel<T, kSpecBlock, false>,
           spec_split_kernel<T, kSplitBlock>, spec_chain_kernel<T, kSpecBlock, true>,
           spec_chain_kernel<T, kSpecBlock, false>};
-}
-template <typename T>
-SpecFusedKernel<T> spec_fused_instance() {
-  return spec_lean_fused_kernel<T, kSpecBlock>;
 }
 
 }  // namespace

@@ -10,27 +10,12 @@
 # B=128 and q) on each, twice, the variants interleaved. The copies are
 # made here (text edits of the product, or the verbatim copies under
 # csrc/dev/spec/), so the product carries no switches:
-#   base    the product: launches without draft distributions and with at
-#           most kFusedTrials (2) trials run spec_lean_fused_kernel, the
-#           lean prepare (staged second read of bf16 rows) whose row's
-#           last block (a counter a row) then runs the row's chains
-#           (row_chains, a call of its own); others as prev
-#   prev    the product before the fused kernel (csrc/dev/spec2/,
-#           verbatim): the lean prepare's second read of a bf16 row
+#   base    the product: the lean prepare's second read of a bf16 row
 #           through per-warp staging tiles (cp.async, a 512-byte run a
 #           copy), the row walked from its end (staged_sum), where two
 #           blocks with the tiles share an SM (staged_ready); the chain
-#           kernel behind it loads every position's statistics beside its
-#           tests
-#   nofuse  base with kFusedTrials 0: prev's two kernels with base's
-#           chain code (statistics loaded through the L2, load_stat)
-#   inl     base with the fused kernel's chains inlined (row_chains
-#           __forceinline__ in place of __noinline__): the chains then
-#           share the prepare's 64 registers and allocation
-#   noch    diagnostic, wrong tokens (never in the suite): base's fused
-#           kernel without its chains, so base - noch is what the chains
-#           add to the prepare (the tail and their share of the SMs)
-#   old     the product two sessions ago (csrc/dev/spec/: one chunk a thread,
+#           loads every position's statistics beside its tests
+#   old     the product before (csrc/dev/spec/: one chunk a thread,
 #           16-byte loads at 512-byte strides, tree_sum; the stop's
 #           statistics loaded after the tests)
 #   c8      base with the split prepare (B=1, unfiltered) in clusters of
@@ -49,20 +34,10 @@
 #   c8stab, lb2stab  both
 #   nopsf   base with the chain reading the stop's statistics from global
 #           memory after the tests, as old: what the prefetch saves at B=1
-# Predicted before any run (issue 30 part 3, second session; unfiltered
-# bf16 V=128256 K=8 one-hot, B=128 trials 1; floor 100.8 us, 2.5x = 252):
-# base ~250 us (240-262: prev's ~227 us prepare + ~7 us of chains sharing
-# the SMs + the last rows' chain, ~15 us with its stop row in the L2, in
-# place of prev's ~40 us chain kernel after the last prepare); prev ~267;
-# nofuse ~267 (+-3); noch ~230 (the prepare alone); inl 250-270 (its
-# chains in the prepare's 64 registers: 468 bytes of spills against the
-# call's 348, and the prepare's allocation shared with them); B=1, q
-# B=128 and k50 unchanged (26.8 / 389 / 185 us: they never take the fused
-# kernel).
-# VARIANTS picks them (default "base prev nofuse noch inl old fwd nopsf", in
+# VARIANTS picks them (default "base old c8 lb2 fwd c8stab stab nopsf", in
 # the order the bench runs them: a repeat the budget leaves out is the
-# last ones'). With SUITE=1 (and then, say, VARIANTS="base prev nofuse
-# inl") the bench runs once a variant, then compute-sanitizer memcheck on
+# last ones'). With SUITE=1 (and then, say, VARIANTS="base c8stab lb2stab
+# fwd") the bench runs once a variant, then compute-sanitizer memcheck on
 # the quick spec tests of base, then the spec tests against engine/cpu on
 # each variant but old (which cases, below; and TestGPUVariants' spec
 # cases, quick). Logs go to $OUT (else gpu-out); summary.txt has the
@@ -80,11 +55,8 @@ archs=sm_90
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
 edit() { # edit NAME: the python that turns the product's spec_verify.cuh (s) and spec_verify.cu (u) into NAME's
   case $1 in
-    base | old | prev) echo 'pass' ;;
-    nopsf) echo 's = s.replace("const PosStat ps = k < 32 ? stat_sh[j] : load_stat(a.stats + (size_t)row * steps + j);", "const PosStat ps = load_stat(a.stats + (size_t)row * steps + j);")' ;;
-    nofuse) echo 's = s.replace("constexpr int kFusedTrials = 2;", "constexpr int kFusedTrials = 0;")' ;;
-    inl) echo 's = s.replace("__device__ __noinline__ void row_chains", "__device__ __forceinline__ void row_chains")' ;;
-    noch) echo 's = s.replace("  row_chains<T, BLOCK>(target, a, row, trials, sh, cs);", "  if (trials < 0) row_chains<T, BLOCK>(target, a, row, trials, sh, cs);")' ;;
+    base | old) echo 'pass' ;;
+    nopsf) echo 's = s.replace("const PosStat ps = k < 32 ? stat_sh[j] : a.stats[(size_t)row * steps + j];", "const PosStat ps = a.stats[(size_t)row * steps + j];")' ;;
     c8) echo 'u = u.replace("csize = min(kMaxCluster, leaves);", "csize = min(8, leaves);")' ;;
     lb2) echo 's = s.replace("__launch_bounds__(BLOCK, 1)\n    spec_split_kernel", "__launch_bounds__(BLOCK, 2)\n    spec_split_kernel")' ;;
     c8stab) edit c8; edit stab ;;
@@ -109,25 +81,20 @@ PY
     *) echo 'raise SystemExit("unknown variant")' ;;
   esac
 }
-names=(${VARIANTS:-base prev nofuse noch inl old fwd nopsf})
+names=(${VARIANTS:-base old c8 lb2 fwd c8stab stab nopsf})
 pids=""
 for n in "${names[@]}"; do
   d=build/variants/spec-$n; mkdir -p "$d"
-  src=csrc; [ "$n" = old ] && src=csrc/dev/spec; [ "$n" = prev ] && src=csrc/dev/spec2
+  src=csrc; [ "$n" = old ] && src=csrc/dev/spec
   python3 -c "
 s = open('$src/spec_verify.cuh').read(); t = s
 u = open('$src/spec_verify.cu').read(); v = u
 $(edit "$n")
-assert '$n' in ('base', 'old', 'prev', 'c8') or s != t, 'edit of $n did not apply'
+assert '$n' in ('base', 'old', 'c8') or s != t, 'edit of $n did not apply'
 assert '$n' not in ('stab', 'c8', 'c8stab', 'lb2stab') or u != v, 'edit of $n (launcher) did not apply'
 open('$d/spec_verify.cuh', 'w').write(s)
 open('$d/spec_verify.cu', 'w').write(u)
-i = open('csrc/instances/spec_full_bf16.cu').read().replace('\"../spec_verify.cuh\"', '\"spec_verify.cuh\"')
-if 'spec_fused_instance' not in s:  # prev, old: headers from before the fused kernel
-    import re
-    i, c = re.subn(r'\nSpecFusedKernel<__nv_bfloat16> spec_fused_kernel[^}]*}\n', '', i)
-    assert c == 1, 'the instance unit lost its fused kernel'
-open('$d/spec_full_bf16.cu', 'w').write(i)
+open('$d/spec_full_bf16.cu', 'w').write(open('csrc/instances/spec_full_bf16.cu').read().replace('\"../spec_verify.cuh\"', '\"spec_verify.cuh\"'))
 " || { note "$n: edit failed"; continue; }
   (nvcc $FL -Icsrc -c -o "$d/spec_verify.o" "$d/spec_verify.cu" >"$d/log" 2>&1 &&
     nvcc $FL -Icsrc -c -o "$d/spec_full_bf16.o" "$d/spec_full_bf16.cu" >>"$d/log" 2>&1) &
@@ -191,7 +158,7 @@ if [ "${SUITE:-0}" = 1 ]; then
   # test in full (its small launches take the split prepare; the quick
   # cases do not); the others: both in the quick mode.
   for n in "${built[@]}"; do
-    [ "$n" != old ] && [ "$n" != noch ] || continue  # prev: the quick mode, as the others
+    [ "$n" != old ] || continue
     lib=$PWD/build/variants/spec-$n/libsampviz_kernels.so
     case $n in
       base) quick=0 tests='TestGPUSpecUnfiltered|TestGPUSpecVerify' ;;

@@ -9,8 +9,4 @@ SpecFullKernels<__nv_bfloat16> spec_full_kernels(const __nv_bfloat16 *) {
   return spec_full_instances<__nv_bfloat16>();
 }
 
-SpecFusedKernel<__nv_bfloat16> spec_fused_kernel(const __nv_bfloat16 *) {
-  return spec_fused_instance<__nv_bfloat16>();
-}
-
 }  // namespace sv

@@ -9,8 +9,4 @@ SpecFullKernels<__half> spec_full_kernels(const __half *) {
   return spec_full_instances<__half>();
 }
 
-SpecFusedKernel<__half> spec_fused_kernel(const __half *) {
-  return spec_fused_instance<__half>();
-}
-
 }  // namespace sv

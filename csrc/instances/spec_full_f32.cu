@@ -9,8 +9,4 @@ SpecFullKernels<float> spec_full_kernels(const float *) {
   return spec_full_instances<float>();
 }
 
-SpecFusedKernel<float> spec_fused_kernel(const float *) {
-  return spec_fused_instance<float>();
-}
-
 }  // namespace sv

@@ -65,7 +65,6 @@ var kernelVariants = []struct {
 	{38, "SV_VARIANT_SAMPLE_COUNTS", true},
 	{39, "SV_VARIANT_TREE_SPLIT", true},
 	{40, "SV_VARIANT_SAMPLE_GUMBEL", true},
-	{41, "SV_VARIANT_SPEC_LEAN_FUSED", true},
 }
 
 // treeVariant says whether a variant is spec_tree_verify's, which a library
@@ -252,15 +251,6 @@ func TestGPUVariants(t *testing.T) {
 			return run, invalid
 		}
 	}
-	// trialsCase is c with trials trials a row (spec_lean_fused takes
-	// launches of at most two).
-	trialsCase := func(c func() (*engine.Run, map[int]bool), trials int) func() (*engine.Run, map[int]bool) {
-		return func() (*engine.Run, map[int]bool) {
-			run, invalid := c()
-			run.Params.Trials = trials
-			return run, invalid
-		}
-	}
 	cases := []struct {
 		name string
 		make func() (*engine.Run, map[int]bool)
@@ -293,8 +283,6 @@ func TestGPUVariants(t *testing.T) {
 		{"spec_verify/few positions", specCase(engine.BF16, 2, 3, 32003, unfiltered), []string{"spec_split", "spec_chain_lean"}},
 		{"spec_verify/lean bf16", specCase(engine.BF16, 40, 3, 4100, unfiltered), []string{"spec_prepare_lean", "spec_chain_lean_table"}},
 		{"spec_verify/lean f16", specCase(engine.F16, 40, 3, 4100, unfiltered), []string{"spec_prepare_lean", "spec_chain_lean"}},
-		{"spec_verify/fused bf16", trialsCase(specCase(engine.BF16, 40, 3, 4100, unfiltered), 2), []string{"spec_lean_fused"}},
-		{"spec_verify/fused f16", trialsCase(specCase(engine.F16, 40, 3, 4100, unfiltered), 1), []string{"spec_lean_fused"}},
 		{"spec_tree_verify/filtered", treeCase(engine.BF16, 3, 4099, filtered), []string{"tree_prepare_filtered", "tree_nodes", "tree_walk"}},
 		{"spec_tree_verify/lean", treeCase(engine.F16, 3, 4100, unfiltered), []string{"tree_prepare_lean", "tree_nodes", "tree_walk"}},
 		{"spec_tree_verify/split", treeCase(engine.BF16, 3, 32003, unfiltered), []string{"tree_split", "tree_nodes", "tree_walk"}},
