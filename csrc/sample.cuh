@@ -454,7 +454,35 @@ struct GumbelShare {
   int g1 = kGumbelNone;
 };
 
+// gumbel_pmax, gumbel_pmin are NaN-propagating max and min of packed 16-bit pairs.
+template <typename T>
+__device__ __forceinline__ uint32_t gumbel_pmax(uint32_t a, uint32_t b) {
+  uint32_t r;
+  if constexpr (std::is_same<T, __nv_bfloat16>::value)
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  else
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+template <typename T>
+__device__ __forceinline__ uint32_t gumbel_pmin(uint32_t a, uint32_t b) {
+  uint32_t r;
+  if constexpr (std::is_same<T, __nv_bfloat16>::value)
+    asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  else
+    asm("min.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+template <typename T>
+__device__ __forceinline__ float gumbel_h2f(uint32_t bits) {
+  if constexpr (std::is_same<T, __nv_bfloat16>::value)
+    return __uint_as_float(bits << 16);
+  else
+    return __half2float(__ushort_as_half((unsigned short)bits));
+}
+
 // gumbel_take scores group g's first cnt tokens (logits xs) approximately.
+template <bool STAT = true>
 __device__ __forceinline__ void gumbel_take(GumbelShare &s, const GumbelKeys &K, float c, int g, const float xs[8],
                                             int cnt) {
   const uint4 w0 = K.block((uint64_t)(2 * g)), w1 = K.block((uint64_t)(2 * g + 1));
@@ -463,8 +491,10 @@ __device__ __forceinline__ void gumbel_take(GumbelShare &s, const GumbelKeys &K,
 #pragma unroll
   for (int e = 0; e < 8; e++) {
     if (e < cnt) {
-      s.mx = fmaxf(s.mx, xs[e]);
-      s.ax = gumbel_max_nan(s.ax, fabsf(xs[e]));
+      if (STAT) {
+        s.mx = fmaxf(s.mx, xs[e]);
+        s.ax = gumbel_max_nan(s.ax, fabsf(xs[e]));
+      }
       m8 = fmaxf(m8, gumbel_approx(xs[e], c, w[e]));
     }
   }
@@ -548,14 +578,30 @@ __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) gumbel_kernel(const T *__
   float xs[8];
   if ((reinterpret_cast<uintptr_t>(x) & 15) == 0) {
     int g = threadIdx.x;
+    const uint32_t ninf2 = std::is_same<T, __nv_bfloat16>::value ? 0xff80ff80u : 0xfc00fc00u;
+    uint32_t hi2 = ninf2, lo2 = ninf2 ^ 0x80008000u;  // -inf, +inf pairs
     GumbelRaw<T> cur;
     if (g < full) cur = gumbel_load(x, g);
     for (; g < full; g += BLOCK) {
       GumbelRaw<T> nxt = cur;
       if (g + BLOCK < full) nxt = gumbel_load(x, g + BLOCK);  // one load ahead
       gumbel_unpack<T>(cur, xs);
-      gumbel_take(s, K, c, g, xs, 8);
+      if constexpr (sizeof(T) == 2) {
+        const uint4 r = cur.v[0];
+        hi2 = gumbel_pmax<T>(hi2, gumbel_pmax<T>(gumbel_pmax<T>(r.x, r.y), gumbel_pmax<T>(r.z, r.w)));
+        lo2 = gumbel_pmin<T>(lo2, gumbel_pmin<T>(gumbel_pmin<T>(r.x, r.y), gumbel_pmin<T>(r.z, r.w)));
+        gumbel_take<false>(s, K, c, g, xs, 8);
+      } else {
+        gumbel_take(s, K, c, g, xs, 8);
+      }
       cur = nxt;
+    }
+    if (sizeof(T) == 2 && (int)threadIdx.x < full) {
+      const float h0 = gumbel_h2f<T>(hi2 & 0xffffu), h1 = gumbel_h2f<T>(hi2 >> 16);
+      const float l0 = gumbel_h2f<T>(lo2 & 0xffffu), l1 = gumbel_h2f<T>(lo2 >> 16);
+      s.mx = fmaxf(s.mx, fmaxf(h0, h1));
+      s.ax = gumbel_max_nan(gumbel_max_nan(s.ax, gumbel_max_nan(fabsf(h0), fabsf(h1))),
+                            gumbel_max_nan(fabsf(l0), fabsf(l1)));
     }
     if (full < groups && full % BLOCK == (int)threadIdx.x) {  // the last, partial group
       for (int e = 0; e < 8; e++) xs[e] = 8 * full + e < n ? load_f32(x, 8 * full + e) : 0.0f;

@@ -19,19 +19,20 @@
 # Second session (issue 30 part 3, the product's ~4 us over the harness's
 # tuned exact kernel; the new units are compiled from a copy of csrc/ with
 # that variant's sample.cuh):
-#   base   (since this session) the winning group's exact scores only for
-#          its tokens whose approximate score reaches the threshold
+#   base   (since run 154) the winning group's exact scores only for its
+#          tokens whose approximate score reaches the threshold
 #          (gumbel_pick: about one f32math score a row instead of 8 in the
-#          block's serial tail), and the three block maxima in one round
-#          (one barrier where three Reduce::max took six)
-#   prev   the product before it (csrc/dev/gumbel/sample.cuh.prev, verbatim)
+#          block's serial tail), the three block maxima in one round (one
+#          barrier where three Reduce::max took six), and the row's max and
+#          min logit kept as packed 16-bit pairs on the aligned path
+#          (csrc/dev/gumbel/hmm.py, applied): 260 instructions a group of 8
+#          in the main loop where nohmm takes 268 (nvcc 11.8 SASS)
+#   prev   the first one-read kernel, run 153 (csrc/dev/gumbel/sample.cuh.prev)
+#   nohmm  base without the packed pairs (csrc/dev/gumbel/sample.cuh.nohmm)
 #   pick   base with prev's three Reduce::max (the gain of gumbel_pick alone)
 #   group  base with prev's whole-group exact scores (the gain of the fused
 #          maxima alone)
-#   hmm    base with the row's max and min logit kept as packed 16-bit pairs
-#          on the aligned path (csrc/dev/gumbel/hmm.py): 260 instructions a
-#          group of 8 in the main loop where base takes 268 (nvcc 11.8 SASS)
-# With SUITE=1 base, b256 and hmm (where built) run the sample GPU tests
+# With SUITE=1 base and b256 (where built) run the sample GPU tests
 # (TestGPUSample|TestGPUVariants, which hold TestGPUSampleGumbel's
 # adversarial rows) against engine/cpu, and base also runs them under
 # compute-sanitizer memcheck (quick mode).
@@ -43,13 +44,13 @@ python3 -c "import lzma,glob,os; [ (open(f[:-3],'wb').write(lzma.open(f).read())
 for f in gpu-bundle/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
 archs=sm_90
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
-names=(${VARIANTS:-base prev pick group hmm old b256})
+names=(${VARIANTS:-base prev nohmm pick group old b256})
 # units NAME: the product units (under csrc/) that variant NAME compiles from its copy.
 units() {
   case $1 in
     base) ;;
     old) echo sample.cu ;;
-    prev | pick | group | hmm) echo instances/sample_tokens_bf16.cu instances/sample_tokens_f16.cu instances/sample_tokens_f32.cu ;;  # sample.cu takes the kernels by pointer
+    prev | nohmm | pick | group) echo instances/sample_tokens_bf16.cu instances/sample_tokens_f16.cu instances/sample_tokens_f32.cu ;;  # sample.cu takes the kernels by pointer
     *) echo sample.cu instances/sample_tokens_bf16.cu instances/sample_tokens_f16.cu instances/sample_tokens_f32.cu ;;
   esac
 }
@@ -57,7 +58,6 @@ units() {
 edit() {
   case $1 in
     b256) echo 's = s.replace("constexpr int kGumbelBlock = 512;", "constexpr int kGumbelBlock = 256;")' ;;
-    hmm) echo 'exec(open("csrc/dev/gumbel/hmm.py").read())' ;;
     pick) echo 's = s.replace("  __shared__ float red3[3][BLOCK / 32];\n  float m = s.mx, ax = s.ax == s.ax ? s.ax : kInf, amax = s.a1;  // NaN counts as +Inf\n  gumbel_max3<BLOCK>(red3, m, ax, amax);\n", "  const float m = Reduce<BLOCK>::max(sh.red, s.mx);\n  const float ax = Reduce<BLOCK>::max(sh.red, s.ax == s.ax ? s.ax : kInf);\n  const float amax = Reduce<BLOCK>::max(sh.red, s.a1);\n")' ;;
     group) echo 's = s.replace("gumbel_pick(x, K, rng, c, thr, m, temp, s.g1, n, best);", "gumbel_exact(x, rng, m, temp, 8 * s.g1, min(n, 8 * s.g1 + 8), best);")' ;;
     *) echo pass ;;
@@ -70,8 +70,8 @@ for n in "${names[@]}"; do
   d=build/variants/gumbel-$n; rm -rf "$d"; mkdir -p "$d"; cp -r csrc "$d/csrc"
   if [ "$n" = old ]; then
     cp csrc/dev/gumbel/sample.cu.old "$d/csrc/sample.cu"
-  elif [ "$n" = prev ]; then
-    cp csrc/dev/gumbel/sample.cuh.prev "$d/csrc/sample.cuh"
+  elif [ "$n" = prev ] || [ "$n" = nohmm ]; then
+    cp csrc/dev/gumbel/sample.cuh.$n "$d/csrc/sample.cuh"
   else
     e=$(edit "$n")
     python3 -c "s = open('csrc/sample.cuh').read(); t = s; $e; assert s != t, 'edit of $n did not apply'; open('$d/csrc/sample.cuh', 'w').write(s)" ||

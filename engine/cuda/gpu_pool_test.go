@@ -72,18 +72,26 @@ func TestGPUTwoGPUs(t *testing.T) {
 		return rep, time.Since(start), err
 	}
 	// Warm both workers (device buffers, pinned shared memory) with the
-	// same shapes, so neither measurement pays a first run's costs.
+	// same jobs through the session, so that the session fits them to the
+	// backend as it will (its draws default counts on the device) and
+	// neither measurement pays a first run's costs: two jobs submitted
+	// together take one GPU each.
 	var wg sync.WaitGroup
-	for _, w := range p.workers[:2] {
+	warm := make([]*engine.Report, 2)
+	for i := range runs {
 		wg.Go(func() {
-			if _, err := w.b.Run(ctx, runs[0]); err != nil {
-				t.Errorf("warm GPU %d: %v", w.index, err)
+			var err error
+			if warm[i], _, err = execute(i, "warm-up"); err != nil {
+				t.Errorf("warm-up run %d: %v", i, err)
 			}
 		})
 	}
 	wg.Wait()
 	if t.Failed() {
 		return
+	}
+	if warm[0].Device.Name == warm[1].Device.Name {
+		t.Fatalf("both warm-up runs ran on %s: the measurement would pay a first run's costs", warm[0].Device.Name)
 	}
 
 	start := time.Now()

@@ -1,4 +1,5 @@
-# hmm.py: the edit of csrc/sample.cuh that makes variant hmm (run by
+# hmm.py: the edit of csrc/sample.cuh that made variant hmm, applied to the
+# product after run 154 (first run by
 # gumbel_variants.sh with s the header's text): on the aligned 16-bit path
 # a thread keeps the row's maximum and minimum logit as packed pairs
 # (max.NaN/min.NaN .bf16x2 or .f16x2: 8 instructions a group of 8 where
