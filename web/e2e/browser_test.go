@@ -91,6 +91,25 @@ func (s slowSink) Row(u session.RowUpdate) {
 	s.Sink.Row(u)
 }
 
+// cpuRun parses the dump data (named name), builds its run and runs it on
+// engine/cpu: the file (to load its other tensors) and engine/cpu's output.
+func cpuRun(t *testing.T, name string, data []byte) (*dump.File, *engine.Output) {
+	t.Helper()
+	f, err := dump.Parse(name, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := dump.BuildRun(f, engine.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cpu.New().Run(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, out
+}
+
 // writeDump writes a renorm dump of rows x vocab BF16 logits with random
 // per-row parameters and external probs from the CPU backend, moved off the
 // reference on the rows in bad. It returns the file's path.
@@ -121,18 +140,7 @@ func writeDump(t *testing.T, rows, vocab int, bad []int) string {
 	if err := dump.WriteSafetensors(&buf, tensors, meta); err != nil {
 		t.Fatal(err)
 	}
-	f, err := dump.Parse("e2e.safetensors", buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := dump.BuildRun(f, engine.Overrides{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cpu.New().Run(context.Background(), run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, out := cpuRun(t, "e2e.safetensors", buf.Bytes())
 	probs := &engine.Tensor{Name: "probs", DType: engine.F32, Shape: out.Probs.Shape, Data: append([]byte(nil), out.Probs.Data...)}
 	for _, r := range bad {
 		// A sum in the wrong order would be 1e-7 off; this is a real bug:

@@ -106,18 +106,7 @@ func writeSoftmaxDump(t *testing.T, rows, vocab int) []byte {
 	if err := dump.WriteSafetensors(&buf, tensors, meta); err != nil {
 		t.Fatal(err)
 	}
-	f, err := dump.Parse("light.safetensors", buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := dump.BuildRun(f, engine.Overrides{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cpu.New().Run(context.Background(), run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, out := cpuRun(t, "light.safetensors", buf.Bytes())
 	probs := make([]float32, rows*vocab)
 	for i := range probs {
 		probs[i] = float32(out.Probs.Float(i))

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -16,9 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/cpu"
-	"github.com/sampviz/sampviz/engine/dump"
 	"github.com/sampviz/sampviz/engine/session"
 	"github.com/sampviz/sampviz/web"
 )
@@ -232,18 +229,7 @@ func rowsDiffering(t *testing.T, path string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := dump.Parse(filepath.Base(path), data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := dump.BuildRun(f, engine.Overrides{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cpu.New().Run(context.Background(), run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, out := cpuRun(t, filepath.Base(path), data)
 	rows, vocab := out.Probs.Shape[0], out.Probs.Shape[1]
 	if err := f.Load("probs"); err != nil {
 		t.Fatal(err)
