@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -284,7 +283,7 @@ func runBench(args []string) int {
 		fmt.Fprintf(os.Stderr, "  %-16s %-28s %9.1f us\n", e.name, shape(e.c), float64(r.Median.Nanoseconds())/1e3)
 		if c.Inputs != "" {
 			pr, err := peers.Time(peerRequest{Name: e.name, Shape: shape(e.c), Case: c, Inputs: c.Inputs,
-				Iters: r.Iters, Warmup: cmp.Or(c.Warmup, 10)})
+				Iters: r.Iters, Warmup: r.Warmup})
 			os.Remove(c.Inputs)
 			if err != nil {
 				rep.PeersOff = fmt.Sprintf("%s %s: %v; the later cases ran ours alone", e.name, shape(e.c), err)

@@ -75,6 +75,8 @@ type BenchResult struct {
 	// launch gaps included.
 	BackToBack time.Duration `json:"back_to_back_ns"`
 	Iters      int           `json:"iters"`
+	// Warmup is the number of untimed launches before them.
+	Warmup int `json:"warmup"`
 	// Sets is the number of input sets rotated so that repeated launches do
 	// not read from L2.
 	Sets int `json:"sets"`
@@ -660,6 +662,7 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 		Min:           time.Duration(times[0] * 1e6),
 		BackToBack:    time.Duration(float64(total) * 1e6 / float64(iters)),
 		Iters:         iters,
+		Warmup:        warmup,
 		Sets:          sets,
 		Bytes:         c.MinBytes(),
 		CopyBandwidth: g.info.CopyBandwidth,

@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
@@ -82,17 +81,14 @@ func benchInputsFile(c *BenchCase, sets int, read func(name string, set int, n i
 			return nil, nil, fmt.Errorf("bench inputs: tree of %d nodes with %d links and %d tokens, want %d links and %d tokens",
 				c.Nodes, len(treeNext), len(treeTokens), c.Nodes, c.Rows*c.Nodes)
 		}
-		i32 := func(name string, shape []int, vals func(i int) int32, n int) *engine.Tensor {
-			data := make([]byte, 4*n)
-			for i := range n {
-				binary.LittleEndian.PutUint32(data[4*i:], uint32(vals(i)))
-			}
-			return &engine.Tensor{Name: name, DType: engine.I32, Shape: shape, Data: data}
+		tokens := make([]int64, len(treeTokens))
+		for i, v := range treeTokens {
+			tokens[i] = int64(v)
 		}
 		tensors = append(tensors,
-			i32("first_child", []int{c.Nodes}, func(i int) int32 { return int32(treeNext[i]) }, c.Nodes),
-			i32("next_sibling", []int{c.Nodes}, func(i int) int32 { return int32(treeSibling[i]) }, c.Nodes),
-			i32("tokens", []int{c.Rows, c.Nodes}, func(i int) int32 { return treeTokens[i] }, c.Rows*c.Nodes))
+			engine.FromInts("first_child", engine.I32, []int{c.Nodes}, treeNext),
+			engine.FromInts("next_sibling", engine.I32, []int{c.Nodes}, treeSibling),
+			engine.FromInts("tokens", engine.I32, []int{c.Rows, c.Nodes}, tokens))
 	}
 	meta := map[string]string{"op": string(c.Op), "sets": strconv.Itoa(sets)}
 	return tensors, meta, nil
