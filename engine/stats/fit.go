@@ -671,10 +671,10 @@ func (f *Fit) Violations(threshold float64) []string {
 		if w.Token < 0 {
 			where = fmt.Sprintf("a pool of %d %ss", w.Tokens, f.Label)
 		}
-		out = append(out, fmt.Sprintf("%d draws do not follow the reference (%s < %s): %s = %s over %d bins where a correct sampler gives %s ± %s (p = %s); most deviant, %s: %d drawn where %s expected (p = %s over %d bins)",
+		out = append(out, fmt.Sprintf("%d draws do not follow the reference (%s < %s): %s = %s over %d bins where a correct sampler gives %s ± %s (%s); most deviant, %s: %d drawn where %s expected (%s over %d bins)",
 			f.Draws-f.ZeroMassTotal, engine.PText(f.PValue, f.LogPValue), engine.FormatFloat(threshold),
-			name, engine.FormatSig(f.Statistic, 4), f.Bins, engine.FormatSig(f.NullMean, 4), engine.FormatSig(math.Sqrt(f.NullVariance), 2), engine.FormatP(f.OmnibusP, math.Log(f.OmnibusP)),
-			where, w.Observed, engine.FormatSig(w.Expected, 4), engine.FormatP(f.WorstP, math.Log(f.WorstP)), f.Bins))
+			name, engine.FormatSig(f.Statistic, 4), f.Bins, engine.FormatSig(f.NullMean, 4), engine.FormatSig(math.Sqrt(f.NullVariance), 2), engine.StoredPText(f.OmnibusP),
+			where, w.Observed, engine.FormatSig(w.Expected, 4), engine.StoredPText(f.WorstP), f.Bins))
 	}
 	return out
 }
