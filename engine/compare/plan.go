@@ -387,17 +387,26 @@ func countsProblem(t *engine.Tensor, v int) string {
 		return ""
 	}
 	for r := range t.NumElements() / v {
-		var sum int64
-		for tok := range v {
-			c := t.Int(r*v + tok)
-			if c < 0 {
-				return fmt.Sprintf("sample_counts[%d, %d] is %d, want a count >= 0", r, tok, c)
-			}
-			if sum > math.MaxInt64-c {
-				return fmt.Sprintf("sample_counts row %d sums past %d at token %d, want a row's draws to fit in an int64", r, int64(math.MaxInt64), tok)
-			}
-			sum += c
+		if p := CountsRowProblem(t, r, v); p != "" {
+			return p
 		}
+	}
+	return ""
+}
+
+// CountsRowProblem is countsProblem for row r alone: "" when the row's
+// counts can be shown and judged as draws.
+func CountsRowProblem(t *engine.Tensor, r, v int) string {
+	var sum int64
+	for tok := range v {
+		c := t.Int(r*v + tok)
+		if c < 0 {
+			return fmt.Sprintf("sample_counts[%d, %d] is %d, want a count >= 0", r, tok, c)
+		}
+		if sum > math.MaxInt64-c {
+			return fmt.Sprintf("sample_counts row %d sums past %d at token %d, want a row's draws to fit in an int64", r, int64(math.MaxInt64), tok)
+		}
+		sum += c
 	}
 	return ""
 }

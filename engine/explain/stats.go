@@ -2,10 +2,10 @@ package explain
 
 import (
 	"cmp"
-	"math"
 	"slices"
 
 	"github.com/sampviz/sampviz/engine"
+	"github.com/sampviz/sampviz/engine/compare"
 	"github.com/sampviz/sampviz/engine/ref"
 )
 
@@ -24,7 +24,7 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 	for _, o := range outs {
 		if s := o.Samples; s != nil && len(s.Shape) == 2 && s.Dim(0) == rows && s.Dim(1) > 0 {
 			drawn = append(drawn, o)
-		} else if c := o.SampleCounts; s == nil && c != nil && len(c.Shape) == 2 && c.Dim(0) == rows && c.Dim(1) == v && countsUsable(c, r, v) {
+		} else if c := o.SampleCounts; s == nil && c != nil && len(c.Shape) == 2 && c.Dim(0) == rows && c.Dim(1) == v && compare.CountsRowProblem(c, r, v) == "" {
 			drawn = append(drawn, o)
 		}
 	}
@@ -43,13 +43,10 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 		if o.Samples == nil {
 			var sum int64
 			for t := range v {
-				counts[i][t] = max(o.SampleCounts.Int(r*v+t), 0)
+				counts[i][t] = o.SampleCounts.Int(r*v + t) // >= 0: CountsRowProblem
 				sum += counts[i][t]
 			}
 			n := max(int64(o.SampleDraws), sum)
-			if o.SampleDraws == 0 {
-				n = sum
-			}
 			sd.Draws = append(sd.Draws, int(n))
 			sd.OutOfRange[i] = n - sum
 			continue
@@ -114,21 +111,6 @@ func sampleDetail(run *engine.Run, outs []*engine.Output, r, top int, eps float6
 	}
 	sd.Other.Ref = engine.Float(rest)
 	return sd
-}
-
-// countsUsable reports whether row r of sample_counts c ([B, v]) can be
-// shown as draws: no negative count, and a sum within an int64 (the judge
-// refuses a dump's counts otherwise).
-func countsUsable(c *engine.Tensor, r, v int) bool {
-	var sum int64
-	for t := range v {
-		x := c.Int(r*v + t)
-		if x < 0 || sum > math.MaxInt64-x {
-			return false
-		}
-		sum += x
-	}
-	return true
 }
 
 // Tokens a spec_verify position shows: the most probable under the target,
