@@ -12,8 +12,8 @@ import (
 )
 
 // Runner is the judging session behind the server (engine/session
-// implements it; tests use a fake, web/webtest). The executor calls Execute
-// and Rejudge from one goroutine at a time; handlers call the rest.
+// implements it; tests use a fake, web/webtest). The executors (one per GPU,
+// executors) call Execute and Rejudge; handlers call the rest.
 type Runner interface {
 	// Backends lists the backends a run may use, the default first.
 	Backends() []engine.Device
@@ -47,25 +47,13 @@ type Runner interface {
 	// dump that cannot be used and a comparison over the memory budget are
 	// a *session.InputError.
 	Diff(ctx context.Context, a, b session.Job) (*diff.Diff, error)
+	// GPUs reports one state per GPU the runner drives (session.Session
+	// over engine/cuda's Pool), empty when it drives none.
+	GPUs() []engine.GPUState
 }
 
 var _ Runner = (*session.Session)(nil)
 
-// gpuStates is a Runner that drives GPUs and tells what each is doing
-// (session.Session, over engine/cuda's Pool). A runner without it has no
-// GPU to show.
-type gpuStates interface {
-	// GPUs reports one state per GPU, empty when it drives none.
-	GPUs() []engine.GPUState
-}
-
-var _ gpuStates = (*session.Session)(nil)
-
 // executors is how many runs are judged at once: one per GPU, so that each
 // GPU has a run to serve, and one without a GPU.
-func executors(r Runner) int {
-	if g, ok := r.(gpuStates); ok {
-		return max(len(g.GPUs()), 1)
-	}
-	return 1
-}
+func executors(r Runner) int { return max(len(r.GPUs()), 1) }
