@@ -51,9 +51,7 @@
       if (ax && ax.axisLabel && typeof ax.axisLabel.interval === 'string' && /^\d+$/.test(ax.axisLabel.interval)) {
         ax.axisLabel.interval = +ax.axisLabel.interval;
       }
-      if (ax && ax.type === 'log') {
-        ax.axisLabel = Object.assign({}, ax.axisLabel, { formatter: axisLabel });
-      } else if (ax && ax.type === 'value') {
+      if (ax && (ax.type === 'log' || ax.type === 'value')) {
         ax.axisLabel = Object.assign({}, ax.axisLabel, { formatter: axisLabel });
       }
     });
@@ -988,16 +986,15 @@
       hist: document.getElementById('chart-teach-hist'),
       tv: document.getElementById('chart-teach-tv'),
     };
-    const text = setText;
 
     function apply(v) {
       view = v;
-      text('teach-counter', v.counter);
-      text('teach-what', v.what);
-      text('teach-definition', v.definition);
-      text('teach-why-min', v.why_min);
-      text('teach-why-residual', v.why_residual);
-      text('teach-why-p', v.why_p);
+      setText('teach-counter', v.counter);
+      setText('teach-what', v.what);
+      setText('teach-definition', v.definition);
+      setText('teach-why-min', v.why_min);
+      setText('teach-why-residual', v.why_residual);
+      setText('teach-why-p', v.why_p);
       if (links.step) links.step.href = v.step_url;
       if (links.run) links.run.href = v.run_url;
       if (links.reset) links.reset.href = v.reset_url;
