@@ -55,14 +55,9 @@ func findKernels(kernels string) (string, error) {
 // is the library's path; "" searches $SAMPVIZ_KERNELS, the executable's
 // folder and ./build. The backend's Device().Reason says which backend was
 // picked and why. The returned backend implements io.Closer and must be
-// closed: the cuda backend holds a worker process.
-func openBackend(name, kernels string) (engine.Backend, error) {
-	return openBackendOn(name, kernels, 0)
-}
-
-// openBackendOn is openBackend with the cuda backend on GPU gpu (check's
-// --gpu).
-func openBackendOn(name, kernels string, gpu int) (engine.Backend, error) {
+// closed: the cuda backend holds a worker process. The cuda backend runs
+// on GPU gpu (check's --gpu; 0 elsewhere).
+func openBackend(name, kernels string, gpu int) (engine.Backend, error) {
 	switch name {
 	case "cpu":
 		return withReason{cpu.New(), "--backend cpu"}, nil

@@ -21,7 +21,7 @@ func TestOpenBackend(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := openBackend(tt.backend, tt.kernels)
+			b, err := openBackend(tt.backend, tt.kernels, 0)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)

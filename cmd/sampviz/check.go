@@ -174,7 +174,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	sess, closeBackend, err := newSessionOn(c.backend, c.kernels, int64(c.maxMemory), int(c.gpu))
+	sess, closeBackend, err := newSession(c.backend, c.kernels, int64(c.maxMemory), int(c.gpu))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -284,16 +284,12 @@ func writeToleranceTable(w io.Writer) {
 // is one, with the cpu backend behind it for what its kernels do not
 // serve) under its memory budget, which it also sets as the process's
 // memory limit, and the function that closes the backend. A backend named
-// by the user runs alone: what it cannot run is an error.
-func newSession(backend, kernels string, maxMemory int64) (*session.Session, func(), error) {
-	return newSessionOn(backend, kernels, maxMemory, 0)
-}
-
-// newSessionOn is newSession with the cuda backend on GPU gpu (check's --gpu).
-func newSessionOn(backend, kernels string, maxMemory int64, gpu int) (*session.Session, func(), error) {
+// by the user runs alone: what it cannot run is an error. The cuda backend
+// runs on GPU gpu (check's --gpu; 0 elsewhere).
+func newSession(backend, kernels string, maxMemory int64, gpu int) (*session.Session, func(), error) {
 	sess, closer := session.New(), func() {}
 	if backend != session.NoBackend {
-		b, err := openBackendOn(backend, kernels, gpu)
+		b, err := openBackend(backend, kernels, gpu)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -93,7 +93,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	case backend == session.NoBackend:
 		jobs[0].Backend, jobs[1].Backend = session.NoBackend, session.NoBackend
 	}
-	sess, closeBackend, err := newSession(backend, c.kernels, int64(c.maxMemory))
+	sess, closeBackend, err := newSession(backend, c.kernels, int64(c.maxMemory), 0)
 	if err != nil {
 		return fail("%v", err)
 	}

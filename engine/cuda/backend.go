@@ -575,9 +575,8 @@ func (h *health) setDown(why string) {
 
 // isDown reports whether the worker's last start failed.
 func (h *health) isDown() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.down != ""
+	_, down := h.downSince()
+	return down
 }
 
 // downSince returns when the worker's last start failed, and false when it

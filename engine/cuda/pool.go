@@ -96,13 +96,9 @@ func OpenPool(ctx context.Context, opts Options, gpus []int) (*Pool, error) {
 	err0 := b0.start(ctx)
 	count := b0.deviceCount
 	if err0 != nil {
-		switch {
-		case count > 0 && first >= count:
-			b0.Close()
-			return nil, fmt.Errorf("GPU %d: %w: CUDA sees %s on this host", first, ErrNoGPU, countGPUs(count))
-		case count < 1:
+		if count < 1 {
 			// Without the count, the others cannot be told from GPUs the
-			// host lacks.
+			// host lacks. (A first GPU past the count is refused below.)
 			b0.Close()
 			return nil, noGPU(ctx, opts, first, err0)
 		}
