@@ -179,10 +179,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if d.Reason != "" {
 		fmt.Fprintf(stdout, " (%s)", d.Reason)
 	}
-	if gpus := sess.GPUs(); len(gpus) > 1 {
+	gpus := sess.GPUs()
+	if len(gpus) > 1 {
 		fmt.Fprintf(stdout, "\n  gpus:    %d, one worker each; up to %d runs at once", len(gpus), len(gpus))
 	}
-	for _, g := range sess.GPUs() {
+	for _, g := range gpus {
 		if g.State == engine.GPUDown {
 			fmt.Fprintf(stdout, "\n  GPU %d:   down, runs go to the others until its worker starts: %s", g.Index, g.Fault)
 		}
