@@ -402,9 +402,10 @@ func (s *Session) peakNeed(run *engine.Run, f *dump.File, b engine.Backend, n Ne
 		}
 		draws := run.Params.Draws
 		run.Params.Draws = fallbackDraws(run, other)
+		fit := drawsFit(run, other) // a fallback that cannot take the draws never runs
 		o := need(run, f, other, s.workers(), stored)
 		run.Params.Draws = draws
-		if o.Total > n.Total && overBudget(run.Source, o, s.MaxMemory) == nil {
+		if fit == nil && o.Total > n.Total && overBudget(run.Source, o, s.MaxMemory) == nil {
 			n = o
 		}
 	}

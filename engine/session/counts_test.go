@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -457,4 +458,27 @@ func writeSampleDump(t *testing.T, rows, vocab int) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestFallbackRefusesDrawsItCannotMake checks that a sample run of more
+// draws a row than the cpu backend makes, admitted for the counting backend
+// whose kernels then refuse it, is refused in one sentence that names the
+// cpu backend and its draws limit (drawsFit, as the job's own backend is
+// checked), not run there nor answered with the first backend's refusal.
+func TestFallbackRefusesDrawsItCannotMake(t *testing.T) {
+	const rows, vocab = 2, 50
+	draws := engine.MaxKeptDraws + 1
+	x := make([]float32, rows*vocab)
+	for i := range x {
+		x[i] = float32(i%7) / 7
+	}
+	o := engine.Overrides{Draws: &draws}
+	run := buildRun(t, []*engine.Tensor{engine.FromFloat32s("logits", engine.F32, []int{rows, vocab}, x),
+		engine.FromInts("seed", engine.I64, []int{rows}, []int64{3, 4})}, map[string]string{"op": "sample"}, o)
+	_, err := New(countingBackend{name: "cuda"}, cpu.New()).Execute(context.Background(), Job{Run: run, Backend: "cuda", Overrides: o}, nil)
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.OverBudget || !strings.Contains(ie.Msg, "on the cpu backend") ||
+		!strings.Contains(ie.Msg, fmt.Sprintf("draws %d is more than the %d a row the cpu backend makes", draws, engine.MaxKeptDraws)) {
+		t.Fatalf("error %v, want an input error naming the cpu backend's draws limit", err)
+	}
 }

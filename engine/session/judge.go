@@ -87,7 +87,12 @@ func (s *Session) execute(ctx context.Context, job Job, sink Sink, r *reservatio
 			}
 		}
 		defer free()
+		// The fallback takes the run only where its draws and its memory
+		// fit, as Session.fit asks of the backend the job named.
 		fits := func(other engine.Backend) error {
+			if err := drawsFit(run, other); err != nil {
+				return err
+			}
 			return overBudget(run.Source, need(run, f, other, s.workers(), job.OutputsPath != ""), s.MaxMemory)
 		}
 		ours, b, fallback, err = s.runOrFallBack(ctx, placed, run, fits)
