@@ -248,7 +248,7 @@ func (p *Pool) Run(ctx context.Context, run *engine.Run) (*engine.Output, error)
 // DownRetry old has its worker started again in the background, so that
 // a later run can go there. The returned backend runs every op of that run
 // on that GPU; release, called once the run's kernels are done, frees its
-// place. Place never waits.
+// place (calling it again does nothing). Place never waits.
 func (p *Pool) Place(label string) (engine.Backend, func()) {
 	p.mu.Lock()
 	best, bestDown := p.workers[0], p.workers[0].b.health.isDown()

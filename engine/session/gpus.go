@@ -8,7 +8,8 @@ import "github.com/sampviz/sampviz/engine"
 type placer interface {
 	engine.Backend
 	// Place chooses the device that runs the job called label and returns
-	// it as a backend; release frees the place. It never waits.
+	// it as a backend; release frees the place, and may be called more than
+	// once (the first call frees it). It never waits.
 	Place(label string) (b engine.Backend, release func())
 }
 
@@ -33,7 +34,7 @@ func (s *Session) GPUs() []engine.GPUState {
 
 // place puts a job called label on one device of b when b spreads jobs
 // over several (placer); otherwise it returns b itself. release frees the
-// place.
+// place; calling it again does nothing.
 func place(b engine.Backend, label string) (engine.Backend, func()) {
 	if p, ok := b.(placer); ok {
 		return p.Place(label)

@@ -79,14 +79,7 @@ func (s *Session) execute(ctx context.Context, job Job, sink Sink, r *reservatio
 		placed, release := place(b, job.Label)
 		// Released once the kernels end, however they end: a panic the
 		// server recovers from must not hold the device's place for good.
-		released := false
-		free := func() {
-			if !released {
-				released = true
-				release()
-			}
-		}
-		defer free()
+		defer release()
 		// The fallback takes the run only where its draws and its memory
 		// fit, as Session.fit asks of the backend the job named.
 		fits := func(other engine.Backend) error {
@@ -101,7 +94,7 @@ func (s *Session) execute(ctx context.Context, job Job, sink Sink, r *reservatio
 				err = fmt.Errorf("%w (seed reruns)", err)
 			}
 		}
-		free()
+		release()
 		if err != nil {
 			return fail(err)
 		}
