@@ -18,10 +18,9 @@ func (b *Backend) fastDeployMatch(ctx context.Context, run *engine.Run) (*engine
 	p := run.Params
 	hybrid := p.NgramSemantics == engine.NgramFastDeployHybrid
 	rows := run.PreIDs.Dim(0)
-	for _, t := range []*engine.Tensor{run.SeqLensEncoder, run.SeqLensDecoder, run.SeqLensThisTime, run.MaxDecLen, run.DraftTokenNum} {
-		if t != nil && t.NumElements() != rows {
-			return nil, 0, fmt.Errorf("ngram_match: %s has shape %s, want [%d]: %w", t.Name, t.ShapeString(), rows, engine.ErrUnsupported)
-		}
+	state, err := run.FastDeployRows()
+	if err != nil {
+		return nil, 0, err
 	}
 	width := p.MaxDraftTokens + 1
 	promptCap, generatedCap := run.InputIDs.Dim(1), run.PreIDs.Dim(1)
@@ -31,16 +30,8 @@ func (b *Backend) fastDeployMatch(ctx context.Context, run *engine.Run) (*engine
 		putInt32(draftOut, i, -1)
 	}
 	seqLens := make([]int64, rows)
-	state := make([]engine.FastDeployRow, rows)
 	unprocessed := int64(0)
 	for r := range rows {
-		state[r] = run.FastDeployRow(r)
-		s := state[r]
-		// engine/dump refuses these; a run built in memory gets the same
-		// rule, not a write past its row of the draft buffer.
-		if s.ThisTime < 0 || hybrid && s.ThisTime > int64(width) || s.DraftTokenNum < 0 || s.DraftTokenNum > int64(p.MaxDraftTokens) || s.Encoder < 0 || s.Decoder < 0 {
-			return nil, 0, fmt.Errorf("ngram_match: row %d: FastDeploy state %+v outside its ranges (DUMPS.md, \"FastDeploy's n-gram drafting\")", r, s)
-		}
 		seqLens[r] = state[r].ThisTime
 		if state[r].Decoder > 0 || !hybrid && state[r].Encoder > 0 {
 			unprocessed++

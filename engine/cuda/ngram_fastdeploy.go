@@ -22,10 +22,9 @@ func fastDeployPlan(run *engine.Run) (*plan, error) {
 	p := run.Params
 	hybrid := p.NgramSemantics == engine.NgramFastDeployHybrid
 	rows := run.PreIDs.Dim(0)
-	for _, t := range []*engine.Tensor{run.SeqLensEncoder, run.SeqLensDecoder, run.SeqLensThisTime, run.MaxDecLen, run.DraftTokenNum} {
-		if t != nil && t.NumElements() != rows {
-			return nil, fmt.Errorf("ngram_match: %s has shape %s, want [%d]: %w", t.Name, t.ShapeString(), rows, engine.ErrUnsupported)
-		}
+	states, err := run.FastDeployRows()
+	if err != nil {
+		return nil, err
 	}
 	if p.MaxDraftTokens < 0 || p.MaxDraftTokens >= math.MaxInt32 {
 		return nil, fmt.Errorf("ngram_match: max_draft_tokens %d outside [0, %d): %w", p.MaxDraftTokens, math.MaxInt32, engine.ErrUnsupported)
@@ -35,16 +34,11 @@ func fastDeployPlan(run *engine.Run) (*plan, error) {
 	enc, dec, now, draftNum := make([]byte, 4*rows), make([]byte, 4*rows), make([]byte, 4*rows), make([]byte, 4*rows)
 	decCap := make([]byte, 8*rows)
 	fits := func(v int64) bool { return v == int64(int32(v)) }
-	for r := range rows {
-		s := run.FastDeployRow(r)
-		// engine/cpu's rule, in its words.
-		if s.ThisTime < 0 || hybrid && s.ThisTime > int64(width) || s.DraftTokenNum < 0 || s.DraftTokenNum > int64(p.MaxDraftTokens) || s.Encoder < 0 || s.Decoder < 0 {
-			return nil, fmt.Errorf("ngram_match: row %d: FastDeploy state %+v outside its ranges (DUMPS.md, \"FastDeploy's n-gram drafting\")", r, s)
-		}
+	for r, s := range states {
 		if !fits(s.Encoder) || !fits(s.Decoder) || !fits(s.ThisTime) {
 			return nil, fmt.Errorf("ngram_match: row %d: FastDeploy state %+v does not fit the kernel's int32 lengths: %w", r, s, engine.ErrUnsupported)
 		}
-		if engine.FastDeployReads(run, r) {
+		if s.Reads(hybrid) {
 			step, n := run.StepIdx.Int(r), run.InputIDsLen.Int(r)
 			if step < 0 || step >= int64(generatedCap) || n < 0 || n > int64(promptCap) {
 				return nil, fmt.Errorf("ngram_match: row %d: step_idx %d or input_ids_len %d outside pre_ids %s or input_ids %s: %w",
