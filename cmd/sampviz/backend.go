@@ -80,18 +80,37 @@ func openBackend(name, kernels string, gpu int) (engine.Backend, error) {
 // openCUDA starts the CUDA backend on GPU gpu; reason "" means "--backend
 // auto: cuda (device)".
 func openCUDA(kernels, reason string, gpu int) (*cuda.Backend, error) {
+	return openWorkers(kernels, reason, func(ctx context.Context, opts cuda.Options) (*cuda.Backend, error) {
+		opts.Device = gpu
+		return cuda.Open(ctx, opts)
+	})
+}
+
+// reasoned is a CUDA backend that carries the reason it was chosen
+// (cuda.Backend, cuda.Pool).
+type reasoned interface {
+	Device() engine.Device
+	SetReason(string)
+}
+
+// openWorkers is openCUDA's and openPool's common part: it finds the
+// kernel library, opens the backend through open within the workers'
+// three minutes to start, words a backend that no GPU answers for, and
+// gives reason "" its "--backend auto: cuda (device)" form.
+func openWorkers[B reasoned](kernels, reason string, open func(context.Context, cuda.Options) (B, error)) (B, error) {
+	var none B
 	path, err := findKernels(kernels)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b, err := cuda.Open(ctx, cuda.Options{Kernels: path, Reason: reason, Device: gpu})
+	b, err := open(ctx, cuda.Options{Kernels: path, Reason: reason})
 	if err != nil {
-		if errors.Is(err, engine.ErrUnavailable) {
-			return nil, fmt.Errorf("no GPU answered through %s: %v", path, err)
+		if errors.Is(err, engine.ErrUnavailable) && !errors.Is(err, cuda.ErrNoGPU) {
+			return none, fmt.Errorf("no GPU answered through %s: %v", path, err)
 		}
-		return nil, err
+		return none, err
 	}
 	if reason == "" {
 		d := b.Device()

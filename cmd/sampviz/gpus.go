@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sampviz/sampviz/engine"
 	"github.com/sampviz/sampviz/engine/cpu"
@@ -65,24 +64,9 @@ func (g *gpuNumber) Set(s string) error {
 // serve; reason "" means "--backend auto: cuda (device)". A GPU number the
 // host does not have wraps cuda.ErrNoGPU.
 func openPool(kernels, reason string, gpus []int) (*cuda.Pool, error) {
-	path, err := findKernels(kernels)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	p, err := cuda.OpenPool(ctx, cuda.Options{Kernels: path, Reason: reason}, gpus)
-	if err != nil {
-		if errors.Is(err, engine.ErrUnavailable) && !errors.Is(err, cuda.ErrNoGPU) {
-			return nil, fmt.Errorf("no GPU answered through %s: %v", path, err)
-		}
-		return nil, err
-	}
-	if reason == "" {
-		d := p.Device()
-		p.SetReason(fmt.Sprintf("--backend auto: cuda (%s, %d SMs)", d.Name, d.SMs))
-	}
-	return p, nil
+	return openWorkers(kernels, reason, func(ctx context.Context, opts cuda.Options) (*cuda.Pool, error) {
+		return cuda.OpenPool(ctx, opts, gpus)
+	})
 }
 
 // serveBackend opens serve's backend: "cpu", or for "cuda" and "auto" one
