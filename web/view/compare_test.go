@@ -146,10 +146,10 @@ func TestModeCells(t *testing.T) {
 		href    string // the first link of the line's differences
 	}{
 		{"logits gate", logits, []string{"output", "verdict", "rows failing", "mean |Δlogit|", "P99", "max", "mean KL", "top-1 flips real / fragile"},
-			1, []string{"logits@pad9", "FAIL", "1 of 8", engine.FormatSig(float64(mean), 4), engine.FormatSig(float64(engine.Float(p99)), 4), engine.FormatSig(float64(max), 4), "0.02", "1 / 0"},
+			1, []string{"logits@pad9", "FAIL", "1 of 8", engine.FormatSig(float64(mean), 4), engine.FormatSig(float64(p99), 4), engine.FormatSig(float64(max), 4), "0.02", "1 / 0"},
 			[]string{"@pad9", engine.FormatSig(float64(max), 4) + " (row 3)", "—"}, "/rows/3"},
 		{"probabilities, ours named", probs, []string{"output", "verdict", "rows failing", "mean |error|", "P99", "max"},
-			0, []string{"cpu (ours)", "pass", "0 of 6", engine.FormatSig(float64(mean), 4), engine.FormatSig(float64(engine.Float(p99)), 4), engine.FormatSig(float64(max), 4)},
+			0, []string{"cpu (ours)", "pass", "0 of 6", engine.FormatSig(float64(mean), 4), engine.FormatSig(float64(p99), 4), engine.FormatSig(float64(max), 4)},
 			[]string{"cpu", "—", engine.FormatSig(float64(max), 4) + " (row 5)"}, "/rows/5"},
 		{"tokens that agree", tokens, []string{"output", "verdict", "rows failing", "mismatches"},
 			0, []string{"tokens@a", "pass", "0 of 4", "0"}, []string{"@a", "—", "same on every row"}, ""},

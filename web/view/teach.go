@@ -162,10 +162,10 @@ func whatText(st *lesson.State) string {
 		fmt.Fprintf(b, "p ≥ q, so min(1, p/q) = 1: the draft proposes this token no more often than the target wants it, and it is always accepted (u = %s). Token %s is emitted.", engine.FormatSig(float64(s.U), 3), emitted)
 	case s.Accepted:
 		fmt.Fprintf(b, "p/q = %s, so it is accepted with probability min(1, p/q) = %s. u = %s and u·q(x) = %s < p(x): accepted, and token %s is emitted.",
-			engine.FormatSig(float64(engine.Float(p/q)), 3), engine.FormatSig(float64(a), 3), engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(engine.Float(float64(s.U)*q)), 3), emitted)
+			engine.FormatSig(float64(p/q), 3), engine.FormatSig(float64(a), 3), engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(float64(s.U)*q), 3), emitted)
 	default:
 		fmt.Fprintf(b, "p/q = %s, so it is accepted with probability min(1, p/q) = %s. u = %s and u·q(x) = %s ≥ p(x): rejected. The token emitted is drawn instead from the residual max(p − q, 0), normalised: token %s.",
-			engine.FormatSig(float64(engine.Float(p/q)), 3), engine.FormatSig(float64(a), 3), engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(engine.Float(float64(s.U)*q)), 3), emitted)
+			engine.FormatSig(float64(p/q), 3), engine.FormatSig(float64(a), 3), engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(float64(s.U)*q), 3), emitted)
 	}
 	return b.String()
 }
@@ -191,17 +191,17 @@ func whyTexts(st *lesson.State) (whyMin, whyResidual, whyP string) {
 	if over >= 0 {
 		t := st.Tokens[over]
 		whyMin += fmt.Sprintf(" Here token %s is proposed with q = %s but the target wants p = %s: only %s of its proposals are kept, %s × %s = %s.",
-			Tokens(st.Text).Label(int64(t.Token)), engine.FormatSig(float64(t.Q), 3), engine.FormatSig(float64(t.P), 3), engine.FormatSig(float64(engine.Float(float64(t.P/t.Q))), 3), engine.FormatSig(float64(t.Q), 3), engine.FormatSig(float64(engine.Float(float64(t.P/t.Q))), 3), engine.FormatSig(float64(t.P), 3))
+			Tokens(st.Text).Label(int64(t.Token)), engine.FormatSig(float64(t.Q), 3), engine.FormatSig(float64(t.P), 3), engine.FormatSig(float64(t.P/t.Q), 3), engine.FormatSig(float64(t.Q), 3), engine.FormatSig(float64(t.P/t.Q), 3), engine.FormatSig(float64(t.P), 3))
 	}
 	whyMin += fmt.Sprintf(" Over every token the accept step delivers Σ min(p, q) = β = %s of the mass.", engine.FormatSig(float64(st.Beta), 3))
-	whyResidual = fmt.Sprintf("Why the residual is max(p − q, 0): a step rejects with probability 1 − β = %s, and the mass still missing at each token after the accept step is exactly max(p(x) − q(x), 0), which sums to 1 − β as well (Σ max(p − q, 0) = 1 − Σ min(p, q)). So after a rejection, drawing from that shortfall, normalised, fills every token up to p(x) and no further; tokens the draft over-proposes get nothing from it.", engine.FormatSig(float64(engine.Float(1-beta)), 3))
+	whyResidual = fmt.Sprintf("Why the residual is max(p − q, 0): a step rejects with probability 1 − β = %s, and the mass still missing at each token after the accept step is exactly max(p(x) − q(x), 0), which sums to 1 − β as well (Σ max(p − q, 0) = 1 − Σ min(p, q)). So after a rejection, drawing from that shortfall, normalised, fills every token up to p(x) and no further; tokens the draft over-proposes get nothing from it.", engine.FormatSig(float64(1-beta), 3))
 	if 1-beta < 1e-9 {
 		whyResidual = "Why the residual is max(p − q, 0): here the draft is the target (q = p), so no step is ever rejected and the residual, max(p − q, 0) = 0 everywhere, is never used. Move the draft away from p (d > 0) to see it work: a step then rejects with probability 1 − β, and the mass still missing at each token after the accept step is exactly max(p(x) − q(x), 0), which sums to 1 − β as well; drawing from that shortfall, normalised, fills every token up to p(x) and no further."
 	}
 	if under >= 0 && 1-beta >= 1e-9 {
 		t := st.Tokens[under]
 		whyResidual += fmt.Sprintf(" Token %s, for one, has p = %s but q = %s: the residual gives it %s of the rejections.",
-			Tokens(st.Text).Label(int64(t.Token)), engine.FormatSig(float64(t.P), 3), engine.FormatSig(float64(t.Q), 3), engine.FormatSig(float64(engine.Float((float64(t.P)-float64(t.Q))/math.Max(1-beta, 1e-300))), 3))
+			Tokens(st.Text).Label(int64(t.Token)), engine.FormatSig(float64(t.P), 3), engine.FormatSig(float64(t.Q), 3), engine.FormatSig(float64((float64(t.P)-float64(t.Q))/math.Max(1-beta, 1e-300)), 3))
 	}
 	whyP = "Why the result is still p: a token x comes out with probability q(x)·min(1, p(x)/q(x)) + (1 − β)·max(p(x) − q(x), 0)/(1 − β) = min(p(x), q(x)) + max(p(x) − q(x), 0) = p(x), whatever q is; q only decides how often the cheap accept step does the work (β)."
 	if n := len(st.Running); n > 0 {

@@ -99,7 +99,7 @@ func TestTreeTraceWalks(t *testing.T) {
 		say            []string
 	}{
 		{"Trial 0 of 2, step 1 of 4: The root tests its first child", "rejected", []int{0}, []int{1},
-			[]string{"first child of 2: node 1, token 11", "r(x) = p(x) = " + engine.FormatSig(float64(engine.Float(float32(p[1]))), 3), "rejected", "next sibling, node 2 (token 12)"}},
+			[]string{"first child of 2: node 1, token 11", "r(x) = p(x) = " + engine.FormatSig(float64(float32(p[1])), 3), "rejected", "next sibling, node 2 (token 12)"}},
 		{"Trial 0 of 2, step 2 of 4: The root tests its second child", "accepted", []int{0, 2}, []int{1},
 			[]string{"earlier sibling (node 1) was rejected", "residual it left", "accepted", "moves to node 2, whose 2 children"}},
 		{"Trial 0 of 2, step 3 of 4: Node 2 (token 12) tests its first child", "accepted", []int{0, 2, 5}, []int{1},
@@ -160,10 +160,10 @@ func TestTreeView(t *testing.T) {
 	if v.Color != TreeColorReach || !v.Colors[1].Active || v.Colors[0].Active || !strings.Contains(v.Colors[1].URL, "color=reach") || strings.Contains(v.Colors[0].URL, "color=") {
 		t.Errorf("colourings %+v", v.Colors)
 	}
-	if len(v.Nodes) != 7 || v.Nodes[0].Token != "root: 10" || v.Nodes[2].P != engine.FormatSig(float64(engine.Float(p[2])), 3) || v.Nodes[2].Residual != engine.FormatSig(float64(engine.Float(p[2]/(1-p[1]))), 3) {
+	if len(v.Nodes) != 7 || v.Nodes[0].Token != "root: 10" || v.Nodes[2].P != engine.FormatSig(float64(p[2]), 3) || v.Nodes[2].Residual != engine.FormatSig(float64(p[2]/(1-p[1])), 3) {
 		t.Errorf("node rows %+v", v.Nodes[:3])
 	}
-	if want := fmt.Sprintf("%s (%d of 400)", engine.FormatSig(float64(engine.Float(float64(d.Reached[0][2])/400)), 3), d.Reached[0][2]); v.Nodes[2].Observed[0] != want {
+	if want := fmt.Sprintf("%s (%d of 400)", engine.FormatSig(float64(float64(d.Reached[0][2])/400), 3), d.Reached[0][2]); v.Nodes[2].Observed[0] != want {
 		t.Errorf("node 2 observed %q, want %q", v.Nodes[2].Observed[0], want)
 	}
 	if len(v.Depths) != 3 || v.Depths[0].ExactlyObserved[0] != "0.25 (100 of 400)" || v.Depths[1].MoreObserved[0] != "0.333 (100 of 300; 95%: 0.28–0.39)" || v.Depths[2].More != "" {
@@ -277,8 +277,8 @@ func TestTreeTeachView(t *testing.T) {
 		outcome string
 		what    []string
 	}{
-		{0, "Step 1 of 3: the root tests its first child", "rejected", []string{"r(x) = p(x) = " + engine.FormatSig(float64(engine.Float(p1)), 3), "rejected",
-			fmt.Sprintf("token 10 goes from %s to 0", engine.FormatSig(float64(engine.Float(p1)), 3)), fmt.Sprintf("token 11 ‹␣dog› most, from %s to %s", engine.FormatSig(float64(before[1].Residual), 3), engine.FormatSig(float64(after[1].Residual), 3))}},
+		{0, "Step 1 of 3: the root tests its first child", "rejected", []string{"r(x) = p(x) = " + engine.FormatSig(float64(p1), 3), "rejected",
+			fmt.Sprintf("token 10 goes from %s to 0", engine.FormatSig(float64(p1), 3)), fmt.Sprintf("token 11 ‹␣dog› most, from %s to %s", engine.FormatSig(float64(before[1].Residual), 3), engine.FormatSig(float64(after[1].Residual), 3))}},
 		{1, "Step 2 of 3: the root tests its second child", "accepted", []string{"Its earlier sibling was rejected, so it is tested against the residual that rejection left", "accepted", "moves to node 2"}},
 		{2, "Step 3 of 3: the draw at node 2 (token 11 ‹␣dog›)", "bonus", []string{"is a leaf", "token 30 (p = 0.4)", "accepted 1 token and emits 2 tokens"}},
 	}

@@ -301,7 +301,7 @@ func residualChange(s lesson.TreeStep, oneHot bool, names Tokens) string {
 		}
 	}
 	if before > 0 {
-		fmt.Fprintf(b, ": token %s goes from %s to %s", names.Label(int64(s.Token)), engine.FormatSig(float64(before), 3), engine.FormatSig(float64(engine.Float(after[s.Token])), 3))
+		fmt.Fprintf(b, ": token %s goes from %s to %s", names.Label(int64(s.Token)), engine.FormatSig(float64(before), 3), engine.FormatSig(float64(after[s.Token]), 3))
 	} else {
 		fmt.Fprintf(b, ": token %s had no residual mass left to lose", names.Label(int64(s.Token)))
 	}
@@ -333,7 +333,7 @@ func residualChange(s lesson.TreeStep, oneHot bool, names Tokens) string {
 	if best >= 0 {
 		for _, t := range s.Before {
 			if t.Token == best {
-				fmt.Fprintf(b, "; the rest grow to fill the mass, token %s most, from %s to %s", names.Label(int64(best)), engine.FormatSig(float64(t.Residual), 3), engine.FormatSig(float64(engine.Float(after[best])), 3))
+				fmt.Fprintf(b, "; the rest grow to fill the mass, token %s most, from %s to %s", names.Label(int64(best)), engine.FormatSig(float64(t.Residual), 3), engine.FormatSig(float64(after[best]), 3))
 			}
 		}
 	}
