@@ -533,7 +533,7 @@ func gumbelArgmaxWords(st *lesson.SampleState, names Tokens, winner lesson.Sampl
 	if winner.Rank == 0 {
 		b.WriteString(", and it is also the most probable token: its head start held.")
 	} else {
-		fmt.Fprintf(b, ", although it is only rank %d by probability: its noise made up the gap of %s to the head.", winner.Rank+1, engine.FormatSig(float64(-float64(winner.Z)), 4))
+		fmt.Fprintf(b, ", although it is only rank %d by probability: its noise made up the gap of %s to the head.", winner.Rank+1, engine.FormatSig(-float64(winner.Z), 4))
 	}
 	if g.RunnerUp >= 0 {
 		fmt.Fprintf(b, " The runner-up, token %s, scores %s, %s behind.", names.Label(int64(g.RunnerUp)), engine.FormatSig(float64(g.RunnerUpScore), 4), engine.FormatSig(float64(g.WinnerScore-g.RunnerUpScore), 4))
@@ -667,7 +667,7 @@ func cdfItems(v *SampleTeachView, st *lesson.SampleState, names Tokens) {
 		Title: "The walk along the prefix sums",
 		What: fmt.Sprintf("The first kept token whose prefix sum exceeds t is token %s: the sums before and with it are %s and %s of S, and t/S = %s lies between. "+
 			"The kernels find it with a parallel scan; the CPU twin with a guide table and a binary search; both land here because the sums are exact integers.",
-			names.Label(int64(st.Token)), engine.FormatSig(float64(float64(c.Before)/float64(c.Total)), 6), engine.FormatSig(float64(float64(c.After)/float64(c.Total)), 6), engine.FormatSig(float64(target), 6)),
+			names.Label(int64(st.Token)), engine.FormatSig(float64(c.Before)/float64(c.Total), 6), engine.FormatSig(float64(c.After)/float64(c.Total), 6), engine.FormatSig(float64(target), 6)),
 		Rows:  len(v.Table),
 		Chart: cdfDrawChart(st, names, true),
 		Marks: []TraceMark{{Name: "token", Coord: [2]any{st.Token, float64(c.After) / float64(c.Total)}, Color: colorPass}},

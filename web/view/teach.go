@@ -162,10 +162,10 @@ func whatText(st *lesson.State) string {
 		fmt.Fprintf(b, "p ≥ q, so min(1, p/q) = 1: the draft proposes this token no more often than the target wants it, and it is always accepted (u = %s). Token %s is emitted.", engine.FormatSig(float64(s.U), 3), emitted)
 	case s.Accepted:
 		fmt.Fprintf(b, "p/q = %s, so it is accepted with probability min(1, p/q) = %s. u = %s and u·q(x) = %s < p(x): accepted, and token %s is emitted.",
-			engine.FormatSig(float64(p/q), 3), engine.FormatSig(float64(a), 3), engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(float64(s.U)*q), 3), emitted)
+			engine.FormatSig(float64(p/q), 3), engine.FormatSig(float64(a), 3), engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(s.U)*q, 3), emitted)
 	default:
 		fmt.Fprintf(b, "p/q = %s, so it is accepted with probability min(1, p/q) = %s. u = %s and u·q(x) = %s ≥ p(x): rejected. The token emitted is drawn instead from the residual max(p − q, 0), normalised: token %s.",
-			engine.FormatSig(float64(p/q), 3), engine.FormatSig(float64(a), 3), engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(float64(s.U)*q), 3), emitted)
+			engine.FormatSig(float64(p/q), 3), engine.FormatSig(float64(a), 3), engine.FormatSig(float64(s.U), 3), engine.FormatSig(float64(s.U)*q, 3), emitted)
 	}
 	return b.String()
 }

@@ -180,7 +180,7 @@ func describeStep(sd *explain.SpecDetail, names Tokens, s engine.SpecStep, j, em
 			verdict = "< p(x): it passes"
 		}
 		fmt.Fprintf(b, "The draft here is token %s, but the chain already stopped at position %d in this trial. The kernel still tests it (u·q(x) = %s %s), because spec_accepted counts the acceptances at every position; nothing is emitted here.",
-			draft, emitted, engine.FormatSig(float64(float64(s.U)*q), 3), verdict)
+			draft, emitted, engine.FormatSig(float64(s.U)*q, 3), verdict)
 		return cells, b.String(), "after"
 	}
 	fmt.Fprintf(b, "The draft proposed token %s. The target gives it p(x) = %s and the draft q(x) = %s", draft, f(s.P), f(s.Q))
@@ -194,11 +194,11 @@ func describeStep(sd *explain.SpecDetail, names Tokens, s engine.SpecStep, j, em
 		outcome = "accepted"
 	case s.Accepted:
 		fmt.Fprintf(b, "The draft over-proposes it, so it is kept with probability min(1, p/q) = %s. u = %s, and u·q(x) = %s < p(x): accepted. The chain moves on to position %d.",
-			engine.FormatSig(float64(a), 3), f(s.U), engine.FormatSig(float64(float64(s.U)*q), 3), j+1)
+			engine.FormatSig(float64(a), 3), f(s.U), engine.FormatSig(float64(s.U)*q, 3), j+1)
 		outcome = "accepted"
 	default:
 		fmt.Fprintf(b, "The draft over-proposes it, so it is kept with probability min(1, p/q) = %s. u = %s, and u·q(x) = %s ≥ p(x): rejected. The chain stops here and emits a token drawn from the residual max(p − q, 0), normalised (orange), which has mass only where the draft proposes less than the target: token %s.",
-			engine.FormatSig(float64(a), 3), f(s.U), engine.FormatSig(float64(float64(s.U)*q), 3), tok)
+			engine.FormatSig(float64(a), 3), f(s.U), engine.FormatSig(float64(s.U)*q, 3), tok)
 		outcome = "rejected"
 	}
 	return cells, b.String(), outcome

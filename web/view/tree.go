@@ -307,7 +307,7 @@ func observedShare(d *explain.TreeDetail, i, n int) string {
 		return ""
 	}
 	k, t := d.Reached[i][n], d.Trials[i]
-	return fmt.Sprintf("%s (%d of %d)", engine.FormatSig(float64(float64(k)/float64(t)), 3), k, t)
+	return fmt.Sprintf("%s (%d of %d)", engine.FormatSig(float64(k)/float64(t), 3), k, t)
 }
 
 // treeDepthRows lists, for each number d of accepted tokens, its law and
@@ -327,7 +327,7 @@ func treeDepthRows(d *explain.TreeDetail, reps map[string]*engine.RowReport) []T
 			ex, more := "", ""
 			if s != nil && s.Trials > 0 {
 				if k < len(s.Emitted) {
-					ex = fmt.Sprintf("%s (%d of %d)", engine.FormatSig(float64(float64(s.Emitted[k])/float64(s.Trials)), 3), s.Emitted[k], s.Trials)
+					ex = fmt.Sprintf("%s (%d of %d)", engine.FormatSig(float64(s.Emitted[k])/float64(s.Trials), 3), s.Emitted[k], s.Trials)
 				}
 				if k < len(s.Positions) && k < len(d.Accept) {
 					p := s.Positions[k]

@@ -163,7 +163,7 @@ func TestTreeView(t *testing.T) {
 	if len(v.Nodes) != 7 || v.Nodes[0].Token != "root: 10" || v.Nodes[2].P != engine.FormatSig(float64(p[2]), 3) || v.Nodes[2].Residual != engine.FormatSig(float64(p[2]/(1-p[1])), 3) {
 		t.Errorf("node rows %+v", v.Nodes[:3])
 	}
-	if want := fmt.Sprintf("%s (%d of 400)", engine.FormatSig(float64(float64(d.Reached[0][2])/400), 3), d.Reached[0][2]); v.Nodes[2].Observed[0] != want {
+	if want := fmt.Sprintf("%s (%d of 400)", engine.FormatSig(float64(d.Reached[0][2])/400, 3), d.Reached[0][2]); v.Nodes[2].Observed[0] != want {
 		t.Errorf("node 2 observed %q, want %q", v.Nodes[2].Observed[0], want)
 	}
 	if len(v.Depths) != 3 || v.Depths[0].ExactlyObserved[0] != "0.25 (100 of 400)" || v.Depths[1].MoreObserved[0] != "0.333 (100 of 300; 95%: 0.28–0.39)" || v.Depths[2].More != "" {
