@@ -74,9 +74,8 @@ func (s *Session) admitDiff(a, b Job) (Need, error) {
 			if be, err = s.backend(side.job.Backend); err != nil {
 				return Need{}, err
 			}
-			if be = kernels(be, side.run); be != nil {
-				side.run.SetWorkDefaults(side.job.Overrides)
-				side.run.SetBackendDefaults(side.job.Overrides, be)
+			if be, err = fitBackend(side.job, side.run, be); err != nil {
+				return Need{}, err
 			}
 		}
 		needs[i] = need(side.run, side.f, be, s.workers(), side.job.OutputsPath != "")

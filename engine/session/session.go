@@ -326,12 +326,8 @@ func options(tol *engine.Tolerances) compare.Options {
 // session's bounds; it returns that backend and the need. Admit and load
 // both take this one step, so a job admitted is loaded the same way.
 func (s *Session) fit(job Job, run *engine.Run, f *dump.File, b engine.Backend, stored bool) (engine.Backend, Need, error) {
-	b = kernels(b, run)
-	if b != nil {
-		run.SetWorkDefaults(job.Overrides)
-		run.SetBackendDefaults(job.Overrides, b)
-	}
-	if err := drawsFit(run, b); err != nil {
+	b, err := fitBackend(job, run, b)
+	if err != nil {
 		return nil, Need{}, err
 	}
 	n := need(run, f, b, s.workers(), stored)
@@ -339,6 +335,21 @@ func (s *Session) fit(job Job, run *engine.Run, f *dump.File, b engine.Backend, 
 		return nil, Need{}, err
 	}
 	return b, n, nil
+}
+
+// fitBackend is fit's first step, which a comparison's admission takes for
+// each side too: the backend whose kernels run run (kernels; nil: none), the
+// run's defaults on it, and its draws checked (drawsFit).
+func fitBackend(job Job, run *engine.Run, b engine.Backend) (engine.Backend, error) {
+	b = kernels(b, run)
+	if b != nil {
+		run.SetWorkDefaults(job.Overrides)
+		run.SetBackendDefaults(job.Overrides, b)
+	}
+	if err := drawsFit(run, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // drawsFit refuses the draws a row of a sample run that b (nil: none)
