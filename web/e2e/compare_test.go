@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -240,11 +241,18 @@ func TestBrowserComparisonScenarios(t *testing.T) {
 		// From the before run's page, "compare with" reaches the same diff.
 		diffPath := evalString(t, ctx, `location.pathname`)
 		before := strings.Split(diffPath, "/")[2]
-		if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/runs/"+before)); err != nil {
-			t.Fatal(err)
+		// Bounded, so that a navigation that never answers fails this step
+		// with the page it was on rather than using up the whole test.
+		step, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(step, chromedp.Navigate(ts.URL+"/runs/"+before)); err != nil {
+			t.Fatalf("opening the before run: %v", err)
 		}
-		if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`[data-testid="candidate"]`))); err != nil {
-			t.Fatal(err)
+		if _, err := waitFor(ctx, `!!document.querySelector('[data-testid="candidate"]')`, 20*time.Second); err != nil {
+			t.Fatalf("the before run's page has no candidate link: %v (at %s)", err, evalString(t, ctx, `location.href`))
+		}
+		if _, err := chromedp.RunResponse(step, chromedp.Click(chromedp.CSS(`[data-testid="candidate"]`))); err != nil {
+			t.Fatalf("compare with: %v (at %s)", err, evalString(t, ctx, `location.href`))
 		}
 		if got := evalString(t, ctx, `location.pathname`); got != diffPath {
 			t.Errorf("compare with leads to %s, want %s", got, diffPath)
