@@ -38,7 +38,7 @@
 #            today's 16-chunk cluster layout, grp32 on c32's. More
 #            candidates pass (~3-7% of a tile against ~1.3%), so the
 #            hand-over carries ~5x more.
-# Diagnostics (wrong or no output; renorm only, sample's rows show base):
+# Diagnostics (wrong or no output; renorm only, benched on renorm B=1 alone):
 #   emptyc, emptyp, empty32   the renorm fast kernel returns at once: the
 #            launch alone, as a 16-block cluster / 16 plain blocks / 32
 #            plain blocks (46 KB dynamic shared memory each)
@@ -160,10 +160,12 @@ for n in "${names[@]}"; do
       note "$n does not link:"; grep -m5 error "$d/log-link" | tee -a "$S"; continue
     fi
   fi
-  timeout 40 ./gpu-bundle/sampviz bench --kernels "$lib" --quick --ops renorm,sample \
-    --match 'renorm k50 p0.9 bf16|sample k50 p0.9 bf16' >"$O/bench-$n.txt" 2>&1
+  ops=renorm,sample; m='renorm k50 p0.9 bf16|sample k50 p0.9 bf16'
+  [ "$n" = base ] && { ops=renorm,sample,argmax; m="$m|argmax bf16"; }  # argmax reads the same rows: the reference
+  case $n in base | plain16 | c32 | c24 | grp | grp32) ;; *) ops=renorm; m='renorm k50 p0.9 bf16 B=1 V' ;; esac  # diagnostics: renorm B=1 alone
+  timeout 40 ./gpu-bundle/sampviz bench --kernels "$lib" --quick --ops $ops --match "$m" >"$O/bench-$n.txt" 2>&1
   note "== $n (exit $?)"
-  grep -E "^ *(renorm|sample) k50 p0\.9 .*[0-9]" "$O/bench-$n.txt" | grep -v -E "rejection|counts| q | us$" | awk '{print "   ", $0}' | tee -a "$S"
+  grep -E "^ *((renorm|sample) k50 p0\.9|argmax) .*[0-9]" "$O/bench-$n.txt" | grep -v -E "rejection|counts| q | us$" | awk '{print "   ", $0}' | tee -a "$S"
 done
 if [ "${SUITE:-0}" = 1 ]; then
   for n in "${names[@]}"; do

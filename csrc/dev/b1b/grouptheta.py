@@ -1,12 +1,14 @@
 """grouptheta.py FILE: edits a copy of csrc/fast_scan.cuh (b1b_variants.sh's
 "grp" variants): a chunk of at most one tile (B=1's chunks) takes its first
 theta from group maxima instead of kth_key's radix select. G = 256/L groups
-of L lanes (L = 4, 2, 1 for k <= 64, 128, 256, so G >= k); each group's
-largest vector-max key is a distinct token at or above the smallest of them,
+of L lanes (G >= k); each group's largest vector-max key is a distinct
+token at or above the smallest of them,
 so that smallest is at most the k-th largest key: exact by the same rule as
-the radix select, with two shuffles, a warp min and the barrier that is
-already there in place of kth_key's passes. More tokens pass it (~3-7% of
-the tile against ~1.3%)."""
+the radix select, with up to five shuffles, a warp min and the barrier
+that is already there in place of kth_key's passes. Only for k <= 64
+(L = 32, 16, 8, 4 for k <= 8, 16, 32, 64): at k = 256 (L = 1) a model
+(random normal logits) passes ~1400-1800 of a tile, near the 2048 a chunk
+hands on; at k = 50 ~300 of 4008 or 8016 (the radix select ~50)."""
 import sys
 
 p = sys.argv[1]
@@ -21,7 +23,7 @@ old = """    s.keys[head_count + q * BLOCK + threadIdx.x] = vm[q] == vm[q] ? ord
 """
 new = """    s.keys[head_count + q * BLOCK + threadIdx.x] = vm[q] == vm[q] ? order_key(vm[q]) : 0u;
   }
-  const bool small = end - begin <= BLOCK * UNROLL * N;
+  const bool small = k <= BLOCK / 4 && end - begin <= BLOCK * UNROLL * N;
   if (small) {
     unsigned gk = 0;
 #pragma unroll
@@ -29,8 +31,9 @@ new = """    s.keys[head_count + q * BLOCK + threadIdx.x] = vm[q] == vm[q] ? ord
       const int j = q * BLOCK + (int)threadIdx.x;
       if (j < nvec && vm[q] == vm[q]) gk = max(gk, order_key(vm[q]));
     }
-    if (k <= BLOCK / 2) gk = max(gk, __shfl_xor_sync(0xffffffffu, gk, 1));
-    if (k <= BLOCK / 4) gk = max(gk, __shfl_xor_sync(0xffffffffu, gk, 2));
+#pragma unroll
+    for (int l = 1; l < 32; l *= 2)  // groups of 2l lanes while BLOCK / (2l) >= k
+      if (BLOCK / (2 * l) >= k) gk = max(gk, __shfl_xor_sync(0xffffffffu, gk, l));
     gk = __reduce_min_sync(0xffffffffu, gk);
     if ((threadIdx.x & 31) == 0) s.hist[threadIdx.x >> 5] = gk;
   }
