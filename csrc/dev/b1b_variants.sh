@@ -38,6 +38,10 @@
 #            today's 16-chunk cluster layout, grp32 on c32's. More
 #            candidates pass (~3-7% of a tile against ~1.3%), so the
 #            hand-over carries ~5x more.
+#   grp32m   grp32 with the plain path's merge (fast_top, C > 1) reading a
+#            chunk's candidates from L2 256 at a time a warp (8 loads in
+#            flight a lane) in place of 128: half the dependent rounds for
+#            grp's ~300 candidates a chunk.
 # Diagnostics (wrong or no output; renorm only, benched on renorm B=1 alone):
 #   emptyc, emptyp, empty32   the renorm fast kernel returns at once: the
 #            launch alone, as a 16-block cluster / 16 plain blocks / 32
@@ -55,7 +59,7 @@
 # VARIANTS picks them (default: all); PREP_ONLY=1 only makes the edited
 # copies (build/variants/b1b-NAME), a check without a GPU. SUITE=1 also
 # runs the fast-path GPU tests and compute-sanitizer memcheck on the
-# libraries in SUITE_VARIANTS (default "base c32 grp grp32"; only base and the
+# libraries in SUITE_VARIANTS (default "base c32 grp grp32m"; only base and the
 # candidates are meant to be correct). Logs go to $OUT (else gpu-out); summary.txt has the table.
 set -uo pipefail
 O=${OUT:-gpu-out}; mkdir -p "$O"; S=$O/summary.txt; : >"$S"
@@ -71,6 +75,7 @@ edits() { # edits NAME: the edit keys NAME applies
     c24) echo N S ;;
     grp) echo W ;;
     grp32) echo W M S ;;
+    grp32m) echo W M S R ;;
     scanonlyg) echo O W ;;
     scanonlyg32) echo O W M S ;;
     emptyc) echo E ;;
@@ -91,7 +96,7 @@ units() { # units NAME: the units (under csrc/) NAME compiles from its copy
   case $1 in
     plain16 | c32 | c24) echo renorm sample; return ;;
     grp) echo instances/renorm_fast_bf16 instances/sample_fast_bf16; return ;;
-    grp32) echo renorm sample instances/renorm_fast_bf16 instances/sample_fast_bf16; return ;;
+    grp32 | grp32m) echo renorm sample instances/renorm_fast_bf16 instances/sample_fast_bf16; return ;;
   esac
   case $e in *" S "*) echo renorm ;; esac
   echo instances/renorm_fast_bf16
@@ -103,6 +108,7 @@ edit() { # edit KEY: python editing f[path] (paths under csrc/)
     M) echo 'f["fast_layout.cuh"] = sub(f["fast_layout.cuh"], "constexpr int kFastMinChunk = 8192;", "constexpr int kFastMinChunk = 4096;")' ;;
     N) echo 'f["fast_layout.cuh"] = sub(f["fast_layout.cuh"], "constexpr int kFastMinChunk = 8192;", "constexpr int kFastMinChunk = 5400;")' ;;
     W) echo 'import subprocess; subprocess.run(["python3", "csrc/dev/b1b/grouptheta.py", d + "/fast_scan.cuh"], check=True); f["fast_scan.cuh"] = open(d + "/fast_scan.cuh").read()' ;;
+    R) echo 'f["fast_top.cuh"] = sub(sub(sub(sub(f["fast_top.cuh"], "for (int j0 = 0; j0 < n; j0 += 128) {", "for (int j0 = 0; j0 < n; j0 += 256) {"), "          unsigned key[4];\n          int id[4];", "          unsigned key[8];\n          int id[8];"), "          for (int q = 0; q < 4; q++) {\n            const int j = j0 + q * 32", "          for (int q = 0; q < 8; q++) {\n            const int j = j0 + q * 32"), "          for (int q = 0; q < 4; q++) {\n            const bool keep", "          for (int q = 0; q < 8; q++) {\n            const bool keep")' ;;
     E) echo 'f["renorm.cuh"] = sub(f["renorm.cuh"], "    pdl_trigger();  // renorm_kernel may launch now; it waits for this kernel\n", "    pdl_trigger();  // renorm_kernel may launch now; it waits for this kernel\n    if (a.vocab > 0) return;\n")' ;;
     O) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  if constexpr (CLUSTER) return fast_cluster_row<T>(a, slot, fp, nan, zeros, begin, end, s, top);\n", "  if (a.vocab > 0) return nan == 2 ? kFastFlagged : kFastDone;\n  if constexpr (CLUSTER) return fast_cluster_row<T>(a, slot, fp, nan, zeros, begin, end, s, top);\n")' ;;
     L) echo 'f["fast_scan.cuh"] = sub(f["fast_scan.cuh"], "    const unsigned t0 = kth_key<PASSES>(s.keys + head_count, BLOCK * UNROLL, k, s);", "    const unsigned t0 = order_key(kInf);")' ;;
@@ -110,7 +116,7 @@ edit() { # edit KEY: python editing f[path] (paths under csrc/)
     G) echo 'f["fast_row.cuh"] = sub(f["fast_row.cuh"], "  if (!fast_arrive(a, slot, nan, s)) return kFastDone;\n", "  if (!fast_arrive(a, slot, nan, s) || a.vocab > 0) return kFastDone;\n")' ;;
   esac
 }
-names=(${VARIANTS:-base plain16 c32 c24 grp grp32 emptyc emptyp empty32 scanonly scanonlyp scanonly32 scanonlyg scanonlyg32 loadonly loadonly32 nofinish nofinishp nofinish32})
+names=(${VARIANTS:-base plain16 c32 c24 grp grp32 grp32m emptyc emptyp empty32 scanonly scanonlyp scanonly32 scanonlyg scanonlyg32 loadonly loadonly32 nofinish nofinishp nofinish32})
 s=$(date +%s)
 pids=""
 for n in "${names[@]}"; do
@@ -123,7 +129,7 @@ d = '$d'
 def sub(s, a, b):
     assert a in s, 'edit of $n: text not found: ' + a[:60]
     return s.replace(a, b)
-f = {p: open(os.path.join(d, p)).read() for p in ['fast_layout.cuh', 'fast_row.cuh', 'renorm.cuh', 'fast_scan.cuh']}
+f = {p: open(os.path.join(d, p)).read() for p in ['fast_layout.cuh', 'fast_row.cuh', 'renorm.cuh', 'fast_scan.cuh', 'fast_top.cuh']}
 g = dict(f)"
   for e in $(edits "$n"); do py="$py
 $(edit "$e")"; done
@@ -162,14 +168,14 @@ for n in "${names[@]}"; do
   fi
   ops=renorm,sample; m='renorm k50 p0.9 bf16|sample k50 p0.9 bf16'
   [ "$n" = base ] && { ops=renorm,sample,argmax; m="$m|argmax bf16"; }  # argmax reads the same rows: the reference
-  case $n in base | plain16 | c32 | c24 | grp | grp32) ;; *) ops=renorm; m='renorm k50 p0.9 bf16 B=1 V' ;; esac  # diagnostics: renorm B=1 alone
+  case $n in base | plain16 | c32 | c24 | grp | grp32 | grp32m) ;; *) ops=renorm; m='renorm k50 p0.9 bf16 B=1 V' ;; esac  # diagnostics: renorm B=1 alone
   timeout 40 ./gpu-bundle/sampviz bench --kernels "$lib" --quick --ops $ops --match "$m" >"$O/bench-$n.txt" 2>&1
   note "== $n (exit $?)"
   grep -E "^ *((renorm|sample) k50 p0\.9|argmax) .*[0-9]" "$O/bench-$n.txt" | grep -v -E "rejection|counts| q | us$" | awk '{print "   ", $0}' | tee -a "$S"
 done
 if [ "${SUITE:-0}" = 1 ]; then
   for n in "${names[@]}"; do
-    case " ${SUITE_VARIANTS:-base c32 grp grp32} " in *" $n "*) ;; *) continue ;; esac
+    case " ${SUITE_VARIANTS:-base c32 grp grp32m} " in *" $n "*) ;; *) continue ;; esac
     lib=$PWD/build/variants/b1b-$n/libsampviz_kernels.so
     [ "$n" = base ] && lib=$PWD/build/libsampviz_kernels.so
     [ -f "$lib" ] || continue
