@@ -15,6 +15,9 @@
 #             blocks (chunks up to 16384 bf16 tokens stay in registers:
 #             V=151936 too); other rows keep 256
 #   regs1024s the same with 1024-thread blocks
+#   regs512u2s  regs512s with two loads a thread (512 x 2 x 16 B: bf16
+#             V=128256's chunk; fewer registers live across the exchange)
+#   regs1024u1s 1024-thread blocks, one load a thread (the same 16 KB)
 #   bulk16    the product with the bulk kernel (TMA load and bulk stores)
 #             at B=1 too, as clusters of 16
 # Diagnostics (names d_*; their outputs are wrong by design, no suite):
@@ -22,8 +25,10 @@
 #             + DSMEM exchange; regs - d_nowrite = the write drain
 #   d_reread  base without the stores: d_reread - d_nowrite = the reread
 # VARIANTS picks them (default: all). With SUITE=1 each correct variant's
-# library runs TestGPUSoftmax* against engine/cpu and compute-sanitizer
-# memcheck on the quick mode. Logs go to $OUT (else gpu-out); summary.txt
+# library runs the softmax GPU tests against engine/cpu (TestGPUSoftmax*
+# for base, old, regs, bulk16; TestGPUSoftmaxOneRow for the one-row
+# variants), and base and regs compute-sanitizer memcheck on the quick
+# mode. Logs go to $OUT (else gpu-out); summary.txt
 # has the table.
 set -uo pipefail
 O=${OUT:-gpu-out}; mkdir -p "$O"; S=$O/summary.txt; : >"$S"
@@ -45,12 +50,14 @@ edit() { # edit NAME: the python that turns src NAME into NAME's copy
     base | old | regs) echo 'pass' ;;
     regs512s) echo "s = s.replace('$SMALL', '      if (st < 0 && rows < 4) st = softmax_cluster<T, 512, 3, kClusterUnroll>(static_cast<const T *>(logits), rows, vocab, temperature, probs);\n$SMALL', 1)" ;;
     regs1024s) echo "s = s.replace('$SMALL', '      if (st < 0 && rows < 4) st = softmax_cluster<T, 1024, 1, kClusterUnroll>(static_cast<const T *>(logits), rows, vocab, temperature, probs);\n$SMALL', 1)" ;;
+    regs512u2s) echo "s = s.replace('$SMALL', '      if (st < 0 && rows < 4) st = softmax_cluster<T, 512, 3, 2>(static_cast<const T *>(logits), rows, vocab, temperature, probs);\n$SMALL', 1)" ;;
+    regs1024u1s) echo "s = s.replace('$SMALL', '      if (st < 0 && rows < 4) st = softmax_cluster<T, 1024, 1, 1>(static_cast<const T *>(logits), rows, vocab, temperature, probs);\n$SMALL', 1)" ;;
     bulk16) echo 's = s.replace("if ((long long)want * rows < device_sms()) return -1;", "if ((long long)want * rows < device_sms()) want = kMaxCluster;")' ;;
     d_nowrite) echo 's = s.replace("          write_out<N>(ch.out, tot, start + j * N, v, N);", "          if (v[0] == -12345.0f) write_out<N>(ch.out, tot, start + j * N, v, N);")' ;;
     d_reread) echo 's = s.replace("{ write_out<N>(ch.out, tot, i0, v, n); });", "{ if (v[0] == -12345.0f) write_out<N>(ch.out, tot, i0, v, n); });")' ;;
   esac
 }
-names=(${VARIANTS:-base old regs regs512s regs1024s bulk16 d_nowrite d_reread})
+names=(${VARIANTS:-base old regs regs512s regs1024s regs512u2s regs1024u1s bulk16 d_nowrite d_reread})
 s=$(date +%s)
 pids=""
 for n in "${names[@]}"; do
@@ -82,8 +89,10 @@ if [ "${SUITE:-0}" = 1 ]; then
     [ -f "$lib" ] || continue
     case $n in d_*) continue ;; esac  # the diagnostics' outputs are wrong by design
     echo "sm1: suite $n"
+    tests='TestGPUSoftmaxOneRow'  # the one-row variants change only launches of under 4 rows
+    case $n in base | old | regs | bulk16) tests='TestGPUSoftmax' ;; esac
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 timeout 60 ./gpu-bundle/cuda.test -test.count=1 \
-      -test.run 'TestGPUSoftmax' >"$O/suite-$n.log" 2>&1
+      -test.run "$tests" >"$O/suite-$n.log" 2>&1
     rc=$?
     mrc=-; mem="(memcheck on base and regs only)"
     case $n in base | regs)
