@@ -79,6 +79,61 @@ func TestGPUSoftmax(t *testing.T) {
 	}
 }
 
+// TestGPUSoftmaxOneRow checks softmax of a single row (B=1, the cluster
+// kernel's one-row shapes, including chunks held in registers) against
+// engine/cpu for each kind of row: plain, greedy (T = 0, one-hot at the
+// first maximum exactly), extreme temperatures, masked and rising rows,
+// and rows without a distribution (NaN, +Inf, all -Inf: NaN everywhere).
+func TestGPUSoftmaxOneRow(t *testing.T) {
+	gpuBackend(t)
+	rng := newRand(t)
+	kinds := []struct {
+		name    string
+		kind    int // fillRow's kind
+		temp    float64
+		invalid bool
+	}{
+		{"plain", 0, 1, false},
+		{"greedy", 2, 0, false},
+		{"cold", 3, 1e-4, false},
+		{"hot", 0, 100, false},
+		{"masked", 1, 0.7, false},
+		{"rising", 8, 1, false},
+		{"nan", 5, 1, true},
+		{"nan greedy", 5, 0, true},
+		{"inf", 6, 1, true},
+		{"all -inf", 7, 1, true},
+	}
+	shapes := []shape{{engine.BF16, 1, 128256}, {engine.BF16, 1, 151936}, {engine.F16, 1, 128256},
+		{engine.F32, 1, 128256}, {engine.BF16, 1, 111}, {engine.F32, 1, 3}}
+	for _, s := range shapes {
+		for _, k := range kinds {
+			t.Run(s.String()+"/"+k.name, func(t *testing.T) {
+				x := engine.NewTensor("logits", s.dtype, 1, s.vocab)
+				fillRow(rng, x, 0, s.vocab, k.kind)
+				p := params(rng, 1, s.vocab, false)
+				p.Temperature[0] = k.temp
+				invalid := map[int]bool{}
+				if k.invalid {
+					invalid[0] = true
+				}
+				run := &engine.Run{Op: engine.OpSoftmax, Logits: x, Params: p}
+				gpu, host := runBoth(t, run)
+				judge(t, run, gpu, host, invalid)
+				for i := range s.vocab {
+					g, h := gpu.Probs.Float(i), host.Probs.Float(i)
+					switch {
+					case k.invalid && !math.IsNaN(g):
+						t.Fatalf("the row has no distribution but token %d has probability %v", i, g)
+					case !k.invalid && k.temp == 0 && g != h:
+						t.Fatalf("greedy token %d: cuda %v, cpu %v", i, g, h)
+					}
+				}
+			})
+		}
+	}
+}
+
 func TestGPURenorm(t *testing.T) {
 	gpuBackend(t)
 	rng := newRand(t)
