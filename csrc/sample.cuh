@@ -38,6 +38,7 @@
 
 #include "fastrow.cuh"
 #include "patterns.cuh"
+#include "ptable.cuh"
 
 namespace sv {
 
@@ -73,6 +74,7 @@ struct SampleFullKernels {
   SampleKernel<T> filtered, lean;
   SampleFlaggedKernel<T> flagged;
   SampleKernel<T> gumbel;  // unfiltered Gumbel-max, single draws (per-token families only, else null)
+  SampleKernel<T> table;   // unfiltered bf16 inverse CDF, single draws (per-token family only, else null)
 };
 
 // One dtype's kernels, each family defined in its own translation unit
@@ -699,6 +701,48 @@ __global__ void __launch_bounds__(kFastBlock, 4)
 }
 
 
+// ---- Inverse CDF without filters, bf16, single draws: a table of weights ----
+//
+// kSampleTableBytes is table_kernel's dynamic shared memory: the window of
+// fixed-point weights (ptable.cuh).
+constexpr size_t kSampleTableBytes = sizeof(unsigned long long) * kTableEntries;
+
+// table_kernel draws one token a slot by the inverse CDF, for launches
+// where no row has a filter, the logits are bf16 and each row makes one
+// draw: the row's maximum (row_stat), a table of the fixed-point weights
+// W = Weight(w) of the window of patterns the row's tokens can take (one
+// exact exp a pattern of the window, ptable.cuh, not one a token), then
+// draw_bits: each thread's segment total from the table, and the ordered
+// search of the segment that holds the target. The weights are the
+// per-token path's bits and their sum an integer, so it draws engine/cpu's
+// token. It needs no count of the row's patterns (the lean pattern kernel's
+// 65536 counters, which fill an SM), so two blocks share an SM. Greedy and
+// invalid rows write what sample_tokens writes. It never writes a CDF: the
+// many-draws mode keeps the lean kernels.
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 2) table_kernel(const __nv_bfloat16 *__restrict__ logits, SampleArgs a) {
+  extern __shared__ __align__(16) unsigned long long table_smem[];  // kSampleTableBytes
+  __shared__ RowShared<BLOCK> sh;
+  const int row = a.rows[blockIdx.x];
+  const int n = a.vocab;
+  const __nv_bfloat16 *x = logits + (size_t)row * n;
+  const RowStat st = row_stat<__nv_bfloat16, BLOCK>(x, n, sh);
+  const float temp = a.rp.temperature[row];
+  if (!st.valid || temp == 0.0f) {  // the host lists greedy rows apart; stay exact anyway
+    if (threadIdx.x == 0) a.tokens[row] = st.valid ? st.arg : -1;
+    return;
+  }
+  const float m = st.m;
+  auto w_of = [&](float v) { return weight(weight_of(v, m, temp)); };
+  const PatternTable<unsigned long long> tab{table_smem, table_window(m, temp)};
+  fill_table<BLOCK>(tab, w_of);
+  auto sums = [&](int lo, int hi) { return DrawWeights{0ull, table_sum(tab, x, lo, hi, w_of)}; };
+  auto w = [&](int, unsigned b) { return DrawWeights{0ull, tab.value(b, w_of)}; };
+  const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
+  const int token = draw_bits<BLOCK>(x, n, false, rng.u64(0), sums, w, sh);
+  if (threadIdx.x == 0) a.tokens[row] = token;
+}
+
 // sample_fast_instances and sample_full_instances take the addresses of a
 // dtype's kernels, which compiles them in the translation unit that calls
 // them (one of csrc/instances/).
@@ -708,10 +752,11 @@ FastKernels<SampleFastKernel<T>> sample_fast_instances() {
 }
 template <typename T, bool PATTERN>
 SampleFullKernels<T> sample_full_instances() {
-  SampleKernel<T> gumbel = nullptr;
+  SampleKernel<T> gumbel = nullptr, table = nullptr;
   if constexpr (!PATTERN) gumbel = gumbel_kernel<T, kGumbelBlock>;
+  if constexpr (!PATTERN && tabled<T>()) table = table_kernel<kSampleBlock>;
   return {sample_kernel<T, kSampleBlock, true, PATTERN>, sample_kernel<T, kSampleBlock, false, PATTERN>,
-          sample_flagged_kernel<T, kSampleBlock, PATTERN>, gumbel};
+          sample_flagged_kernel<T, kSampleBlock, PATTERN>, gumbel, table};
 }
 
 }  // namespace

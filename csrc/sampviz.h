@@ -263,7 +263,8 @@ enum sv_variant {
   SV_VARIANT_NGRAM_FASTDEPLOY = 37,       /* ngram_match under FastDeploy's rules */
   SV_VARIANT_SAMPLE_COUNTS = 38,          /* many draws counted on the device (guide, counts) */
   SV_VARIANT_TREE_SPLIT = 39,             /* few bf16 one-hot nodes: a cluster a node, span totals */
-  SV_VARIANT_SAMPLE_GUMBEL = 40           /* Gumbel-max, no filter in the launch, single draws: one read */
+  SV_VARIANT_SAMPLE_GUMBEL = 40,          /* Gumbel-max, no filter in the launch, single draws: one read */
+  SV_VARIANT_SAMPLE_TABLE = 41            /* bf16 inverse CDF, no filter in the launch, single draws: a table of weights */
 };
 
 #ifdef __cplusplus

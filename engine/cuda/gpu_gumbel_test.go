@@ -125,7 +125,18 @@ var gumbelRowKinds = []struct {
 // with greedy rows mixed in, on vocabularies of one token, fewer than a
 // group of 8, not a multiple of 8 (rows off 16-byte boundaries), and
 // Qwen's 151936.
-func TestGPUSampleGumbel(t *testing.T) {
+func TestGPUSampleGumbel(t *testing.T) { unfilteredRowKinds(t, engine.SampleGumbel) }
+
+// TestGPUSampleTable is TestGPUSampleGumbel's rows drawn by the inverse
+// CDF (method auto): bf16 rows take table_kernel (a table of fixed-point
+// weights over a window of patterns; the huge, large and -inf rows put
+// tokens outside it), f16 and f32 rows the lean kernels.
+func TestGPUSampleTable(t *testing.T) { unfilteredRowKinds(t, engine.SampleAuto) }
+
+// unfilteredRowKinds runs gumbelRowKinds' rows through sample without
+// filters, one draw a row, by method, and compares every token with
+// engine/cpu's.
+func unfilteredRowKinds(t *testing.T, method engine.SampleMethod) {
 	gpuBackend(t)
 	rng := newRand(t)
 	cases := []struct {
@@ -163,7 +174,7 @@ func TestGPUSampleGumbel(t *testing.T) {
 				}
 			}
 			p := params(rng, rows, c.vocab, false)
-			p.Method = engine.SampleGumbel
+			p.Method = method
 			for r := range rows {
 				p.Temperature[r] = c.temp
 				if c.temp == 0 {

@@ -65,6 +65,7 @@ var kernelVariants = []struct {
 	{38, "SV_VARIANT_SAMPLE_COUNTS", true},
 	{39, "SV_VARIANT_TREE_SPLIT", true},
 	{40, "SV_VARIANT_SAMPLE_GUMBEL", true},
+	{41, "SV_VARIANT_SAMPLE_TABLE", true},
 }
 
 // treeVariant says whether a variant is spec_tree_verify's, which a library
@@ -271,7 +272,8 @@ func TestGPUVariants(t *testing.T) {
 		{"sample/rejection f32", logitsCase(engine.OpSample, engine.F32, 3, 4099, filtered, engine.SampleRejection, 0), []string{"sample_filtered_tokens"}},
 		{"sample/rejection bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, filtered, engine.SampleRejection, 0), []string{"sample_filtered_pattern"}},
 		{"sample/unfiltered f32", logitsCase(engine.OpSample, engine.F32, 3, 4099, unfiltered, "", 0), []string{"argmax_chunks", "sample_lean_tokens"}},
-		{"sample/unfiltered bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, unfiltered, "", 0), []string{"sample_lean_pattern"}},
+		{"sample/unfiltered bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, unfiltered, "", 0), []string{"sample_table"}},
+		{"sample/unfiltered f16", logitsCase(engine.OpSample, engine.F16, 3, 4099, unfiltered, "", 0), []string{"sample_lean_pattern"}},
 		{"sample/gumbel bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, unfiltered, engine.SampleGumbel, 0), []string{"sample_gumbel"}},
 		{"sample/gumbel draws", keepDraws(logitsCase(engine.OpSample, engine.F16, 3, 111, unfiltered, engine.SampleGumbel, 500)), []string{"sample_lean_tokens", "sample_draws"}},
 		{"sample/draws", keepDraws(logitsCase(engine.OpSample, engine.F32, 3, 111, filtered, "", 500)), []string{"sample_filtered_tokens", "sample_draws"}},
