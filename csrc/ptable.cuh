@@ -164,16 +164,16 @@ struct DrawWeights {
   unsigned long long residual, target;
 };
 
-// table_sum returns the sum of tab's values of the tokens [lo, hi) of bf16
-// row x: 16-byte loads where x + lo is aligned, two patterns a lookup
-// (PatternTable::pair), exact(v) for the tokens of a missed word, and
-// 2-byte loads elsewhere. V is an integer type: the order of the adds is
-// free.
-template <typename V, typename F>
-__device__ __forceinline__ V table_sum(const PatternTable<V> &tab, const __nv_bfloat16 *x, int lo, int hi,
-                                       F &&exact) {
+// table_sum returns the sum of conv(tab's value) over the tokens [lo, hi)
+// of bf16 row x: 16-byte loads where x + lo is aligned, two patterns a
+// lookup (PatternTable::pair), exact(v) for the tokens of a missed word,
+// and 2-byte loads elsewhere. conv's result is an integer type: the order
+// of the adds is free.
+template <typename V, typename F, typename C>
+__device__ __forceinline__ auto table_sum(const PatternTable<V> &tab, const __nv_bfloat16 *x, int lo, int hi,
+                                          F &&exact, C &&conv) -> decltype(conv(V{})) {
   const unsigned short *xs = reinterpret_cast<const unsigned short *>(x);
-  V s = 0;
+  decltype(conv(V{})) s = 0;
   int i = lo;
   if ((reinterpret_cast<uintptr_t>(xs + lo) & 15) == 0) {
     const uint4 *v = reinterpret_cast<const uint4 *>(xs + lo);
@@ -195,12 +195,19 @@ __device__ __forceinline__ V table_sum(const PatternTable<V> &tab, const __nv_bf
         }
       }
 #pragma unroll
-      for (int l = 0; l < 8; l++) s += e[l];
+      for (int l = 0; l < 8; l++) s += conv(e[l]);
     }
     i = lo + 8 * nv;
   }
-  for (; i < hi; i++) s += tab.value((unsigned)__ldg(xs + i), exact);
+  for (; i < hi; i++) s += conv(tab.value((unsigned)__ldg(xs + i), exact));
   return s;
+}
+
+// table_sum with the values added as they are (V an integer type).
+template <typename V, typename F>
+__device__ __forceinline__ V table_sum(const PatternTable<V> &tab, const __nv_bfloat16 *x, int lo, int hi,
+                                       F &&exact) {
+  return table_sum(tab, x, lo, hi, exact, [](V v) { return v; });
 }
 
 // draw_bits draws from a bf16 row by the fixed-point inverse CDF, as

@@ -9,7 +9,11 @@
 #   base      the product: table_kernel, 512 threads, two blocks an SM
 #   old       the launcher without the table branch: the lean pattern kernel
 #             (the row's 65536-pattern count, one block an SM)
-#   b1024     table_kernel with 1024 threads, one block an SM
+#   b1024     table_kernel with 1024 threads, one block an SM (run 157: its
+#             launch fails, too many registers; kept out of the default)
+#   ftab      a table of float weights (csrc/dev/table/ftab.py): 4 bytes a
+#             lookup, W = weight(w) after it
+#   ftab3     ftab at three blocks an SM (__launch_bounds__(BLOCK, 3))
 #   statonly  diagnostic (wrong tokens): table_kernel stops after row_stat,
 #             the first read of the row and its maximum
 #   fillonly  diagnostic (wrong tokens): stops after the table's fill
@@ -23,7 +27,7 @@ note() { echo "$*" | tee -a "$S"; }
 python3 -c "import lzma,glob,os; [ (open(f[:-3],'wb').write(lzma.open(f).read()), os.chmod(f[:-3],0o755), os.remove(f)) for f in glob.glob('gpu-bundle/*.xz')]"
 archs=sm_90
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
-names=(${VARIANTS:-base old b1024 statonly fillonly})
+names=(${VARIANTS:-base old ftab ftab3 statonly fillonly})
 units() {
   case $1 in
     base) ;;
@@ -37,6 +41,7 @@ edit() {
   case $1:$2 in
     old:sample.cu) echo 's = s.replace("!a.cdf && tk.table &&", "!a.cdf && false && tk.table &&")' ;;
     b1024:sample.cu) echo 's = s.replace("tk.table, dim3(n_sampled), kSampleBlock,", "tk.table, dim3(n_sampled), 1024,")' ;;
+    ftab3:sample.cuh) echo 's = s.replace("__launch_bounds__(BLOCK, 2) table_kernel", "__launch_bounds__(BLOCK, 3) table_kernel")' ;;
     b1024:sample.cuh) echo 's = s.replace("__launch_bounds__(BLOCK, 2) table_kernel", "__launch_bounds__(BLOCK, 1) table_kernel").replace("table = table_kernel<kSampleBlock>;", "table = table_kernel<1024>;")' ;;
     statonly:sample.cuh) echo 's = s.replace("  const float m = st.m;\n  auto w_of", "  if (threadIdx.x == 0) a.tokens[row] = st.arg;\n  if (temp > -1.0f) return;\n  const float m = st.m;\n  auto w_of")' ;;
     fillonly:sample.cuh) echo 's = s.replace("  fill_table<BLOCK>(tab, w_of);\n  auto sums", "  fill_table<BLOCK>(tab, w_of);\n  if (threadIdx.x == 0) a.tokens[row] = (int)(tab.v[threadIdx.x] & 1);\n  if (temp > -1.0f) return;\n  auto sums")' ;;
@@ -54,6 +59,7 @@ for n in "${names[@]}"; do
     python3 -c "s = open('csrc/$f').read(); t = s; $e; assert s != t, 'edit of $n $f did not apply'; open('$d/csrc/$f', 'w').write(s)" ||
       { note "$n: edit of $f failed"; continue 2; }
   done
+  case $n in ftab | ftab3) python3 csrc/dev/table/ftab.py "$d/csrc/sample.cuh" || { note "$n: ftab.py failed"; continue; } ;; esac
   for u in $(units "$n"); do
     o=$d/obj/${u%.cu}.o; mkdir -p "$(dirname "$o")"
     (timeout 240 nvcc $FL -c -o "$o" "$d/csrc/$u" >"$o.log" 2>&1) &
