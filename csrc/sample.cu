@@ -313,11 +313,9 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
           // Gumbel-max without filters, single draws: one read, f32math for the few tokens near the top.
           st = launch_after(SV_VARIANT_SAMPLE_GUMBEL, false, tk.gumbel, dim3(n_sampled), kGumbelBlock, 0, "sample",
                             x, a);
-        } else if (method != SV_METHOD_GUMBEL && !a.cdf && tk.table &&
-                   smem_ready((const void *)tk.table, kSampleTableBytes)) {
+        } else if (method != SV_METHOD_GUMBEL && !a.cdf && tk.table) {
           // bf16 inverse CDF without filters, single draws: the weights from a table, two blocks an SM.
-          st = launch_after(SV_VARIANT_SAMPLE_TABLE, false, tk.table, dim3(n_sampled), kSampleBlock, kSampleTableBytes,
-                            "sample", x, a);
+          st = launch_after(SV_VARIANT_SAMPLE_TABLE, false, tk.table, dim3(n_sampled), kSampleBlock, 0, "sample", x, a);
         } else {
           // No filter: the lean kernel, two blocks an SM (per token for Gumbel-max, whose draw reads no weights).
           const auto full =

@@ -703,25 +703,23 @@ __global__ void __launch_bounds__(kFastBlock, 4)
 
 // ---- Inverse CDF without filters, bf16, single draws: a table of weights ----
 //
-// kSampleTableBytes is table_kernel's dynamic shared memory: the window of
-// fixed-point weights (ptable.cuh).
-constexpr size_t kSampleTableBytes = sizeof(unsigned long long) * kTableEntries;
-
 // table_kernel draws one token a slot by the inverse CDF, for launches
 // where no row has a filter, the logits are bf16 and each row makes one
-// draw: the row's maximum (row_stat), a table of the fixed-point weights
-// W = Weight(w) of the window of patterns the row's tokens can take (one
-// exact exp a pattern of the window, ptable.cuh, not one a token), then
-// draw_bits: each thread's segment total from the table, and the ordered
-// search of the segment that holds the target. The weights are the
-// per-token path's bits and their sum an integer, so it draws engine/cpu's
-// token. It needs no count of the row's patterns (the lean pattern kernel's
-// 65536 counters, which fill an SM), so two blocks share an SM. Greedy and
-// invalid rows write what sample_tokens writes. It never writes a CDF: the
-// many-draws mode keeps the lean kernels.
+// draw: the row's maximum (row_stat), a table of the weights of the window
+// of patterns the row's tokens can take (one exact exp a pattern of the
+// window, ptable.cuh, not one a token), then draw_bits: each thread's
+// segment total from the table, and the ordered search of the segment that
+// holds the target. The table holds w * 2^40 as a float (exact: a power of
+// two; 4 bytes a lookup, half the shared-memory traffic of the fixed-point
+// W itself), and a token's W = Weight(w) is its truncation, the bits
+// philox.cuh's weight gives for w in [0, 1]. The weights are the per-token
+// path's and their sum an integer, so it draws engine/cpu's token. It needs
+// no count of the row's patterns (the lean pattern kernel's 65536 counters,
+// which fill an SM), so two blocks share an SM. Greedy and invalid rows
+// write what sample_tokens writes. It never writes a CDF: the many-draws
+// mode keeps the lean kernels.
 template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK, 2) table_kernel(const __nv_bfloat16 *__restrict__ logits, SampleArgs a) {
-  extern __shared__ __align__(16) unsigned long long table_smem[];  // kSampleTableBytes
   __shared__ RowShared<BLOCK> sh;
   const int row = a.rows[blockIdx.x];
   const int n = a.vocab;
@@ -733,11 +731,13 @@ __global__ void __launch_bounds__(BLOCK, 2) table_kernel(const __nv_bfloat16 *__
     return;
   }
   const float m = st.m;
-  auto w_of = [&](float v) { return weight(weight_of(v, m, temp)); };
-  const PatternTable<unsigned long long> tab{table_smem, table_window(m, temp)};
+  // w_of is w * 2^40: w in [0, 1] (the row is valid), so weight(w) is its truncation.
+  auto w_of = [&](float v) { return __fmul_rn(weight_of(v, m, temp), 1099511627776.0f); };
+  auto fixed = [](float e) -> unsigned long long { return __float2ull_rz(e); };
+  const PatternTable<float> tab{table_room(sh), table_window(m, temp)};
   fill_table<BLOCK>(tab, w_of);
-  auto sums = [&](int lo, int hi) { return DrawWeights{0ull, table_sum(tab, x, lo, hi, w_of)}; };
-  auto w = [&](int, unsigned b) { return DrawWeights{0ull, tab.value(b, w_of)}; };
+  auto sums = [&](int lo, int hi) { return DrawWeights{0ull, table_sum(tab, x, lo, hi, w_of, fixed)}; };
+  auto w = [&](int, unsigned b) { return DrawWeights{0ull, fixed(tab.value(b, w_of))}; };
   const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
   const int token = draw_bits<BLOCK>(x, n, false, rng.u64(0), sums, w, sh);
   if (threadIdx.x == 0) a.tokens[row] = token;

@@ -6,19 +6,21 @@
 # its own: the product's objects, with the units a variant changes compiled
 # from an edited copy of csrc/; `sampviz bench --quick --ops sample --match
 # plain` runs on each. Variants (VARIANTS picks them, default all):
-#   base      the product: table_kernel, 512 threads, two blocks an SM
+#   base      the product: table_kernel, 512 threads, two blocks an SM, a
+#             float table of w * 2^40 (W its truncation)
 #   old       the launcher without the table branch: the lean pattern kernel
 #             (the row's 65536-pattern count, one block an SM)
-#   b1024     table_kernel with 1024 threads, one block an SM (run 157: its
-#             launch fails, too many registers; kept out of the default)
-#   ftab      a table of float weights (csrc/dev/table/ftab.py): 4 bytes a
-#             lookup, W = weight(w) after it
-#   ftab3     ftab at three blocks an SM (__launch_bounds__(BLOCK, 3))
+#   ftab      a float table of w, W = weight(w) after each lookup (run 158)
+#   b256      256 threads, four blocks an SM (more rows in flight, so one
+#             block's lookups overlap other blocks' reads)
 #   statonly  diagnostic (wrong tokens): table_kernel stops after row_stat,
 #             the first read of the row and its maximum
 #   fillonly  diagnostic (wrong tokens): stops after the table's fill
+# Measured and dropped (docs/perf-log.md, runs 157-158): a table of the
+# fixed-point W (u64, 32 KB of dynamic shared memory), three blocks an SM
+# (spills), 1024 threads (the launch fails: too many registers).
 # base - fillonly is the second read's sums and the ordered search.
-# With SUITE=1 base and b1024 run the sample GPU tests against engine/cpu
+# With SUITE=1 base, ftab and b256 run the sample GPU tests against engine/cpu
 # and base runs the table tests under compute-sanitizer memcheck.
 # Logs go to $OUT (else gpu-out); summary.txt has the table.
 set -uo pipefail
@@ -27,24 +29,24 @@ note() { echo "$*" | tee -a "$S"; }
 python3 -c "import lzma,glob,os; [ (open(f[:-3],'wb').write(lzma.open(f).read()), os.chmod(f[:-3],0o755), os.remove(f)) for f in glob.glob('gpu-bundle/*.xz')]"
 archs=sm_90
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
-names=(${VARIANTS:-base old ftab ftab3 statonly fillonly})
+names=(${VARIANTS:-base old ftab b256 statonly fillonly})
 units() {
   case $1 in
     base) ;;
     old) echo sample.cu ;;
-    b1024) echo sample.cu instances/sample_tokens_bf16.cu ;;
+    b256) echo sample.cu instances/sample_tokens_bf16.cu ;;
     *) echo instances/sample_tokens_bf16.cu ;;
   esac
 }
 # edit NAME: python edits of s (the file's text) for file F of NAME's copy.
 edit() {
   case $1:$2 in
-    old:sample.cu) echo 's = s.replace("!a.cdf && tk.table &&", "!a.cdf && false && tk.table &&")' ;;
-    b1024:sample.cu) echo 's = s.replace("tk.table, dim3(n_sampled), kSampleBlock,", "tk.table, dim3(n_sampled), 1024,")' ;;
-    ftab3:sample.cuh) echo 's = s.replace("__launch_bounds__(BLOCK, 2) table_kernel", "__launch_bounds__(BLOCK, 3) table_kernel")' ;;
-    b1024:sample.cuh) echo 's = s.replace("__launch_bounds__(BLOCK, 2) table_kernel", "__launch_bounds__(BLOCK, 1) table_kernel").replace("table = table_kernel<kSampleBlock>;", "table = table_kernel<1024>;")' ;;
-    statonly:sample.cuh) echo 's = s.replace("  const float m = st.m;\n  auto w_of", "  if (threadIdx.x == 0) a.tokens[row] = st.arg;\n  if (temp > -1.0f) return;\n  const float m = st.m;\n  auto w_of")' ;;
-    fillonly:sample.cuh) echo 's = s.replace("  fill_table<BLOCK>(tab, w_of);\n  auto sums", "  fill_table<BLOCK>(tab, w_of);\n  if (threadIdx.x == 0) a.tokens[row] = (int)(tab.v[threadIdx.x] & 1);\n  if (temp > -1.0f) return;\n  auto sums")' ;;
+    old:sample.cu) echo 's = s.replace("!a.cdf && tk.table)", "!a.cdf && false && tk.table)")' ;;
+    b256:sample.cu) echo 's = s.replace("tk.table, dim3(n_sampled), kSampleBlock, 0,", "tk.table, dim3(n_sampled), 256, 0,")' ;;
+    b256:sample.cuh) echo 's = s.replace("__launch_bounds__(BLOCK, 2) table_kernel", "__launch_bounds__(BLOCK, 4) table_kernel").replace("table = table_kernel<kSampleBlock>;", "table = table_kernel<256>;")' ;;
+    ftab:sample.cuh) echo 's = s.replace("return __fmul_rn(weight_of(v, m, temp), 1099511627776.0f); };", "return weight_of(v, m, temp); };").replace("{ return __float2ull_rz(e); };", "{ return weight(e); };")' ;;
+    statonly:sample.cuh) echo 's = s.replace("  const float m = st.m;\n", "  if (threadIdx.x == 0) a.tokens[row] = st.arg;\n  if (temp > -1.0f) return;\n  const float m = st.m;\n")' ;;
+    fillonly:sample.cuh) echo 's = s.replace("  fill_table<BLOCK>(tab, w_of);\n  auto sums", "  fill_table<BLOCK>(tab, w_of);\n  if (threadIdx.x == 0) a.tokens[row] = tab.v[threadIdx.x] > 0.0f;\n  if (temp > -1.0f) return;\n  auto sums")' ;;
     *) echo pass ;;
   esac
 }
@@ -59,7 +61,6 @@ for n in "${names[@]}"; do
     python3 -c "s = open('csrc/$f').read(); t = s; $e; assert s != t, 'edit of $n $f did not apply'; open('$d/csrc/$f', 'w').write(s)" ||
       { note "$n: edit of $f failed"; continue 2; }
   done
-  case $n in ftab | ftab3) python3 csrc/dev/table/ftab.py "$d/csrc/sample.cuh" || { note "$n: ftab.py failed"; continue; } ;; esac
   for u in $(units "$n"); do
     o=$d/obj/${u%.cu}.o; mkdir -p "$(dirname "$o")"
     (timeout 240 nvcc $FL -c -o "$o" "$d/csrc/$u" >"$o.log" 2>&1) &
@@ -87,7 +88,7 @@ for n in "${names[@]}"; do
   grep -E "sample (plain|gumbel)" "$O/bench-$n.txt" | awk '{print "   ", $0}' | tee -a "$S"
 done
 if [ "${SUITE:-0}" = 1 ]; then
-  for n in base b1024; do
+  for n in base ftab b256; do
     lib=$(lib_of "$n")
     [ -f "$lib" ] || continue
     case " ${names[*]} " in *" $n "*) ;; *) continue ;; esac
