@@ -12,7 +12,10 @@
 #             (the row's 65536-pattern count, one block an SM)
 #   ftab      a float table of w, W = weight(w) after each lookup (run 158)
 #   b256      256 threads, four blocks an SM (more rows in flight, so one
-#             block's lookups overlap other blocks' reads)
+#             block's lookups overlap other blocks' reads; run 159: slower)
+#   one       one block an SM (110 KB of unused dynamic shared memory): 132
+#             rows in flight, 34 MB, so the second read finds the row in L2
+#   one256    the same at 256 threads (two blocks an SM, 264 rows: 34 MB)
 #   statonly  diagnostic (wrong tokens): table_kernel stops after row_stat,
 #             the first read of the row and its maximum
 #   fillonly  diagnostic (wrong tokens): stops after the table's fill
@@ -20,7 +23,7 @@
 # fixed-point W (u64, 32 KB of dynamic shared memory), three blocks an SM
 # (spills), 1024 threads (the launch fails: too many registers).
 # base - fillonly is the second read's sums and the ordered search.
-# With SUITE=1 base, ftab and b256 run the sample GPU tests against engine/cpu
+# With SUITE=1 base, one and one256 run the sample GPU tests against engine/cpu
 # and base runs the table tests under compute-sanitizer memcheck.
 # Logs go to $OUT (else gpu-out); summary.txt has the table.
 set -uo pipefail
@@ -29,12 +32,13 @@ note() { echo "$*" | tee -a "$S"; }
 python3 -c "import lzma,glob,os; [ (open(f[:-3],'wb').write(lzma.open(f).read()), os.chmod(f[:-3],0o755), os.remove(f)) for f in glob.glob('gpu-bundle/*.xz')]"
 archs=sm_90
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
-names=(${VARIANTS:-base old ftab b256 statonly fillonly})
+names=(${VARIANTS:-base old one one256 ftab statonly fillonly})
 units() {
   case $1 in
     base) ;;
     old) echo sample.cu ;;
-    b256) echo sample.cu instances/sample_tokens_bf16.cu ;;
+    b256 | one256) echo sample.cu instances/sample_tokens_bf16.cu ;;
+    one) echo sample.cu ;;
     *) echo instances/sample_tokens_bf16.cu ;;
   esac
 }
@@ -44,6 +48,9 @@ edit() {
     old:sample.cu) echo 's = s.replace("!a.cdf && tk.table)", "!a.cdf && false && tk.table)")' ;;
     b256:sample.cu) echo 's = s.replace("tk.table, dim3(n_sampled), kSampleBlock, 0,", "tk.table, dim3(n_sampled), 256, 0,")' ;;
     b256:sample.cuh) echo 's = s.replace("__launch_bounds__(BLOCK, 2) table_kernel", "__launch_bounds__(BLOCK, 4) table_kernel").replace("table = table_kernel<kSampleBlock>;", "table = table_kernel<256>;")' ;;
+    one:sample.cu) echo 's = s.replace("kSampleBlock, 0, \"sample\", x, a);", "kSampleBlock, smem_ready((const void *)tk.table, 110 * 1024) ? 110 * 1024 : 0, \"sample\", x, a);")' ;;
+    one256:sample.cu) echo 's = s.replace("tk.table, dim3(n_sampled), kSampleBlock, 0, \"sample\", x, a);", "tk.table, dim3(n_sampled), 256, smem_ready((const void *)tk.table, 64 * 1024) ? 64 * 1024 : 0, \"sample\", x, a);")' ;;
+    one256:sample.cuh) echo 's = s.replace("__launch_bounds__(BLOCK, 2) table_kernel", "__launch_bounds__(BLOCK, 2) table_kernel").replace("table = table_kernel<kSampleBlock>;", "table = table_kernel<256>;")' ;;
     ftab:sample.cuh) echo 's = s.replace("return __fmul_rn(weight_of(v, m, temp), 1099511627776.0f); };", "return weight_of(v, m, temp); };").replace("{ return __float2ull_rz(e); };", "{ return weight(e); };")' ;;
     statonly:sample.cuh) echo 's = s.replace("  const float m = st.m;\n", "  if (threadIdx.x == 0) a.tokens[row] = st.arg;\n  if (temp > -1.0f) return;\n  const float m = st.m;\n")' ;;
     fillonly:sample.cuh) echo 's = s.replace("  fill_table<BLOCK>(tab, w_of);\n  auto sums", "  fill_table<BLOCK>(tab, w_of);\n  if (threadIdx.x == 0) a.tokens[row] = tab.v[threadIdx.x] > 0.0f;\n  if (temp > -1.0f) return;\n  auto sums")' ;;
@@ -88,7 +95,7 @@ for n in "${names[@]}"; do
   grep -E "sample (plain|gumbel)" "$O/bench-$n.txt" | awk '{print "   ", $0}' | tee -a "$S"
 done
 if [ "${SUITE:-0}" = 1 ]; then
-  for n in base ftab b256; do
+  for n in base one one256; do
     lib=$(lib_of "$n")
     [ -f "$lib" ] || continue
     case " ${names[*]} " in *" $n "*) ;; *) continue ;; esac
