@@ -14,6 +14,21 @@ int launch_argmax(int dtype, const void *logits, int rows, int vocab, const int 
 
 namespace {
 
+// cdf_search is the first token of a row's inclusive CDF c (vocab
+// entries) whose entry exceeds t, the last token where none does: the
+// inverse CDF's ordered search by halving.
+__device__ __forceinline__ int cdf_search(const unsigned long long *c, int vocab, unsigned long long t) {
+  int lo = 0, hi = vocab - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (c[mid] > t)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
 // draws_kernel writes draw d of every listed row: the inverse CDF of the
 // sampled rows' written CDFs, the token itself for greedy and invalid rows.
 __global__ void draws_kernel(const int *__restrict__ row_idx, int n_greedy, int vocab, int draws,
@@ -32,17 +47,7 @@ __global__ void draws_kernel(const int *__restrict__ row_idx, int n_greedy, int 
     return;
   }
   const Stream rng(rp.seed[row], rp.offset[row], row, d);
-  const unsigned long long t = pick(rng.u64(0), total);
-  const unsigned long long *c = cdf + (size_t)s * vocab;
-  int lo = 0, hi = vocab - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (c[mid] > t)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  out[d] = lo;
+  out[d] = cdf_search(cdf + (size_t)s * vocab, vocab, pick(rng.u64(0), total));
 }
 
 // kGuideBits is the number of top bits of a draw's uniform that index the
@@ -111,17 +116,7 @@ __global__ void guide_kernel(int vocab, const unsigned long long *__restrict__ c
     out[g] = g == kGuideSize ? vocab - 1 : 0;
     return;
   }
-  const unsigned long long t = pick((unsigned long long)g << (64 - kGuideBits), total);
-  const unsigned long long *c = cdf + (size_t)s * vocab;
-  int lo = 0, hi = vocab - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (c[mid] > t)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  out[g] = lo;
+  out[g] = cdf_search(cdf + (size_t)s * vocab, vocab, pick((unsigned long long)g << (64 - kGuideBits), total));
 }
 
 // counts_kernel makes the draws draws_kernel makes (the same stream, pick and
@@ -341,9 +336,9 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
     }
     const int per_block = counts_per_block(draws);
     const dim3 grid((draws + per_block - 1) / per_block, n_greedy + n_sampled);
-    const cudaError_t err =
-        cudaFuncSetAttribute(counts_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kCountsSmem);
-    if (err != cudaSuccess) return cuda_status(err, "sample counts: shared memory");
+    if (!smem_ready((const void *)counts_kernel, kCountsSmem))
+      return set_error(SV_ERR_CUDA, "sample counts: the device cannot give a block %zu bytes of shared memory",
+                       kCountsSmem);
     return launch_after(SV_VARIANT_SAMPLE_COUNTS, false, counts_kernel, grid, kCountsBlock, kCountsSmem, "sample counts", row_idx,
                         n_greedy, vocab, draws, per_block, rp, (const int *)tokens, (const unsigned long long *)a.cdf,
                         (const unsigned long long *)a.totals, (const int *)guide, counts);
