@@ -29,7 +29,8 @@
 // kernels serve every other row, by distinct value where the row is 16-bit
 // (patterns.cuh), else per token. Where no row of a launch has a filter, a
 // lean full-row kernel (no filter code: fewer registers, two blocks an SM)
-// serves them.
+// serves them, or for bf16 single draws by inverse CDF table_kernel (the
+// weights from a table of the row's patterns, ptable.cuh).
 //
 // The kernels are compiled in csrc/instances/ (sample_fast_*.cu,
 // sample_tokens_*.cu, sample_pattern_*.cu), so that the build runs them

@@ -19,7 +19,7 @@
 #   statonly  diagnostic (wrong tokens): table_kernel stops after row_stat,
 #             the first read of the row and its maximum
 #   fillonly  diagnostic (wrong tokens): stops after the table's fill
-# Measured and dropped (docs/perf-log.md, runs 157-158): a table of the
+# Measured and dropped (docs/perf-log.md, runs 157-160): a table of the
 # fixed-point W (u64, 32 KB of dynamic shared memory), three blocks an SM
 # (spills), 1024 threads (the launch fails: too many registers).
 # base - fillonly is the second read's sums and the ordered search.
