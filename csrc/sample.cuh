@@ -133,10 +133,17 @@ __device__ void sample_row(const SampleArgs &a, const T *x, const RowStat &st, f
     token = best.i == 0x7fffffff ? -1 : best.i;
   } else if (method == SV_METHOD_REJECTION) {
     const bool lowest = a.flags & SV_TIES_LOWEST_INDEX;
-    // Round 0 draws from every token of positive weight.
-    unsigned long long mine;
-    unsigned long long total = seg_total<BLOCK>(n, kept_weight_all(w), mine, sh);
-    int c = total > 0 ? seg_find<BLOCK>(n, pick(rng.u64(0), total), mine, kept_weight_all(w), sh) : -1;
+    // Round 0 draws from every token of positive weight: on a pattern
+    // source by pattern_pick (one coalesced pass; seg_total's per-thread
+    // segments read 2 bytes at a time across the row, twice).
+    unsigned long long mine, total = 0;
+    int c;
+    if constexpr (IsPatternSource<Src>::value) {
+      c = pattern_pick<T, BLOCK>(w, n, nullptr, rng.u64(0), *pat);
+    } else {
+      total = seg_total<BLOCK>(n, kept_weight_all(w), mine, sh);
+      c = total > 0 ? seg_find<BLOCK>(n, pick(rng.u64(0), total), mine, kept_weight_all(w), sh) : -1;
+    }
     if (c >= 0 && (!f || f->kept(c, w(c)))) {
       token = c;
     } else if (c >= 0 && a.list_idx) {
