@@ -6,8 +6,7 @@
 # library, and `sampviz bench --quick --ops softmax` (every softmax shape,
 # so B=128 and B=512 show too) runs on each. Variants:
 #   base      the product
-#   old       csrc/dev/sm1/old_softmax.cu, the product before sm1 verbatim
-#   regs      csrc/dev/sm1/regs_softmax.cu: the cluster kernel keeps a
+#   regs      csrc/dev/sm1/regs.py's edit: the cluster kernel keeps a
 #             chunk of at most one round of loads a thread (256 threads x
 #             4 x 16 B: bf16 V=128256 at B=1, chunks of 8016 tokens) in
 #             registers between the statistics and the write: no L2 reread
@@ -26,7 +25,7 @@
 #   d_reread  base without the stores: d_reread - d_nowrite = the reread
 # VARIANTS picks them (default: all). With SUITE=1 each correct variant's
 # library runs the softmax GPU tests against engine/cpu (TestGPUSoftmax*
-# for base, old, regs, bulk16; TestGPUSoftmaxOneRow for the one-row
+# for base, regs, bulk16; TestGPUSoftmaxOneRow for the one-row
 # variants), and base and regs compute-sanitizer memcheck on the quick
 # mode. Logs go to $OUT (else gpu-out); summary.txt
 # has the table.
@@ -37,17 +36,16 @@ python3 -c "import lzma,glob,os; [ (open(f[:-3],'wb').write(lzma.open(f).read())
 for f in gpu-bundle/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
 archs=sm_90
 FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
-src() { # src NAME: the file NAME's copy is made from
+first() { # first NAME: the python that makes s, csrc/softmax.cu's text, the copy NAME's edit starts from
   case $1 in
-    old) echo csrc/dev/sm1/old_softmax.cu ;;
-    regs* | d_nowrite) echo csrc/dev/sm1/regs_softmax.cu ;;
-    *) echo csrc/softmax.cu ;;
+    regs* | d_nowrite) echo 'sys.path.insert(0, "csrc/dev/sm1"); from regs import regs; s = regs(s)' ;;
+    *) echo 'pass' ;;
   esac
 }
 SMALL='      if (st < 0)\n        st = softmax_cluster<T, kClusterBlock'
 edit() { # edit NAME: the python that turns src NAME into NAME's copy
   case $1 in
-    base | old | regs) echo 'pass' ;;
+    base | regs) echo 'pass' ;;
     regs512s) echo "s = s.replace('$SMALL', '      if (st < 0 && rows < 4) st = softmax_cluster<T, 512, 3, kClusterUnroll>(static_cast<const T *>(logits), rows, vocab, temperature, probs);\n$SMALL', 1)" ;;
     regs1024s) echo "s = s.replace('$SMALL', '      if (st < 0 && rows < 4) st = softmax_cluster<T, 1024, 1, kClusterUnroll>(static_cast<const T *>(logits), rows, vocab, temperature, probs);\n$SMALL', 1)" ;;
     regs512u2s) echo "s = s.replace('$SMALL', '      if (st < 0 && rows < 4) st = softmax_cluster<T, 512, 3, 2>(static_cast<const T *>(logits), rows, vocab, temperature, probs);\n$SMALL', 1)" ;;
@@ -57,13 +55,13 @@ edit() { # edit NAME: the python that turns src NAME into NAME's copy
     d_reread) echo 's = s.replace("{ write_out<N>(ch.out, tot, i0, v, n); });", "{ if (v[0] == -12345.0f) write_out<N>(ch.out, tot, i0, v, n); });")' ;;
   esac
 }
-names=(${VARIANTS:-base old regs regs512s regs1024s regs512u2s regs1024u1s bulk16 d_nowrite d_reread})
+names=(${VARIANTS:-base regs regs512s regs1024s regs512u2s regs1024u1s bulk16 d_nowrite d_reread})
 s=$(date +%s)
 pids=""
 for n in "${names[@]}"; do
   d=build/variants/sm1-$n; mkdir -p "$d"
   e=$(edit "$n"); [ -n "$e" ] || { note "$n: no such variant"; continue; }
-  python3 -c "import sys; s = open('$(src "$n")').read(); t = s; $e; assert '$n' in ('base', 'old', 'regs') or s != t, 'edit of $n did not apply'; open('$d/softmax.cu', 'w').write(s)" || { note "$n: edit failed"; continue; }
+  python3 -c "import sys; s = open('csrc/softmax.cu').read(); $(first "$n"); t = s; $e; assert '$n' in ('base', 'regs') or s != t, 'edit of $n did not apply'; open('$d/softmax.cu', 'w').write(s)" || { note "$n: edit failed"; continue; }
   (timeout 100 nvcc $FL -Icsrc -c -o "$d/softmax.o" "$d/softmax.cu" >"$d/log" 2>&1) &
   pids="$pids $!"
 done
@@ -88,10 +86,9 @@ if [ "${SUITE:-0}" = 1 ]; then
     lib=$PWD/build/variants/sm1-$n/libsampviz_kernels.so
     [ -f "$lib" ] || continue
     case $n in d_*) continue ;; esac  # the diagnostics' outputs are wrong by design
-    [ "$n" = old ] && cmp -s csrc/softmax.cu csrc/dev/sm1/old_softmax.cu && continue  # old is base
     echo "sm1: suite $n"
     tests='TestGPUSoftmaxOneRow'  # the one-row variants change only launches of under 4 rows
-    case $n in base | old | regs | bulk16) tests='TestGPUSoftmax' ;; esac
+    case $n in base | regs | bulk16) tests='TestGPUSoftmax' ;; esac
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 timeout 60 ./gpu-bundle/cuda.test -test.count=1 \
       -test.run "$tests" >"$O/suite-$n.log" 2>&1
     rc=$?
