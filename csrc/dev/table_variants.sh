@@ -26,12 +26,7 @@
 # With SUITE=1 base, one and one256 run the sample GPU tests against engine/cpu
 # and base runs the table tests under compute-sanitizer memcheck.
 # Logs go to $OUT (else gpu-out); summary.txt has the table.
-set -uo pipefail
-O=${OUT:-gpu-out}; mkdir -p "$O"; S=$O/summary.txt; : >"$S"
-note() { echo "$*" | tee -a "$S"; }
-python3 -c "import lzma,glob,os; [ (open(f[:-3],'wb').write(lzma.open(f).read()), os.chmod(f[:-3],0o755), os.remove(f)) for f in glob.glob('gpu-bundle/*.xz')]"
-archs=sm_90
-FL="-O3 -std=c++17 -lineinfo -Xcompiler -fPIC --threads 0 -gencode arch=compute_90,code=sm_90"
+source csrc/dev/variants_lib.sh
 names=(${VARIANTS:-base old one one256 ftab statonly fillonly})
 units() {
   case $1 in
@@ -57,46 +52,11 @@ edit() {
     *) echo pass ;;
   esac
 }
-s=$(date +%s)
-pids=""
-for n in "${names[@]}"; do
-  [ "$n" = base ] && continue
-  d=build/variants/table-$n; rm -rf "$d"; mkdir -p "$d"; cp -r csrc "$d/csrc"
-  for f in sample.cu sample.cuh; do
-    e=$(edit "$n" "$f")
-    [ "$e" = pass ] && continue
-    python3 -c "s = open('csrc/$f').read(); t = s; $e; assert s != t, 'edit of $n $f did not apply'; open('$d/csrc/$f', 'w').write(s)" ||
-      { note "$n: edit of $f failed"; continue 2; }
-  done
-  for u in $(units "$n"); do
-    o=$d/obj/${u%.cu}.o; mkdir -p "$(dirname "$o")"
-    (timeout 240 nvcc $FL -c -o "$o" "$d/csrc/$u" >"$o.log" 2>&1) &
-    pids="$pids $!"
-  done
-done
-make -j"$(nproc)" kernels SAMPVIZ_ARCHS=$archs >"$O/build.log" 2>&1 || { note "build FAILED"; grep error "$O/build.log" | head; exit 1; }
-wait $pids
-note "build $(($(date +%s) - s)) s"
-lib_of() { [ "$1" = base ] && echo "$PWD/build/libsampviz_kernels.so" || echo "$PWD/build/variants/table-$1/libsampviz_kernels.so"; }
-for n in "${names[@]}"; do
-  if [ "$n" != base ]; then
-    d=build/variants/table-$n
-    [ -d "$d/obj" ] || continue
-    skip=""
-    for u in $(units "$n"); do skip="$skip ! -path build/obj/$archs/${u%.cu}.o"; done
-    objs="$(find build/obj/$archs -name '*.o' $skip | sort) $(find "$d/obj" -name '*.o' | sort)"
-    if ! nvcc $FL -shared -o "$d/libsampviz_kernels.so" $objs >"$d/link.log" 2>&1; then
-      note "$n does not build:"; cat "$d"/obj/*.log "$d"/obj/*/*.log "$d/link.log" 2>/dev/null | grep -m5 error | tee -a "$S"; continue
-    fi
-  fi
-  timeout 120 ./gpu-bundle/sampviz bench --kernels "$(lib_of "$n")" --quick --ops sample --match 'plain|gumbel' \
-    >"$O/bench-$n.txt" 2>&1
-  note "== $n (exit $?)"
-  grep -E "sample (plain|gumbel)" "$O/bench-$n.txt" | awk '{print "   ", $0}' | tee -a "$S"
-done
+variants_build table
+variants_bench table 'plain|gumbel'
 if [ "${SUITE:-0}" = 1 ]; then
   for n in base one one256; do
-    lib=$(lib_of "$n")
+    lib=$(lib_of table "$n")
     [ -f "$lib" ] || continue
     case " ${names[*]} " in *" $n "*) ;; *) continue ;; esac
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 timeout 150 ./gpu-bundle/cuda.test -test.count=1 \
@@ -115,4 +75,4 @@ if [ "${SUITE:-0}" = 1 ]; then
     grep -E -- '--- FAIL' "$O/suite-$n.log" | head -8 | tee -a "$S"
   done
 fi
-note "total $(($(date +%s) - s)) s"
+note "total $(($(date +%s) - started)) s"
