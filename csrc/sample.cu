@@ -251,13 +251,17 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
   const int method = (flags >> SV_METHOD_SHIFT) & 15;
   const bool lists = (flags & SV_HAS_FILTERS) && method == SV_METHOD_REJECTION;
   const size_t lbytes = lists ? align256(sizeof(int) * (size_t)n_sampled * wstride(vocab)) : 0;
-  // The top-k fast path serves single draws by inverse CDF.
-  const bool fast = (flags & SV_HAS_FILTERS) && draws == 0 && n_sampled > 0 &&
-                    (method == SV_METHOD_AUTO || method == SV_METHOD_INVERSE_CDF);
+  // Single draws by inverse CDF: top-p alone from bf16 logits (SV_TOP_P_ONLY)
+  // takes topp_kernel, other filters the top-k fast path.
+  const bool single = (flags & SV_HAS_FILTERS) && draws == 0 && n_sampled > 0 &&
+                      (method == SV_METHOD_AUTO || method == SV_METHOD_INVERSE_CDF);
+  const bool topp = single && (flags & SV_TOP_P_ONLY) && dtype == SV_BF16;
+  const bool fast = single && !topp;
+  const size_t pbytes = topp ? align256(sizeof(int) * (size_t)n_sampled) : 0;
   int chunks = 1, chunk = vocab;
   if (fast) fast_layout(n_sampled, vocab, chunks, chunk);
   const size_t gbytes = draws > 0 && counts ? align256(sizeof(int) * (size_t)n_sampled * (kGuideSize + 1)) : 0;
-  const size_t slow_bytes = wbytes + cbytes + tbytes + 2 * lbytes + gbytes;
+  const size_t slow_bytes = wbytes + cbytes + tbytes + 2 * lbytes + gbytes + pbytes;
   void *ws = nullptr;
   st = workspace(slow_bytes + (fast ? fast_bytes(n_sampled, chunks) : 0), &ws);
   if (st != SV_OK) return st;
@@ -301,6 +305,17 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
           st = launch_after(full.smem ? SV_VARIANT_SAMPLE_FLAGGED_PATTERN : SV_VARIANT_SAMPLE_FLAGGED_TOKENS,
                             (flags & SV_ALL_FAST) != 0, full.kern, grid, kSampleBlock, full.smem, "sample", x, a,
                             (const int *)fa.todo, n_sampled);
+        } else if (topp && tk.topp) {
+          // topp_kernel, then the full-row kernel for the rows it left in
+          // todo (early: it expects none).
+          int *todo = reinterpret_cast<int *>(base + slow_bytes - pbytes);
+          st = launch_after(SV_VARIANT_SAMPLE_TOPP, false, tk.topp, dim3(n_sampled), kSampleBlock, 0, "sample (top-p)",
+                            x, a, todo);
+          if (st != SV_OK) return st;
+          const auto full = full_row_variant<kSampleBlock>(pk.flagged, tk.flagged, sizeof(T) == 2);
+          const dim3 grid(flagged_grid((const void *)full.kern, kSampleBlock, n_sampled, full.smem));
+          st = launch_after(full.smem ? SV_VARIANT_SAMPLE_FLAGGED_PATTERN : SV_VARIANT_SAMPLE_FLAGGED_TOKENS, true,
+                            full.kern, grid, kSampleBlock, full.smem, "sample", x, a, (const int *)todo, n_sampled);
         } else if (filtered) {
           const auto full = full_row_variant<kSampleBlock>(pk.filtered, tk.filtered, sizeof(T) == 2);
           st = launch_after(full.smem ? SV_VARIANT_SAMPLE_FILTERED_PATTERN : SV_VARIANT_SAMPLE_FILTERED_TOKENS, false,

@@ -71,11 +71,14 @@ using SampleKernel = void (*)(const T *__restrict__, SampleArgs);
 template <typename T>
 using SampleFlaggedKernel = void (*)(const T *__restrict__, SampleArgs, const int *__restrict__, int);
 template <typename T>
+using SampleToppKernel = void (*)(const T *__restrict__, SampleArgs, int *__restrict__);
+template <typename T>
 struct SampleFullKernels {
   SampleKernel<T> filtered, lean;
   SampleFlaggedKernel<T> flagged;
   SampleKernel<T> gumbel;  // unfiltered Gumbel-max, single draws (per-token families only, else null)
   SampleKernel<T> table;   // unfiltered bf16 inverse CDF, single draws (per-token family only, else null)
+  SampleToppKernel<T> topp;  // bf16 inverse CDF under top-p alone, single draws (likewise)
 };
 
 // One dtype's kernels, each family defined in its own translation unit
@@ -751,6 +754,145 @@ __global__ void __launch_bounds__(BLOCK, 2) table_kernel(const __nv_bfloat16 *__
   if (threadIdx.x == 0) a.tokens[row] = token;
 }
 
+// ---- Top-p alone, bf16, single draws: the window's patterns counted ----
+//
+// topp_kernel draws one token a slot by the inverse CDF for launches whose
+// only filter is top-p (SV_TOP_P_ONLY), from bf16 logits, one draw a row,
+// in three reads of the row: its maximum (row_stat); a count of its tokens
+// by pattern over table_kernel's window of weights (ptable.cuh), the tokens
+// of magnitudes below the window (about zero, one weight between the
+// positive and the negative patterns') in one lump of their exact
+// fixed-point weights; then top-p's cut from the counts, and table_kernel's
+// draw over the kept weights. The cut is pattern_filter's: in descending
+// order of value, the first value whose inclusive fixed-point mass, as a
+// double, reaches top_p * Z, and a token is kept iff its weight is at least
+// that value's (make_filter's rule, bit for bit: w is monotone in the
+// logit, so the order of values is the order of weights). Every row it
+// serves has its todo entry cleared; a row it cannot serve (top-k or min-p
+// on after all, the cut inside the lump, whose order it does not know, or a
+// token of nonzero weight above the window) keeps its entry for
+// sample_flagged_kernel, which follows. Greedy and invalid rows write what
+// sample_tokens writes.
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 2)
+    topp_kernel(const __nv_bfloat16 *__restrict__ logits, SampleArgs a, int *__restrict__ todo) {
+  __shared__ RowShared<BLOCK> sh;
+  pdl_trigger();  // sample_flagged_kernel may launch now; it waits for this kernel
+  const int slot = blockIdx.x;
+  const int row = a.rows[slot];
+  const int n = a.vocab;
+  const __nv_bfloat16 *x = logits + (size_t)row * n;
+  const RowStat st = row_stat<__nv_bfloat16, BLOCK>(x, n, sh);
+  const float temp = a.rp.temperature[row];
+  if (!st.valid || temp == 0.0f) {
+    if (threadIdx.x == 0) {
+      a.tokens[row] = st.valid ? st.arg : -1;
+      todo[slot] = 0;
+    }
+    return;
+  }
+  const int k = a.rp.top_k[row];
+  if ((k > 0 && k < n) || a.rp.min_p[row] > 0.0f) {  // not this kernel's row: the hint was wrong
+    if (threadIdx.x == 0) todo[slot] = 1;
+    return;
+  }
+  const float m = st.m;
+  // w_of is w * 2^40 (exact: a power of two), whose truncation is W = Weight(w).
+  auto w_of = [&](float v) { return __fmul_rn(weight_of(v, m, temp), 1099511627776.0f); };
+  auto fixed = [](float e) -> unsigned long long { return __float2ull_rz(e); };
+  const PatternTable<float> tab{table_room(sh), table_window(m, temp)};
+  // The counts live in the Sum's tree, which no step here uses.
+  static_assert(sizeof(sh.tree) >= kTableEntries * sizeof(unsigned), "the counts fit the tree");
+  unsigned *cnt = reinterpret_cast<unsigned *>(sh.tree);
+  for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK) cnt[j] = 0;
+  fill_table<BLOCK>(tab, w_of);  // and waits for the block
+  const float top_p = a.rp.top_p[row];
+  if (!(top_p > 0.0f)) {  // outside top-p's range: the full path's answer, whatever it is
+    if (threadIdx.x == 0) todo[slot] = 1;
+    return;
+  }
+  float cut = 0.0f;  // w * 2^40 of the least kept weight (0: every token)
+  if (top_p < 1.0f) {
+    unsigned long long lump = 0;
+    int above = 0;  // a token of nonzero weight above the window: never, by table_window
+    auto count = [&](unsigned b) {
+      unsigned j;
+      if (tab.find(b, j)) {
+        atomicAdd(cnt + j, 1u);
+      } else {
+        const unsigned long long w = fixed(w_of(bits_f32(b, x)));
+        if ((b & 0x7fffu) < tab.lo)
+          lump += w;
+        else
+          above |= w != 0;
+      }
+    };
+    const unsigned short *xs = reinterpret_cast<const unsigned short *>(x);
+    for_each_uint4<__nv_bfloat16, BLOCK, 4>(
+        x, 0, n, [&](int i) { count(xs[i]); },
+        [&](int, const uint4 &u) {
+          const unsigned word[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+          for (int h = 0; h < 4; h++) {
+            count(word[h] & 0xffffu);
+            count(word[h] >> 16);
+          }
+        });
+    lump = Reduce<BLOCK>::sum(sh.red, lump);  // and waits for the counts
+    if (Reduce<BLOCK>::any(sh.red, above)) {
+      if (threadIdx.x == 0) todo[slot] = 1;
+      return;
+    }
+    // Positions in descending order of value: the window's positive
+    // patterns from the top (o < kTableSpan), the lump (o = kTableSpan),
+    // the negative ones from the smallest magnitude; kPer a thread.
+    constexpr int kOrder = kTableEntries + 1, kPer = (kOrder + BLOCK - 1) / BLOCK;
+    auto entry = [](int o) { return o < (int)kTableSpan ? kTableSpan - 1 - o : o - 1; };
+    auto mass = [&](int o) -> unsigned long long {
+      if (o == (int)kTableSpan) return lump;
+      const int j = entry(o);
+      return cnt[j] ? (unsigned long long)cnt[j] * fixed(tab.v[j]) : 0ull;
+    };
+    const int o0 = (int)threadIdx.x * kPer, o1 = min(kOrder, o0 + kPer);
+    unsigned long long mine = 0, excl, z;
+    for (int o = o0; o < o1; o++) mine += mass(o);
+    cub::BlockScan<unsigned long long, BLOCK>(sh.red.s.scan).ExclusiveSum(mine, excl, z);
+    if (threadIdx.x == 0) sh.found = kOrder;
+    __syncthreads();
+    const double limit = (double)top_p * (double)z;
+    for (int o = o0; o < o1; o++) {
+      excl += mass(o);
+      if ((double)excl >= limit) {
+        atomicMin(&sh.found, o);
+        break;
+      }
+    }
+    __syncthreads();
+    const int oc = sh.found;  // < kOrder: the last position's inclusive mass is z
+    if (oc == (int)kTableSpan) {  // the cut falls in the lump
+      if (threadIdx.x == 0) todo[slot] = 1;
+      return;
+    }
+    cut = tab.v[entry(oc)];
+    __syncthreads();  // every thread has read the cut before the table changes
+    for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK)
+      if (tab.v[j] < cut) tab.v[j] = 0.0f;
+    __syncthreads();
+  }
+  auto kept_of = [&](float v) {
+    const float e = w_of(v);
+    return e >= cut ? e : 0.0f;
+  };
+  auto sums = [&](int lo, int hi) { return DrawWeights{0ull, table_sum(tab, x, lo, hi, kept_of, fixed)}; };
+  auto w = [&](int, unsigned b) { return DrawWeights{0ull, fixed(tab.value(b, kept_of))}; };
+  const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
+  const int token = draw_bits<BLOCK>(x, n, false, rng.u64(0), sums, w, sh);
+  if (threadIdx.x == 0) {
+    a.tokens[row] = token;
+    todo[slot] = 0;
+  }
+}
+
 // sample_fast_instances and sample_full_instances take the addresses of a
 // dtype's kernels, which compiles them in the translation unit that calls
 // them (one of csrc/instances/).
@@ -761,10 +903,14 @@ FastKernels<SampleFastKernel<T>> sample_fast_instances() {
 template <typename T, bool PATTERN>
 SampleFullKernels<T> sample_full_instances() {
   SampleKernel<T> gumbel = nullptr, table = nullptr;
+  SampleToppKernel<T> topp = nullptr;
   if constexpr (!PATTERN) gumbel = gumbel_kernel<T, kGumbelBlock>;
-  if constexpr (!PATTERN && tabled<T>()) table = table_kernel<kSampleBlock>;
+  if constexpr (!PATTERN && tabled<T>()) {
+    table = table_kernel<kSampleBlock>;
+    topp = topp_kernel<kSampleBlock>;
+  }
   return {sample_kernel<T, kSampleBlock, true, PATTERN>, sample_kernel<T, kSampleBlock, false, PATTERN>,
-          sample_flagged_kernel<T, kSampleBlock, PATTERN>, gumbel, table};
+          sample_flagged_kernel<T, kSampleBlock, PATTERN>, gumbel, table, topp};
 }
 
 }  // namespace

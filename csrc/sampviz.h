@@ -60,6 +60,11 @@ typedef enum sv_dtype { SV_F32 = 0, SV_F16 = 1, SV_BF16 = 2 } sv_dtype;
                                        nothing to do, or (renorm and sample of at most ~50
                                        rows) is not launched, the fast kernel serving the
                                        rows it flags; a wrong hint costs time, not results */
+#define SV_TOP_P_ONLY 0x800         /* sample: a hint that no row has top-k or min-p on, so that
+                                       single draws by inverse CDF from bf16 logits skip the top-k
+                                       fast path for a kernel that counts the row's patterns for
+                                       top-p's cut (rows it cannot serve go to the full-row kernel
+                                       after it); a wrong hint costs time, not results */
 
 /*
  * Per-row parameters live in one device buffer of SV_PARAM_BYTES * rows
@@ -264,7 +269,8 @@ enum sv_variant {
   SV_VARIANT_SAMPLE_COUNTS = 38,          /* many draws counted on the device (guide, counts) */
   SV_VARIANT_TREE_SPLIT = 39,             /* few bf16 one-hot nodes: a cluster a node, span totals */
   SV_VARIANT_SAMPLE_GUMBEL = 40,          /* Gumbel-max, no filter in the launch, single draws: one read */
-  SV_VARIANT_SAMPLE_TABLE = 41            /* bf16 inverse CDF, no filter in the launch, single draws: a table of weights */
+  SV_VARIANT_SAMPLE_TABLE = 41,           /* bf16 inverse CDF, no filter in the launch, single draws: a table of weights */
+  SV_VARIANT_SAMPLE_TOPP = 42             /* bf16 inverse CDF, top-p the only filter, single draws: the window's patterns counted */
 };
 
 #ifdef __cplusplus

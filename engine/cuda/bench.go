@@ -355,6 +355,9 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 	if allFast(rp, engine.TopKFirst, vocab) {
 		flags |= flagAllFast
 	}
+	if flags&flagHasFilters != 0 && topPOnly(rp, vocab) {
+		flags |= flagTopPOnly
+	}
 	params, err := upload(rp.bytes())
 	if err != nil {
 		return nil, err

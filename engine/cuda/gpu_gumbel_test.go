@@ -9,6 +9,13 @@ import (
 	"github.com/sampviz/sampviz/engine"
 )
 
+// rowKind is a kind of row: fill fills row r of t (vocab tokens) and says
+// whether it has no distribution.
+type rowKind struct {
+	name string
+	fill func(rng *rand.Rand, t *engine.Tensor, r, vocab int) (invalid bool)
+}
+
 // gumbelRowKinds are the rows of TestGPUSampleGumbel, one a kind, each
 // filling row r of t (vocab tokens) and saying whether it has no
 // distribution. They aim at the one-read Gumbel kernel's recheck: rows
@@ -16,10 +23,7 @@ import (
 // near-tied logits, large magnitudes, which widen its margin), rows its
 // bound refuses (huge logits), and rows it hands to the exact path
 // (-inf, NaN, +Inf).
-var gumbelRowKinds = []struct {
-	name string
-	fill func(rng *rand.Rand, t *engine.Tensor, r, vocab int) (invalid bool)
-}{
+var gumbelRowKinds = []rowKind{
 	{"normal", func(rng *rand.Rand, t *engine.Tensor, r, vocab int) bool {
 		for i := range vocab {
 			t.SetFloat(r*vocab+i, 2*rng.NormFloat64())
@@ -133,10 +137,36 @@ func TestGPUSampleGumbel(t *testing.T) { unfilteredRowKinds(t, engine.SampleGumb
 // tokens outside it), f16 and f32 rows the lean kernels.
 func TestGPUSampleTable(t *testing.T) { unfilteredRowKinds(t, engine.SampleAuto) }
 
+// TestGPUSampleTopP is TestGPUSampleTable's rows, and a row whose top-p cut
+// falls among the tokens of magnitudes below the pattern window, under
+// top-p alone (0.9, 0.5, 0.99, 0.2 and off, a row each in turn): bf16 rows
+// take topp_kernel (the SV_TOP_P_ONLY hint) and the rows it leaves (the
+// invalid ones it does not, the cut in the lump) the full-row kernel after
+// it; f16 and f32 rows the fast path and the full-row kernel.
+func TestGPUSampleTopP(t *testing.T) {
+	kinds := append(gumbelRowKinds[:len(gumbelRowKinds):len(gumbelRowKinds)], rowKind{"lump", func(rng *rand.Rand, t *engine.Tensor, r, vocab int) bool {
+		// One token at 8, the others at magnitudes far below the window
+		// (|x| < 2^-40): their mass, e^-8 each, holds top-p's cut.
+		for i := range vocab {
+			t.SetFloat(r*vocab+i, math.Ldexp(rng.NormFloat64(), -60))
+		}
+		t.SetFloat(r*vocab+rng.IntN(vocab), 8)
+		return false
+	}})
+	rowKinds(t, engine.SampleAuto, kinds, []float64{0.9, 0.5, 0.99, 0.2, 1})
+}
+
 // unfilteredRowKinds runs gumbelRowKinds' rows through sample without
 // filters, one draw a row, by method, and compares every token with
 // engine/cpu's.
 func unfilteredRowKinds(t *testing.T, method engine.SampleMethod) {
+	rowKinds(t, method, gumbelRowKinds, nil)
+}
+
+// rowKinds runs rows of kinds through sample, one draw a row, by method,
+// with top-p alone from topP (row r's is topP[r % len(topP)]) or without
+// filters (topP nil), and compares every token with engine/cpu's.
+func rowKinds(t *testing.T, method engine.SampleMethod, kinds []rowKind, topP []float64) {
 	gpuBackend(t)
 	rng := newRand(t)
 	cases := []struct {
@@ -165,11 +195,11 @@ func unfilteredRowKinds(t *testing.T, method engine.SampleMethod) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/V%d/T%g", c.dtype, c.vocab, c.temp), func(t *testing.T) {
-			rows := c.reps * len(gumbelRowKinds)
+			rows := c.reps * len(kinds)
 			x := engine.NewTensor("logits", c.dtype, rows, c.vocab)
 			invalid := map[int]bool{}
 			for r := range rows {
-				if gumbelRowKinds[r%len(gumbelRowKinds)].fill(rng, x, r, c.vocab) {
+				if kinds[r%len(kinds)].fill(rng, x, r, c.vocab) {
 					invalid[r] = true
 				}
 			}
@@ -178,7 +208,10 @@ func unfilteredRowKinds(t *testing.T, method engine.SampleMethod) {
 			for r := range rows {
 				p.Temperature[r] = c.temp
 				if c.temp == 0 {
-					p.Temperature[r] = []float64{1, 0.3, 1.7, 0}[(r/len(gumbelRowKinds)+r)%4]
+					p.Temperature[r] = []float64{1, 0.3, 1.7, 0}[(r/len(kinds)+r)%4]
+				}
+				if topP != nil {
+					p.TopP[r] = topP[r%len(topP)]
 				}
 			}
 			run := &engine.Run{Op: engine.OpSample, Logits: x, Params: p}

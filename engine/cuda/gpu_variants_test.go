@@ -66,6 +66,7 @@ var kernelVariants = []struct {
 	{39, "SV_VARIANT_TREE_SPLIT", true},
 	{40, "SV_VARIANT_SAMPLE_GUMBEL", true},
 	{41, "SV_VARIANT_SAMPLE_TABLE", true},
+	{42, "SV_VARIANT_SAMPLE_TOPP", true},
 }
 
 // treeVariant says whether a variant is spec_tree_verify's, which a library
@@ -204,7 +205,8 @@ func TestGPUVariants(t *testing.T) {
 	const (
 		filtered = iota // every row filtered, none by the fast path (top-k off)
 		unfiltered
-		allFast // every row by the fast path's parameters (the SV_ALL_FAST hint)
+		allFast  // every row by the fast path's parameters (the SV_ALL_FAST hint)
+		toppOnly // every row with top-p alone (the SV_TOP_P_ONLY hint)
 	)
 	modeParams := func(rows, mode int) engine.Params {
 		switch mode {
@@ -212,6 +214,8 @@ func TestGPUVariants(t *testing.T) {
 			return forcedParams(rng, rows, 0.8, 0, 0.9, 0.02)
 		case allFast:
 			return forcedParams(rng, rows, 0.7, 50, 0.9, 0)
+		case toppOnly:
+			return forcedParams(rng, rows, 0.8, 0, 0.9, 0)
 		}
 		return forcedParams(rng, rows, 1.3, 0, 1, 0)
 	}
@@ -272,6 +276,7 @@ func TestGPUVariants(t *testing.T) {
 		{"sample/rejection f32", logitsCase(engine.OpSample, engine.F32, 3, 4099, filtered, engine.SampleRejection, 0), []string{"sample_filtered_tokens"}},
 		{"sample/rejection bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, filtered, engine.SampleRejection, 0), []string{"sample_filtered_pattern"}},
 		{"sample/unfiltered f32", logitsCase(engine.OpSample, engine.F32, 3, 4099, unfiltered, "", 0), []string{"argmax_chunks", "sample_lean_tokens"}},
+		{"sample/top-p alone bf16", logitsCase(engine.OpSample, engine.BF16, 5, 4099, toppOnly, "", 0), []string{"sample_topp"}},
 		{"sample/unfiltered bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, unfiltered, "", 0), []string{"sample_table"}},
 		{"sample/unfiltered f16", logitsCase(engine.OpSample, engine.F16, 3, 4099, unfiltered, "", 0), []string{"sample_lean_pattern"}},
 		{"sample/gumbel bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, unfiltered, engine.SampleGumbel, 0), []string{"sample_gumbel"}},

@@ -39,6 +39,7 @@ func TestHeaderConstants(t *testing.T) {
 		"SV_ARGMAX_INF_INVALID": flagInfInvalid,
 		"SV_HAS_FILTERS":        flagHasFilters,
 		"SV_ALL_FAST":           flagAllFast,
+		"SV_TOP_P_ONLY":         flagTopPOnly,
 		"SV_PARAM_BYTES":        paramBytesPerRow,
 		"SV_SPEC_TARGET_SHIFT":  specTargetShift,
 		"SV_SPEC_DRAFT_SHIFT":   specDraftShift,

@@ -28,6 +28,7 @@ const (
 	flagInfInvalid       = 0x100
 	flagHasFilters       = 0x200
 	flagAllFast          = 0x400
+	flagTopPOnly         = 0x800
 	specTargetShift      = 16
 	specDraftShift       = 20
 	paramBytesPerRow     = 32

@@ -170,6 +170,9 @@ func resolveParams(p *engine.Params, rows, vocab int, need engine.ParamGroup) (*
 	if allFast(rp, kp.Order, vocab) {
 		rp.flags |= flagAllFast
 	}
+	if rp.flags&flagHasFilters != 0 && topPOnly(rp, vocab) {
+		rp.flags |= flagTopPOnly
+	}
 	return rp, nil
 }
 
@@ -190,6 +193,19 @@ func allFast(rp *rowParams, order engine.FilterOrder, vocab int) bool {
 		}
 	}
 	return len(rp.topK) > 0
+}
+
+// topPOnly says whether no row has top-k or min-p on, so that top-p is the
+// only filter of the launch: the hint flagTopPOnly, under which sample's
+// single draws from bf16 logits take csrc's topp_kernel instead of the
+// top-k fast path. A wrong hint costs time, never a different answer.
+func topPOnly(rp *rowParams, vocab int) bool {
+	for r, k := range rp.topK {
+		if (k > 0 && int(k) < vocab) || rp.minP[r] > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // bytes lays the parameters out as csrc/sampviz.h says: six arrays.

@@ -43,6 +43,33 @@ func TestAllFast(t *testing.T) {
 	}
 }
 
+// TestTopPOnly checks the SV_TOP_P_ONLY hint: no row may have top-k or
+// min-p on.
+func TestTopPOnly(t *testing.T) {
+	const vocab = 1000
+	rows := func(k int32, minP float32) *rowParams {
+		return &rowParams{
+			temperature: []float32{0.7, 1}, topK: []int32{0, k}, topP: []float32{0.9, 1}, minP: []float32{0, minP},
+		}
+	}
+	tests := []struct {
+		name string
+		rp   *rowParams
+		want bool
+	}{
+		{"top-p alone", rows(0, 0), true},
+		{"top-k of the whole vocabulary (off)", rows(vocab, 0), true},
+		{"a row with top-k", rows(50, 0), false},
+		{"a row with min-p", rows(0, 0.05), false},
+		{"no rows", &rowParams{}, true},
+	}
+	for _, tc := range tests {
+		if got := topPOnly(tc.rp, vocab); got != tc.want {
+			t.Errorf("%s: topPOnly = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // tinyTree is a spec_tree_verify run of one row on the tree
 //
 //	0 ─┬─ 2 ─── 3
