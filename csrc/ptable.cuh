@@ -210,21 +210,64 @@ __device__ __forceinline__ V table_sum(const PatternTable<V> &tab, const __nv_bf
   return table_sum(tab, x, lo, hi, exact, [](V v) { return v; });
 }
 
+// segment_sums returns this thread's DrawWeights over its segment of S
+// tokens of an n-token row ([t * S, (t + 1) * S), S a multiple of 256),
+// sums(lo, hi) giving a range's, with the row read coalesced: the four
+// lanes of a group take one segment, 8 tokens (16 bytes) a lane in turn,
+// so that a warp's load covers 64 contiguous bytes of eight segments,
+// where a thread summing its own segment reads 16 bytes at S * 2-byte
+// strides across the warp. The segments of a warp's threads stay with the
+// warp; a segment's total reaches its thread by a shuffle. The sums are
+// integers: any order gives the same total.
+template <int BLOCK, typename Sums>
+__device__ __forceinline__ DrawWeights segment_sums(int n, int S, Sums &&sums) {
+  const int lane = threadIdx.x & 31, first = threadIdx.x & ~31;  // the warp's first segment
+  const int q = lane >> 2, r = lane & 3;
+  DrawWeights own{0ull, 0ull};
+#pragma unroll 1
+  for (int s0 = 0; s0 < 32; s0 += 8) {
+    const int lo = min(n, (first + s0 + q) * S), hi = min(n, lo + S);
+    DrawWeights acc{0ull, 0ull};
+#pragma unroll 4
+    for (int i = lo + 8 * r; i < hi; i += 32) {
+      const DrawWeights d = sums(i, min(hi, i + 8));
+      acc.residual += d.residual;
+      acc.target += d.target;
+    }
+#pragma unroll
+    for (int off = 1; off < 4; off <<= 1) {
+      acc.residual += __shfl_xor_sync(0xffffffffu, acc.residual, off);
+      acc.target += __shfl_xor_sync(0xffffffffu, acc.target, off);
+    }
+    // Lane s0 + j owns segment first + s0 + j, whose total group j holds.
+    const int j = lane - s0;
+    const unsigned long long res = __shfl_sync(0xffffffffu, acc.residual, 4 * (j & 7));
+    const unsigned long long tgt = __shfl_sync(0xffffffffu, acc.target, 4 * (j & 7));
+    if (j >= 0 && j < 8) own = DrawWeights{res, tgt};
+  }
+  return own;
+}
+
 // draw_bits draws from a bf16 row by the fixed-point inverse CDF, as
 // rowops.cuh's seg_total and seg_find do, with w(i, b) the weights of
 // token i of pattern b: from the residual weights when residual_first is
 // set and they are not all 0, else from the target weights, the first token
 // whose inclusive prefix sum exceeds pick(u, total). Both totals of a
-// thread's segment come from one pass, sums(lo, hi), in segments of whole
-// 256-token chunks; the segment that holds the target is searched token by
-// token with w. It returns the token, or -1 when every weight is 0.
-template <int BLOCK, typename Sums, typename W>
+// thread's segment (whole 256-token chunks) come from one pass, sums(lo,
+// hi) over the thread's own segment, or with COALESCED segment_sums; the
+// segment that holds the target is searched token by token with w. It
+// returns the token, or -1 when every weight is 0. COALESCED pays where a
+// token's weight reads more than the row (the chain's draft distribution
+// q, a row of its own) and costs where a table lookup is all a token takes
+// (table_kernel, topp_kernel, the one-hot chain: the per-call overhead of
+// eight tokens at a time outweighs the coalesced read; docs/perf-log.md).
+template <int BLOCK, bool COALESCED = false, typename Sums, typename W>
 __device__ int draw_bits(const __nv_bfloat16 *x, int n, bool residual_first, uint64_t u, Sums &&sums, W &&w,
                          RowShared<BLOCK> &sh) {
   const int chunks = (n + 255) / 256;
   const int S = 256 * ((chunks + BLOCK - 1) / BLOCK);
   const int lo = min(n, (int)threadIdx.x * S), hi = min(n, lo + S);
-  const DrawWeights own = sums(lo, hi);
+  const DrawWeights own = COALESCED ? segment_sums<BLOCK>(n, S, sums) : sums(lo, hi);
   const unsigned long long rtotal = residual_first ? Reduce<BLOCK>::sum(sh.red, own.residual) : 0;
   const bool use_residual = rtotal > 0;
   const unsigned long long mine = use_residual ? own.residual : own.target;
@@ -245,7 +288,7 @@ __device__ int draw_bits(const __nv_bfloat16 *x, int n, bool residual_first, uin
 }
 
 // draw_bits with the segment totals summed token by token from w, 16 bytes
-// at a time (bits_each).
+// at a time (bits_each), the row read coalesced (segment_sums).
 template <int BLOCK, typename W>
 __device__ int draw_bits(const __nv_bfloat16 *x, int n, bool residual_first, uint64_t u, W &&w,
                          RowShared<BLOCK> &sh) {
@@ -258,7 +301,7 @@ __device__ int draw_bits(const __nv_bfloat16 *x, int n, bool residual_first, uin
     });
     return s;
   };
-  return draw_bits<BLOCK>(x, n, residual_first, u, sums, w, sh);
+  return draw_bits<BLOCK, true>(x, n, residual_first, u, sums, w, sh);
 }
 
 }  // namespace sv

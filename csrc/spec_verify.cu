@@ -152,12 +152,10 @@ int launch_spec_verify(const void *target, int rows, int k, int vocab, uint64_t 
         a.split.tot = totals;
       } else {
         // bf16 rows read their second pass through staging tiles where
-        // the device holds them (staged_ready); launches with draft
-        // distributions keep the plain second read, since their chain,
-        // which rereads the target rows, measured slower after the staged
-        // one (docs/perf-log.md).
-        const size_t stage =
-            !qprobs && tabled<T>() && staged_ready((const void *)kk.prepare_lean) ? kStageBytes : 0;
+        // the device holds them (staged_ready), with or without draft
+        // distributions (their chain reads its rows coalesced,
+        // ptable.cuh segment_sums).
+        const size_t stage = tabled<T>() && staged_ready((const void *)kk.prepare_lean) ? kStageBytes : 0;
         st = launch_after(SV_VARIANT_SPEC_PREPARE_LEAN, false, kk.prepare_lean, dim3((unsigned)slots), kSpecBlock,
                           stage, "spec_verify prepare", x, k, vocab, (int)slots, rp, flags, drafts, wbuf, stats,
                           (const int *)nullptr);
