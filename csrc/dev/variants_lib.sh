@@ -43,10 +43,11 @@ variants_build() {
   note "build $(($(date +%s) - started)) s"
 }
 
-# variants_bench PREFIX MATCH links each variant and runs `sampviz bench
-# --quick --ops sample --match MATCH` on it, its MATCH rows to the summary.
+# variants_bench PREFIX MATCH [OPS] links each variant and runs `sampviz
+# bench --quick --ops OPS --match MATCH` on it (OPS: sample unless given),
+# each case's median to the summary.
 variants_bench() {
-  local n d u skip objs
+  local n d u skip objs ops=${3:-sample}
   for n in "${names[@]}"; do
     if [ "$n" != base ]; then
       d=build/variants/$1-$n
@@ -58,9 +59,9 @@ variants_bench() {
         note "$n does not build:"; cat "$d"/obj/*.log "$d"/obj/*/*.log "$d/link.log" 2>/dev/null | grep -m5 error | tee -a "$S"; continue
       fi
     fi
-    timeout 120 ./gpu-bundle/sampviz bench --kernels "$(lib_of "$1" "$n")" --quick --ops sample --match "$2" \
-      >"$O/bench-$n.txt" 2>&1
+    timeout 120 ./gpu-bundle/sampviz bench --kernels "$(lib_of "$1" "$n")" --quick --ops "$ops" --match "$2" \
+      >"$O/bench-$ops-$n.txt" 2>&1
     note "== $n (exit $?)"
-    grep -E "$2" "$O/bench-$n.txt" | grep -v " us$" | awk '{print "   ", $0}' | tee -a "$S"
+    grep " us$" "$O/bench-$ops-$n.txt" | tee -a "$S"
   done
 }
