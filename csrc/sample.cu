@@ -1,7 +1,8 @@
 // sample.cu: sample's launcher: the greedy rows through the indexed
 // argmax, then the sampled rows by the top-k fast path (single draws by
-// inverse CDF, with filters) and the full-row kernel for the rows it
-// flagged, or by a full-row kernel for every sampled row (unfiltered
+// inverse CDF, with filters; under top-p alone from bf16 logits,
+// topp_kernel) and the full-row kernel for the rows it flagged, or by a
+// full-row kernel for every sampled row (unfiltered
 // Gumbel-max single draws: gumbel_kernel; unfiltered bf16 single draws by
 // inverse CDF: table_kernel); with many draws,
 // draws_kernel after them, or guide_kernel and counts_kernel where the

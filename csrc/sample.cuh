@@ -30,7 +30,10 @@
 // (patterns.cuh), else per token. Where no row of a launch has a filter, a
 // lean full-row kernel (no filter code: fewer registers, two blocks an SM)
 // serves them, or for bf16 single draws by inverse CDF table_kernel (the
-// weights from a table of the row's patterns, ptable.cuh).
+// weights from a table of the row's patterns, ptable.cuh); where top-p is
+// the only filter (SV_TOP_P_ONLY), bf16 single draws by inverse CDF take
+// topp_kernel (the window's patterns counted for the cut, then
+// table_kernel's draw) in place of the top-k fast path.
 //
 // The kernels are compiled in csrc/instances/ (sample_fast_*.cu,
 // sample_tokens_*.cu, sample_pattern_*.cu), so that the build runs them
