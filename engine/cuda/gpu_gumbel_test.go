@@ -140,13 +140,15 @@ func TestGPUSampleTable(t *testing.T) { unfilteredRowKinds(t, engine.SampleAuto)
 // TestGPUSampleTopP is TestGPUSampleTable's rows, and a row whose top-p cut
 // falls among the tokens of magnitudes below the pattern window, under
 // top-p alone (0.9, 0.5, 0.99, 0.2 and off, a row each in turn): bf16 rows
-// take topp_kernel (the SV_TOP_P_ONLY hint) and the rows it leaves (the
-// invalid ones it does not, the cut in the lump) the full-row kernel after
-// it; f16 and f32 rows the fast path and the full-row kernel.
+// take topp_kernel (the SV_TOP_P_ONLY hint), which answers invalid and
+// greedy rows itself and leaves a row whose cut falls in the lump to the
+// full-row kernel after it; f16 and f32 rows take the fast path and the
+// full-row kernel.
 func TestGPUSampleTopP(t *testing.T) {
 	kinds := append(gumbelRowKinds[:len(gumbelRowKinds):len(gumbelRowKinds)], rowKind{"lump", func(rng *rand.Rand, t *engine.Tensor, r, vocab int) bool {
 		// One token at 8, the others at magnitudes far below the window
-		// (|x| < 2^-40): their mass, e^-8 each, holds top-p's cut.
+		// (about 2^-60): at T near 1 their mass, e^-8 each, holds top-p's
+		// cut.
 		for i := range vocab {
 			t.SetFloat(r*vocab+i, math.Ldexp(rng.NormFloat64(), -60))
 		}
