@@ -13,8 +13,8 @@
 #             100000: wall time and peak resident memory (/usr/bin/time)
 #   bench     `sampviz bench --ops sample --match counts`
 #   ncu       one counts_kernel launch of the 10^5-draw case profiled (is it
-#             issue-bound or L2-bound? docs/PERF.md's next steps, "Counted
-#             draws")
+#             issue-bound or L2-bound? docs/PERF.md, "What blocks each
+#             missed target", counted draws)
 # Needs gpu-bundle/ from `make gpu-bundle` and python3 with numpy (the
 # dump). Logs go to $GPU_OUT (default $OUT, else gpu-out).
 set -uo pipefail

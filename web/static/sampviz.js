@@ -767,7 +767,7 @@
     // draw. Off screen, one type per idle task, they make ECharts compile
     // its code for that type before the first streamed draw needs it: a
     // fresh browser's first draw of a type ran 120-215 ms where later ones
-    // took 15-60 ms (docs/PERF.md), and split so, no task carries both.
+    // took 15-60 ms (docs/perf-log.md), and split so, no task carries both.
     const warmUps = {
       worst: { x: 'value', y: 'log', series: [
         // Past decorate's largeThreshold, so that large mode is warmed too.
