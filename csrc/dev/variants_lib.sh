@@ -6,7 +6,8 @@
 # script defines names (the variants, "base" the product), units NAME (the
 # csrc/ units NAME compiles from its copy) and edit NAME FILE (python that
 # edits s, FILE's text, or "pass"), then calls variants_build and
-# variants_bench with its prefix.
+# variants_bench with its prefix, and variant_tests for the variants its
+# SUITE=1 checks.
 set -uo pipefail
 O=${OUT:-gpu-out}; mkdir -p "$O"; S=$O/summary.txt; : >"$S"
 note() { echo "$*" | tee -a "$S"; }
@@ -20,7 +21,8 @@ started=$(date +%s)
 lib_of() { [ "$2" = base ] && echo "$PWD/build/libsampviz_kernels.so" || echo "$PWD/build/variants/$1-$2/libsampviz_kernels.so"; }
 
 # variants_build PREFIX makes each variant's copy of csrc/ and compiles its
-# units while `make kernels` builds the product.
+# units while `make kernels` builds the product. With PREP_ONLY=1 it only
+# makes the copies and exits (a check of the edits, without a GPU).
 variants_build() {
   local pids="" n f e u o d
   for n in "${names[@]}"; do
@@ -32,12 +34,14 @@ variants_build() {
       python3 -c "s = open('csrc/$f').read(); t = s; $e; assert s != t, 'edit of $n $f did not apply'; open('$d/csrc/$f', 'w').write(s)" ||
         { note "$n: edit of $f failed"; rm -rf "$d"; continue 2; }
     done
+    [ "${PREP_ONLY:-0}" = 1 ] && { note "$n: edited (units $(units "$n" | tr '\n' ' '))"; continue; }
     for u in $(units "$n"); do
       o=$d/obj/${u%.cu}.o; mkdir -p "$(dirname "$o")"
       (timeout 240 nvcc $FL -c -o "$o" "$d/csrc/$u" >"$o.log" 2>&1) &
       pids="$pids $!"
     done
   done
+  [ "${PREP_ONLY:-0}" = 1 ] && exit 0
   make -j"$(nproc)" kernels SAMPVIZ_ARCHS=$archs >"$O/build.log" 2>&1 || { note "build FAILED"; grep error "$O/build.log" | head; exit 1; }
   wait $pids
   note "build $(($(date +%s) - started)) s"
@@ -64,4 +68,25 @@ variants_bench() {
     note "== $n (exit $?)"
     grep " us$" "$O/bench-$ops-$n.txt" | tee -a "$S"
   done
+}
+
+# variant_tests PREFIX NAME TESTS [MEMTESTS] runs the GPU tests TESTS
+# (cuda.test -test.run) on variant NAME's library, then compute-sanitizer
+# memcheck on MEMTESTS (TESTS when empty; "-": none) in the quick mode, and
+# notes both in the summary. A variant that did not build is skipped.
+variant_tests() {
+  local lib rc mrc=- mem="no memcheck"
+  lib=$(lib_of "$1" "$2")
+  [ -f "$lib" ] || return 0
+  SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 timeout "${SUITE_TIMEOUT:-150}" ./gpu-bundle/cuda.test -test.count=1 \
+    -test.run "$3" >"$O/suite-$2.log" 2>&1
+  rc=$?
+  if [ "${4:-}" != - ]; then
+    SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=1 \
+      SAMPVIZ_WORKER_WRAPPER="compute-sanitizer --tool memcheck --error-exitcode 3" \
+      timeout "${SUITE_TIMEOUT:-150}" ./gpu-bundle/cuda.test -test.count=1 -test.run "${4:-$3}" >"$O/memcheck-$2.log" 2>&1
+    mrc=$?
+    mem="$(grep -c 'ERROR SUMMARY: 0 errors' "$O/memcheck-$2.log") clean of $(grep -c 'ERROR SUMMARY' "$O/memcheck-$2.log")"
+  fi
+  note "suite $2: exit $rc ($(grep -c -- '--- FAIL' "$O/suite-$2.log") failures); memcheck exit $mrc, $mem"
 }

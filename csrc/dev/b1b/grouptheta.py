@@ -1,5 +1,6 @@
-"""grouptheta.py FILE: edits a copy of csrc/fast_scan.cuh (b1b_variants.sh's
-"grp" variants): a chunk of at most one tile (B=1's chunks) takes its first
+"""grouptheta.py: group_theta(s) edits csrc/fast_scan.cuh's text s
+(b1b_variants.sh's "grp" variants; as a command, grouptheta.py FILE edits
+the file): a chunk of at most one tile (B=1's chunks) takes its first
 theta from group maxima instead of kth_key's radix select. G = 256/L groups
 of L lanes (G >= k); each group's largest vector-max key is a distinct
 token at or above the smallest of them,
@@ -11,8 +12,6 @@ that is already there in place of kth_key's passes. Only for k <= 64
 hands on; at k = 50 ~300 of 4008 or 8016 (the radix select ~50)."""
 import sys
 
-p = sys.argv[1]
-s = open(p).read()
 old = """    s.keys[head_count + q * BLOCK + threadIdx.x] = vm[q] == vm[q] ? order_key(vm[q]) : 0u;
   }
   __syncthreads();
@@ -48,5 +47,15 @@ new = """    s.keys[head_count + q * BLOCK + threadIdx.x] = vm[q] == vm[q] ? ord
     theta = t0 > order_key(-kInf) ? key_value(t0) : -kInf;
   }
 """
-assert s.count(old) == 1, "grouptheta.py: fast_scan.cuh's first-tile theta not found"
-open(p, "w").write(s.replace(old, new))
+
+
+def group_theta(s):
+    """Returns fast_scan.cuh's text s with the first tile's theta from group maxima."""
+    assert s.count(old) == 1, "grouptheta.py: fast_scan.cuh's first-tile theta not found"
+    return s.replace(old, new)
+
+
+if __name__ == "__main__":
+    p = sys.argv[1]
+    t = group_theta(open(p).read())
+    open(p, "w").write(t)
