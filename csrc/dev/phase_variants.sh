@@ -29,14 +29,16 @@
 #   nototal  nochain, the split prepare stopping before the span totals
 #   qstaged  launches with draft distributions take the staged second read
 #            in the lean prepare too (kept off when their chain read each
-#            row strided, run 152; since run 166 that chain reads coalesced)
+#            row strided, run 152; since run 166 that chain reads coalesced).
+#            Adopted after run 170: the product does it, so the edit no
+#            longer applies and qstaged is not in the default list
 #   cfloat   the lean chain's table of fixed-point weights (bf16, one-hot)
 #            as floats, p * 2^40, W their truncation (table_kernel's), in
 #            place of 64-bit W: half the shared-memory traffic a lookup
 # VARIANTS picks them; logs go to $OUT (else gpu-out), summary.txt.
 EDITED="sample.cu sample.cuh spec_verify.cuh ptable.cuh spec_verify.cu"
 source csrc/dev/variants_lib.sh
-names=(${VARIANTS:-base old strided tstat tcount tcut nochain nodraw maxonly nototal qstaged cfloat})
+names=(${VARIANTS:-base old strided tstat tcount tcut nochain nodraw maxonly nototal cfloat})
 units() {
   case $1 in
     base) ;;
@@ -66,28 +68,13 @@ edit() {
         nototal) echo 's = s.replace("  if (!valid) return;\n  // The chain", "  if (temp > -1.0f) return;\n  // The chain")' ;;
       esac ;;
     cfloat:spec_verify.cuh) cat <<'PY'
-s = s.replace('''        auto w_of = [&](float v) { return weight(p_of(v)); };
-        const PatternTable<unsigned long long> tab{wtab, table_window(ps.m, ps.temp)};
-        fill_table<BLOCK>(tab, w_of);
-        auto sums = [&](int lo, int hi) -> DrawWeights {
-          const unsigned long long t = table_sum(tab, xb, lo, hi, w_of);
-          if (j >= k) return DrawWeights{0ull, t};
-          const bool own = xd >= lo && xd < hi;
-          return DrawWeights{t - (own ? tab.value(__bfloat16_as_ushort(xb[xd]), w_of) : 0ull), t};
-        };
-        auto both = [&](int v, unsigned b) -> DrawWeights {
-          const unsigned long long w = tab.value(b, w_of);''', '''        auto w_of = [&](float v) { return __fmul_rn(fminf(fmaxf(p_of(v), 0.0f), 1.0f), 1099511627776.0f); };
-        auto fixed = [](float e) -> unsigned long long { return __float2ull_rz(e); };
-        const PatternTable<float> tab{reinterpret_cast<float *>(wtab), table_window(ps.m, ps.temp)};
-        fill_table<BLOCK>(tab, w_of);
-        auto sums = [&](int lo, int hi) -> DrawWeights {
-          const unsigned long long t = table_sum(tab, xb, lo, hi, w_of, fixed);
-          if (j >= k) return DrawWeights{0ull, t};
-          const bool own = xd >= lo && xd < hi;
-          return DrawWeights{t - (own ? fixed(tab.value(__bfloat16_as_ushort(xb[xd]), w_of)) : 0ull), t};
-        };
-        auto both = [&](int v, unsigned b) -> DrawWeights {
-          const unsigned long long w = fixed(tab.value(b, w_of));''')
+s = (s.replace("auto w_of = [&](float v) { return weight(p_of(v)); };",
+               "auto w_of = [&](float v) { return __fmul_rn(fminf(fmaxf(p_of(v), 0.0f), 1.0f), 1099511627776.0f); };\n"
+               "        auto fixed = [](float e) -> unsigned long long { return __float2ull_rz(e); };")
+      .replace("const PatternTable<unsigned long long> tab{wtab,", "const PatternTable<float> tab{reinterpret_cast<float *>(wtab),")
+      .replace("table_sum(tab, xb, lo, hi, w_of);", "table_sum(tab, xb, lo, hi, w_of, fixed);")
+      .replace("own ? tab.value(__bfloat16_as_ushort(xb[xd]), w_of) : 0ull", "own ? fixed(tab.value(__bfloat16_as_ushort(xb[xd]), w_of)) : 0ull")
+      .replace("const unsigned long long w = tab.value(b, w_of);", "const unsigned long long w = fixed(tab.value(b, w_of));"))
 PY
     ;;
     nodraw:spec_verify.cuh) echo 's = s.replace("  int token = -1;\n  if (ps.valid) {", "  int token = -1;\n  if (ps.valid && a.rows < 0) {")' ;;
