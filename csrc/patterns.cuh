@@ -646,6 +646,192 @@ __device__ int pattern_pick(const PSource<T> &ps, int n, const Filter *f, uint64
   return token;
 }
 
+// KeyCut is the rule of a rejection round's candidates on an unfiltered
+// pattern source, as keys (key16): token i is a candidate iff its key
+// exceeds tied where i < tie_end, else above; each threshold (the least
+// candidate key minus one) held in both halves of a word.
+struct KeyCut {
+  unsigned above, tied;
+  int tie_end;
+
+  // take8 is the candidates among tokens [i, i + 8) of patterns u (token
+  // i + e in half e & 1 of word e >> 1), as bit e. Only the one group that
+  // holds tie_end compares with both thresholds.
+  __host__ __device__ __forceinline__ unsigned take8(const uint4 &u, int i) const {
+    auto bits = [&](unsigned t) {
+      const unsigned r = (above16x2(key16x2(u.x), t) >> 15) | (above16x2(key16x2(u.y), t) >> 13) |
+                         (above16x2(key16x2(u.z), t) >> 11) | (above16x2(key16x2(u.w), t) >> 9);
+      return (r | (r >> 15)) & 0xffu;  // bits 16 + 2q to 2q + 1
+    };
+    unsigned m = bits(i + 8 <= tie_end ? tied : above);
+    if (i < tie_end && tie_end < i + 8) m |= bits(tied) & ((1u << (tie_end - i)) - 1u);  // tied <= above
+    return m;
+  }
+};
+
+// pattern_cut is sample_row's rejection rule for the tokens ordered before
+// the drawn token c, weight(v) > 0 and (v > w_c, or under lowest_index
+// v == w_c and i < c), on the unfiltered source ps (the one rejection
+// draws from), as a KeyCut. The list holds the row's values in descending
+// key order, their weights never rising, so the positions that pass either
+// half of the rule are a prefix of the list (found by bisection; the
+// weight 0 at position p.n ends every prefix), and the row's patterns at
+// those positions are those whose keys reach the key at the prefix's last:
+// c's key where the prefix ends at c, c's key plus one where it ends just
+// before c, and otherwise (other values of c's weight) the least key whose
+// position is inside it, from one pass over the position table. -inf
+// (position p.n) and the patterns absent from the row (0xffff) are inside
+// no prefix.
+template <typename T, int BLOCK>
+__device__ KeyCut pattern_cut(const PSource<T> &ps, int c, bool lowest, PatternSmem<BLOCK> &p) {
+  const int nd = p.n;
+  const unsigned kc = key16(__ldg(ps.x + c));
+  const int jc = ps.pos[kc];
+  const float wc = ps.w[jc];  // ps(c)
+  auto end = [&](bool or_equal) {
+    int lo = -1, hi = nd;
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) >> 1;
+      const float v = ps.w[mid];
+      if (weight(v) > 0 && (v > wc || (or_equal && v == wc)))
+        lo = mid;
+      else
+        hi = mid;
+    }
+    return hi;
+  };
+  const int e_above = end(false), e_tied = lowest ? end(true) : e_above;
+  // For an e that near accepts, least_key(e) is the least key at a position below e (0x10000: none).
+  auto near = [&](int e) { return e == 0 || (jc < nd && (e == jc || e == jc + 1)); };
+  auto least_key = [&](int e) -> unsigned { return e == 0 ? 0x10000u : e == jc ? kc + 1 : kc; };
+  unsigned k_above, k_tied;
+  if (near(e_above) && near(e_tied)) {  // the same in every thread
+    k_above = least_key(e_above);
+    k_tied = least_key(e_tied);
+  } else {
+    RowShared<BLOCK> &sh = p.sh;
+    if (threadIdx.x == 0) sh.found = sh.seg = 0x10000;
+    __syncthreads();
+    unsigned ka = 0x10000u, kt = 0x10000u;
+    for (int j = threadIdx.x; j < kPatterns / 2; j += BLOCK) {
+      const unsigned v = p.hist[j];  // key 2 j in the low half; absent keys 0xffff, above every e
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int at = (int)((v >> (16 * h)) & 0xffffu);
+        if (at < e_above) ka = min(ka, 2u * j + h);
+        if (at < e_tied) kt = min(kt, 2u * j + h);
+      }
+    }
+    if (ka < 0x10000u) atomicMin(&sh.found, (int)ka);
+    if (kt < 0x10000u) atomicMin(&sh.seg, (int)kt);
+    __syncthreads();
+    k_above = (unsigned)sh.found;
+    k_tied = (unsigned)sh.seg;
+    __syncthreads();
+  }
+  return KeyCut{(k_above - 1u) * 0x10001u, (k_tied - 1u) * 0x10001u, lowest ? c : 0};
+}
+
+// pattern_compact is compact (rowops.cuh) of the row under cut: it writes
+// every candidate i < n, in index order, with its weight ps(i) to out_idx
+// and out_w, and returns how many, to every thread. compact walks the row
+// in tiles of 4096 tokens, each a table lookup a token, a block scan and
+// two barriers; here the rule is on the patterns alone, and the row takes
+// two barriers. Warp w owns a contiguous stretch of 256-token chunks, lane
+// l tokens [8 l, 8 l + 8) of each, read with 16-byte loads, UNROLL chunks
+// in flight. The first pass counts each warp's candidates and notes, a
+// word a chunk in p.sh's radix counters (unused on the pattern path), the
+// lanes that hold any; one barrier places the warps' lists; the second
+// pass reads again only those lanes' 16 bytes (still in the L2) and
+// writes, a warp scan a chunk ordering the lanes. ps must be unfiltered.
+template <typename T, int BLOCK>
+__device__ int pattern_compact(const PSource<T> &ps, int n, const KeyCut &cut, int *out_idx, float *out_w,
+                               PatternSmem<BLOCK> &p) {
+  constexpr int WARPS = BLOCK / 32, UNROLL = 4;
+  static_assert(sizeof(p.sh.hist_count) / sizeof(unsigned) >= kMaxLeaves, "a word for every chunk");
+  unsigned *lanes = p.sh.hist_count;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int chunks = (n + 255) / 256, per = (chunks + WARPS - 1) / WARPS;
+  const int c_lo = min(chunks, warp * per), c_hi = min(chunks, c_lo + per);
+  const bool vec = (reinterpret_cast<uintptr_t>(ps.x) & 15) == 0;
+  // group is the patterns of tokens [i, i + 8); past n, 0xffff (key 0, never a candidate).
+  auto group = [&](int i) {
+    if (vec && i + 8 <= n) return __ldg(reinterpret_cast<const uint4 *>(ps.x + i));
+    unsigned h[8];
+#pragma unroll
+    for (int e = 0; e < 8; e++) h[e] = i + e < n ? (unsigned)__ldg(ps.x + i + e) : 0xffffu;
+    return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+  };
+  unsigned count = 0;
+  for (int c0 = c_lo; c0 < c_hi; c0 += UNROLL) {
+    uint4 u[UNROLL];
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++)
+      if (c0 + k < c_hi) u[k] = group(256 * (c0 + k) + 8 * lane);
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) {
+      if (c0 + k >= c_hi) break;  // the same for the whole warp
+      const unsigned m = cut.take8(u[k], 256 * (c0 + k) + 8 * lane);
+      count += __popc(m);
+      const unsigned any = __ballot_sync(0xffffffffu, m != 0);
+      if (lane == 0) lanes[c0 + k] = any;
+    }
+  }
+#pragma unroll
+  for (int d = 16; d >= 1; d >>= 1) count += __shfl_xor_sync(0xffffffffu, count, d);
+  if (lane == 0) p.warp_sum[warp] = count;
+  __syncthreads();
+  int base = 0, total = 0;
+  for (int w = 0; w < WARPS; w++) {
+    const int s = (int)p.warp_sum[w];
+    base += w < warp ? s : 0;
+    total += s;
+  }
+  for (int c0 = c_lo; c0 < c_hi; c0 += UNROLL) {
+    uint4 u[UNROLL];
+    unsigned any[UNROLL];
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) {
+      any[k] = c0 + k < c_hi ? lanes[c0 + k] : 0u;
+      if ((any[k] >> lane) & 1u) u[k] = group(256 * (c0 + k) + 8 * lane);
+    }
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) {
+      if (any[k] == 0) continue;  // the same for the whole warp
+      const int i = 256 * (c0 + k) + 8 * lane;
+      unsigned m = (any[k] >> lane) & 1u ? cut.take8(u[k], i) : 0u;
+      const unsigned mine = __popc(m), before = warp_exclusive(mine);
+      int at = base + (int)before;
+      base += (int)__shfl_sync(0xffffffffu, before + mine, 31);
+      const unsigned long long lo = ((unsigned long long)u[k].y << 32) | u[k].x;
+      const unsigned long long hi = ((unsigned long long)u[k].w << 32) | u[k].z;
+      for (; m; m &= m - 1u, at++) {
+        const int e = __ffs(m) - 1;
+        const unsigned b = (unsigned)((e < 4 ? lo : hi) >> (16 * (e & 3))) & 0xffffu;
+        out_idx[at] = i + e;
+        out_w[at] = ps.at(i + e, b);
+      }
+    }
+  }
+  __syncthreads();  // the list is written before any thread reads it, and lanes read before it is reused
+  return total;
+}
+
+// pattern_candidates is rejection's first compaction on row x's
+// unfiltered pattern source (pattern_source over p): the candidates
+// ordered before the drawn token c (pattern_cut), written by
+// pattern_compact; it returns how many. Not inlined, so that its registers
+// stay out of the kernels that inline the other draws
+// (sample_flagged_kernel spilled more with it inlined), and it builds the
+// source itself: one passed by reference would live in local memory in
+// the caller.
+template <typename T, int BLOCK>
+__device__ __noinline__ int pattern_candidates(const T *x, int n, int c, bool lowest, int *out_idx, float *out_w,
+                                               PatternSmem<BLOCK> &p) {
+  const PSource<T> ps = pattern_source<T>(x, p);
+  return pattern_compact<T, BLOCK>(ps, n, pattern_cut<T, BLOCK>(ps, c, lowest, p), out_idx, out_w, p);
+}
+
 // pattern_write writes out[i] = g(i, w_i) for every token of the row (g
 // must give 0 for a weight of 0 outside the quads, where it is not asked):
 // four tokens a thread, with 8-byte loads and 16-byte stores where both

@@ -109,6 +109,23 @@ __device__ __forceinline__ unsigned short unkey16(unsigned short k) {
   return (k & 0x8000u) ? (unsigned short)(k & 0x7fffu) : (unsigned short)~k;
 }
 
+// key16x2 is key16 of both 16-bit halves of w: each half is flipped
+// whole where its sign bit is set (the sign times 0x7fff, plus the 0x8000
+// every half flips), else only in its top bit.
+__host__ __device__ __forceinline__ unsigned key16x2(unsigned w) {
+  return w ^ (((w & 0x80008000u) >> 15) * 0x7fffu + 0x80008000u);
+}
+
+// above16x2 sets bit 15 where the low half of k exceeds the low half of t,
+// bit 31 where the high halves do (unsigned 16-bit numbers), and clears
+// every other bit: two comparisons in a few word operations. Bit 15 of a
+// half of d is whether t's low 15 bits are at least k's (the top bit set
+// in t keeps the borrow inside the half); the top bits decide the rest.
+__host__ __device__ __forceinline__ unsigned above16x2(unsigned k, unsigned t) {
+  const unsigned d = (t | 0x80008000u) - (k & 0x7fff7fffu);
+  return ~((t & ~k) | (~(t ^ k) & d)) & 0x80008000u;
+}
+
 // Filter is the survivors of top-k, top-p and min-p as thresholds on w:
 // token i survives iff kept(i, w_i). Under lowest_index, tokens equal to the
 // top-k threshold survive up to index tie_cut.

@@ -160,9 +160,17 @@ __device__ void sample_row(const SampleArgs &a, const T *x, const RowStat &st, f
       float *lw = a.list_w + (size_t)slot * wstride(n);
       float bw = w(c);
       int bi = c;
-      int len = compact<BLOCK, 8>(
-          n, [&](int i) { const float v = w(i); return weight(v) > 0 && (v > bw || (lowest && v == bw && i < bi)); },
-          [&](int i, int &id, float &v) { id = i, v = w(i); }, lidx, lw, sh);
+      int len;
+      if constexpr (IsPatternSource<Src>::value) {
+        // w is x's unfiltered pattern source (sample_patterns narrows it
+        // for the other methods only), whose candidates are a rule on the
+        // patterns alone (pattern_cut).
+        len = pattern_candidates<T, BLOCK>(x, n, c, lowest, lidx, lw, *pat);
+      } else {
+        len = compact<BLOCK, 8>(
+            n, [&](int i) { const float v = w(i); return weight(v) > 0 && (v > bw || (lowest && v == bw && i < bi)); },
+            [&](int i, int &id, float &v) { id = i, v = w(i); }, lidx, lw, sh);
+      }
       for (uint64_t round = 1; len > 0; round++) {
         auto lweight = [&](int k) -> unsigned long long { return weight(lw[k]); };
         total = seg_total<BLOCK>(len, lweight, mine, sh);
