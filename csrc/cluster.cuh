@@ -123,6 +123,15 @@ __device__ __forceinline__ unsigned add_peer(unsigned remote, unsigned v) {
 __device__ __forceinline__ void count_peer(unsigned remote, unsigned v) {
   asm volatile("red.shared::cluster.add.u32 [%0], %1;" ::"r"(remote), "r"(v) : "memory");
 }
+// load_peer_v4 reads 16 bytes at a peer_address (16-byte aligned).
+__device__ __forceinline__ uint4 load_peer_v4(unsigned remote) {
+  uint4 v;
+  asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
 
 // pack is an ArgBest as the 8 bytes store_peer writes (its memory layout).
 __device__ __forceinline__ unsigned long long pack(const ArgBest &b) {
@@ -143,6 +152,10 @@ __device__ __forceinline__ unsigned add_peer(unsigned, unsigned) {
   return 0;
 }
 __device__ __forceinline__ void count_peer(unsigned, unsigned) { __trap(); }
+__device__ __forceinline__ uint4 load_peer_v4(unsigned) {
+  __trap();
+  return uint4{};
+}
 #endif
 
 // KernelMemo keeps one answer per kernel, for questions whose answer does

@@ -1,12 +1,12 @@
 // sample.cu: sample's launcher: the greedy rows through the indexed
 // argmax, then the sampled rows by the top-k fast path (single draws by
 // inverse CDF, with filters; under top-p alone from bf16 logits,
-// topp_kernel) and the full-row kernel for the rows it flagged, or by a
-// full-row kernel for every sampled row (unfiltered
+// topp_held_kernel or topp_kernel) and the full-row kernel for the rows it
+// flagged, or by a full-row kernel for every sampled row (unfiltered
 // Gumbel-max single draws: gumbel_kernel; unfiltered bf16 single draws by
-// inverse CDF: table_kernel); with many draws,
-// draws_kernel after them, or guide_kernel and counts_kernel where the
-// draws are counted on the device. The kernels are sample.cuh's.
+// inverse CDF: table_kernel); with many draws, draws_kernel after them, or
+// guide_kernel and counts_kernel where the draws are counted on the
+// device. The kernels are sample.cuh's.
 #include "sample.cuh"
 
 namespace sv {
@@ -216,6 +216,36 @@ __global__ void __launch_bounds__(kCountsBlock)
 
 size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 
+// launch_flagged launches the full-row kernel on the slots that todo flags,
+// behind the fast or the top-p kernel that flagged them (early: as soon as
+// that kernel triggers, for launches that expect few).
+template <typename T>
+int launch_flagged(const SampleFullKernels<T> &pk, const SampleFullKernels<T> &tk, bool early, const T *x,
+                   const SampleArgs &a, const int *todo, int n_sampled) {
+  const auto full = full_row_variant<kSampleBlock>(pk.flagged, tk.flagged, sizeof(T) == 2);
+  const dim3 grid(flagged_grid((const void *)full.kern, kSampleBlock, n_sampled, full.smem));
+  return launch_after(full.smem ? SV_VARIANT_SAMPLE_FLAGGED_PATTERN : SV_VARIANT_SAMPLE_FLAGGED_TOKENS, early,
+                      full.kern, grid, kSampleBlock, full.smem, "sample", x, a, todo, n_sampled);
+}
+
+// held_fits says whether topp_held_kernel (kern, null for logits other than
+// bf16) takes rows of vocab tokens, slots of them, and sets smem to its
+// dynamic shared memory: an sm_90 binary whose cluster attributes took,
+// whole 16-byte vectors a row, and one wave of clusters of kHeldCluster
+// blocks with their chunks. Past one wave topp_kernel serves: a held row's
+// fixed steps (a table a block, five cluster barriers, block 0's cut while
+// its peers wait) then cost more than the two reads of the row they save
+// (docs/PERF.md).
+template <typename K>
+bool held_fits(K kern, int vocab, int slots, size_t &smem) {
+  if (!kern || !cluster_path() || vocab % 8 != 0) return false;
+  const int chunk = held_chunk(vocab, kHeldCluster);
+  if ((chunk + kHeldTile - 1) / kHeldTile > kHeldMaxTiles) return false;
+  smem = held_smem(chunk);
+  return cluster_ready((const void *)kern, true) &&
+         slots <= max_clusters((const void *)kern, kHeldCluster, kSampleBlock, smem);
+}
+
 // pattern_or_token_kernels is a dtype's full-row kernels by pattern: those
 // exist for 16-bit logits; f32 has the per-token ones only.
 SampleFullKernels<float> pattern_or_token_kernels(const float *x) { return sample_token_kernels(x); }
@@ -301,22 +331,21 @@ int launch_sample(int dtype, const void *logits, int rows, int vocab, uint64_t p
       if (!fast || !fast_serves(flags, fa)) {  // else the fast kernel drew its flagged rows itself
         const SampleFullKernels<T> tk = sample_token_kernels(x), pk = pattern_or_token_kernels(x);
         if (fast) {
-          const auto full = full_row_variant<kSampleBlock>(pk.flagged, tk.flagged, sizeof(T) == 2);
-          const dim3 grid(flagged_grid((const void *)full.kern, kSampleBlock, n_sampled, full.smem));
-          st = launch_after(full.smem ? SV_VARIANT_SAMPLE_FLAGGED_PATTERN : SV_VARIANT_SAMPLE_FLAGGED_TOKENS,
-                            (flags & SV_ALL_FAST) != 0, full.kern, grid, kSampleBlock, full.smem, "sample", x, a,
-                            (const int *)fa.todo, n_sampled);
+          st = launch_flagged(pk, tk, (flags & SV_ALL_FAST) != 0, x, a, fa.todo, n_sampled);
         } else if (topp && tk.topp) {
-          // topp_kernel, then the full-row kernel for the rows it left in
-          // todo (early: it expects none).
+          // topp_held_kernel where the row can be held, else topp_kernel;
+          // then the full-row kernel for the rows it left in todo (early:
+          // it expects none).
           int *todo = reinterpret_cast<int *>(base + slow_bytes - pbytes);
-          st = launch_after(SV_VARIANT_SAMPLE_TOPP, false, tk.topp, dim3(n_sampled), kSampleBlock, 0, "sample (top-p)",
-                            x, a, todo);
+          size_t held = 0;
+          if (held_fits(tk.topp_held, vocab, n_sampled, held))
+            st = launch_cluster(SV_VARIANT_SAMPLE_TOPP_HELD, tk.topp_held, dim3(n_sampled * kHeldCluster), kSampleBlock,
+                                held, kHeldCluster, "sample (top-p, held)", x, a, todo);
+          else
+            st = launch_after(SV_VARIANT_SAMPLE_TOPP, false, tk.topp, dim3(n_sampled), kSampleBlock, 0,
+                              "sample (top-p)", x, a, todo);
           if (st != SV_OK) return st;
-          const auto full = full_row_variant<kSampleBlock>(pk.flagged, tk.flagged, sizeof(T) == 2);
-          const dim3 grid(flagged_grid((const void *)full.kern, kSampleBlock, n_sampled, full.smem));
-          st = launch_after(full.smem ? SV_VARIANT_SAMPLE_FLAGGED_PATTERN : SV_VARIANT_SAMPLE_FLAGGED_TOKENS, true,
-                            full.kern, grid, kSampleBlock, full.smem, "sample", x, a, (const int *)todo, n_sampled);
+          st = launch_flagged(pk, tk, true, x, a, todo, n_sampled);
         } else if (filtered) {
           const auto full = full_row_variant<kSampleBlock>(pk.filtered, tk.filtered, sizeof(T) == 2);
           st = launch_after(full.smem ? SV_VARIANT_SAMPLE_FILTERED_PATTERN : SV_VARIANT_SAMPLE_FILTERED_TOKENS, false,

@@ -82,6 +82,7 @@ struct SampleFullKernels {
   SampleKernel<T> gumbel;  // unfiltered Gumbel-max, single draws (per-token families only, else null)
   SampleKernel<T> table;   // unfiltered bf16 inverse CDF, single draws (per-token family only, else null)
   SampleToppKernel<T> topp;  // bf16 inverse CDF under top-p alone, single draws (likewise)
+  SampleToppKernel<T> topp_held;  // the same, the row held in a cluster's shared memory (sm_90)
 };
 
 // One dtype's kernels, each family defined in its own translation unit
@@ -725,21 +726,49 @@ __global__ void __launch_bounds__(kFastBlock, 4)
 
 // ---- Inverse CDF without filters, bf16, single draws: a table of weights ----
 //
+// TableRow is a valid bf16 row's weights as the table kernels draw them:
+// w_of(v) is w * 2^40 (exact: a power of two; w is in [0, 1], so its
+// truncation is W = Weight(w), the bits philox.cuh's weight gives), and
+// kept(v) the same where it is at least cut (top-p's least kept weight; 0:
+// every token).
+struct TableRow {
+  float m, temp, cut;
+  __device__ __forceinline__ float w_of(float v) const { return __fmul_rn(weight_of(v, m, temp), 1099511627776.0f); }
+  __device__ __forceinline__ float kept(float v) const {
+    const float e = w_of(v);
+    return e >= cut ? e : 0.0f;
+  }
+};
+
+// table_fixed is a table entry's fixed-point weight W: its truncation.
+__device__ __forceinline__ unsigned long long table_fixed(float e) { return __float2ull_rz(e); }
+
+// table_draw is the table kernels' draw from bf16 row x: draw_bits over
+// tr's kept weights, tab's (filled with them) inside its window.
+template <int BLOCK>
+__device__ int table_draw(const __nv_bfloat16 *x, int n, const PatternTable<float> &tab, const TableRow &tr,
+                          uint64_t u, RowShared<BLOCK> &sh) {
+  auto kept = [&](float v) { return tr.kept(v); };
+  auto fixed = [](float e) { return table_fixed(e); };
+  auto sums = [&](int lo, int hi) { return DrawWeights{0ull, table_sum(tab, x, lo, hi, kept, fixed)}; };
+  auto w = [&](int, unsigned b) { return DrawWeights{0ull, fixed(tab.value(b, kept))}; };
+  return draw_bits<BLOCK>(x, n, false, u, sums, w, sh);
+}
+
 // table_kernel draws one token a slot by the inverse CDF, for launches
 // where no row has a filter, the logits are bf16 and each row makes one
 // draw: the row's maximum (row_stat), a table of the weights of the window
 // of patterns the row's tokens can take (one exact exp a pattern of the
 // window, ptable.cuh, not one a token), then draw_bits: each thread's
 // segment total from the table, and the ordered search of the segment that
-// holds the target. The table holds w * 2^40 as a float (exact: a power of
-// two; 4 bytes a lookup, half the shared-memory traffic of the fixed-point
-// W itself), and a token's W = Weight(w) is its truncation, the bits
-// philox.cuh's weight gives for w in [0, 1]. The weights are the per-token
-// path's and their sum an integer, so it draws engine/cpu's token. It needs
-// no count of the row's patterns (the lean pattern kernel's 65536 counters,
-// which fill an SM), so two blocks share an SM. Greedy and invalid rows
-// write what sample_tokens writes. It never writes a CDF: the many-draws
-// mode keeps the lean kernels.
+// holds the target (table_draw). The table holds TableRow's w * 2^40 as a
+// float (4 bytes a lookup, half the shared-memory traffic of the
+// fixed-point W itself). The weights are the per-token path's and their
+// sum an integer, so it draws engine/cpu's token. It needs no count of the
+// row's patterns (the lean pattern kernel's 65536 counters, which fill an
+// SM), so two blocks share an SM. Greedy and invalid rows write what
+// sample_tokens writes. It never writes a CDF: the many-draws mode keeps
+// the lean kernels.
 template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK, 2) table_kernel(const __nv_bfloat16 *__restrict__ logits, SampleArgs a) {
   __shared__ RowShared<BLOCK> sh;
@@ -752,33 +781,74 @@ __global__ void __launch_bounds__(BLOCK, 2) table_kernel(const __nv_bfloat16 *__
     if (threadIdx.x == 0) a.tokens[row] = st.valid ? st.arg : -1;
     return;
   }
-  const float m = st.m;
-  // w_of is w * 2^40: w in [0, 1] (the row is valid), so weight(w) is its truncation.
-  auto w_of = [&](float v) { return __fmul_rn(weight_of(v, m, temp), 1099511627776.0f); };
-  auto fixed = [](float e) -> unsigned long long { return __float2ull_rz(e); };
-  const PatternTable<float> tab{table_room(sh), table_window(m, temp)};
-  fill_table<BLOCK>(tab, w_of);
-  auto sums = [&](int lo, int hi) { return DrawWeights{0ull, table_sum(tab, x, lo, hi, w_of, fixed)}; };
-  auto w = [&](int, unsigned b) { return DrawWeights{0ull, fixed(tab.value(b, w_of))}; };
+  const TableRow tr{st.m, temp, 0.0f};
+  const PatternTable<float> tab{table_room(sh), table_window(st.m, temp)};
+  fill_table<BLOCK>(tab, [&](float v) { return tr.w_of(v); });
   const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
-  const int token = draw_bits<BLOCK>(x, n, false, rng.u64(0), sums, w, sh);
+  const int token = table_draw<BLOCK>(x, n, tab, tr, rng.u64(0), sh);
   if (threadIdx.x == 0) a.tokens[row] = token;
 }
 
 // ---- Top-p alone, bf16, single draws: the window's patterns counted ----
 //
+// topp_cut is top-p's cut over a row counted by pattern: count(j) tokens
+// of the window's entry j (weight tab.v[j], w * 2^40) and the lump's mass
+// (the tokens of magnitudes below the window) make the row's mass z; the
+// cut is pattern_filter's, in descending order of value the first value
+// whose inclusive fixed-point mass, as a double, reaches top_p * z. It
+// returns that value's tab.v (the least kept weight), or -1 when the cut
+// falls in the lump, whose order it does not know; every thread gets the
+// answer. red and found are the block's scan storage and a scratch int.
+template <int BLOCK, typename Count>
+__device__ float topp_cut(const PatternTable<float> &tab, Count count, unsigned long long lump, float top_p,
+                          typename Reduce<BLOCK>::Shared &red, int &found) {
+  // Positions in descending order of value: the window's positive
+  // patterns from the top (o < kTableSpan), the lump (o = kTableSpan),
+  // the negative ones from the smallest magnitude; kPer a thread.
+  constexpr int kOrder = kTableEntries + 1, kPer = (kOrder + BLOCK - 1) / BLOCK;
+  auto entry = [](int o) { return o < (int)kTableSpan ? kTableSpan - 1 - o : o - 1; };
+  auto mass = [&](int o) -> unsigned long long {
+    if (o == (int)kTableSpan) return lump;
+    const unsigned j = entry(o);
+    const unsigned c = count(j);
+    return c ? (unsigned long long)c * table_fixed(tab.v[j]) : 0ull;
+  };
+  const int o0 = (int)threadIdx.x * kPer;
+  unsigned long long ms[kPer], mine = 0, excl, z;  // each position's mass, read once
+#pragma unroll
+  for (int q = 0; q < kPer; q++) {
+    ms[q] = o0 + q < kOrder ? mass(o0 + q) : 0ull;
+    mine += ms[q];
+  }
+  cub::BlockScan<unsigned long long, BLOCK>(red.s.scan).ExclusiveSum(mine, excl, z);
+  if (threadIdx.x == 0) found = kOrder;
+  __syncthreads();
+  const double limit = (double)top_p * (double)z;
+  bool done = false;
+#pragma unroll
+  for (int q = 0; q < kPer; q++) {
+    excl += ms[q];
+    if (!done && o0 + q < kOrder && (double)excl >= limit) {
+      atomicMin(&found, o0 + q);
+      done = true;
+    }
+  }
+  __syncthreads();
+  const int oc = found;  // < kOrder: the last position's inclusive mass is z
+  return oc == (int)kTableSpan ? -1.0f : tab.v[entry(oc)];
+}
+
 // topp_kernel draws one token a slot by the inverse CDF for launches whose
 // only filter is top-p (SV_TOP_P_ONLY), from bf16 logits, one draw a row,
 // in three reads of the row: its maximum (row_stat); a count of its tokens
 // by pattern over table_kernel's window of weights (ptable.cuh), the tokens
 // of magnitudes below the window (about zero, one weight between the
 // positive and the negative patterns') in one lump of their exact
-// fixed-point weights; then top-p's cut from the counts, and table_kernel's
-// draw over the kept weights. The cut is pattern_filter's: in descending
-// order of value, the first value whose inclusive fixed-point mass, as a
-// double, reaches top_p * Z, and a token is kept iff its weight is at least
-// that value's (make_filter's rule, bit for bit: w is monotone in the
-// logit, so the order of values is the order of weights). Every row it
+// fixed-point weights; then top-p's cut from the counts (topp_cut), and
+// table_kernel's draw over the kept weights. A token is kept iff its weight
+// is at least the cut value's (make_filter's rule, bit for bit: w is
+// monotone in the logit, so the order of values is the order of weights).
+// topp_held_kernel below reads the row once where it can. Every row it
 // serves has its todo entry cleared; a row it cannot serve (top-k or min-p
 // on after all, the cut inside the lump, whose order it does not know, or a
 // token of nonzero weight above the window) keeps its entry for
@@ -807,11 +877,9 @@ __global__ void __launch_bounds__(BLOCK, 2)
     if (threadIdx.x == 0) todo[slot] = 1;
     return;
   }
-  const float m = st.m;
-  // w_of is w * 2^40 (exact: a power of two), whose truncation is W = Weight(w).
-  auto w_of = [&](float v) { return __fmul_rn(weight_of(v, m, temp), 1099511627776.0f); };
-  auto fixed = [](float e) -> unsigned long long { return __float2ull_rz(e); };
-  const PatternTable<float> tab{table_room(sh), table_window(m, temp)};
+  TableRow tr{st.m, temp, 0.0f};  // cut: 0 (every token) until top-p's is known
+  auto w_of = [&](float v) { return tr.w_of(v); };
+  const PatternTable<float> tab{table_room(sh), table_window(st.m, temp)};
   // The counts live in the Sum's tree, which no step here uses.
   static_assert(sizeof(sh.tree) >= kTableEntries * sizeof(unsigned), "the counts fit the tree");
   unsigned *cnt = reinterpret_cast<unsigned *>(sh.tree);
@@ -822,7 +890,6 @@ __global__ void __launch_bounds__(BLOCK, 2)
     if (threadIdx.x == 0) todo[slot] = 1;
     return;
   }
-  float cut = 0.0f;  // w * 2^40 of the least kept weight (0: every token)
   if (top_p < 1.0f) {
     unsigned long long lump = 0;
     int above = 0;  // a token of nonzero weight above the window: never, by table_window
@@ -831,7 +898,7 @@ __global__ void __launch_bounds__(BLOCK, 2)
       if (tab.find(b, j)) {
         atomicAdd(cnt + j, 1u);
       } else {
-        const unsigned long long w = fixed(w_of(bits_f32(b, x)));
+        const unsigned long long w = table_fixed(w_of(bits_f32(b, x)));
         if ((b & 0x7fffu) < tab.lo)
           lump += w;
         else
@@ -854,54 +921,337 @@ __global__ void __launch_bounds__(BLOCK, 2)
       if (threadIdx.x == 0) todo[slot] = 1;
       return;
     }
-    // Positions in descending order of value: the window's positive
-    // patterns from the top (o < kTableSpan), the lump (o = kTableSpan),
-    // the negative ones from the smallest magnitude; kPer a thread.
-    constexpr int kOrder = kTableEntries + 1, kPer = (kOrder + BLOCK - 1) / BLOCK;
-    auto entry = [](int o) { return o < (int)kTableSpan ? kTableSpan - 1 - o : o - 1; };
-    auto mass = [&](int o) -> unsigned long long {
-      if (o == (int)kTableSpan) return lump;
-      const int j = entry(o);
-      return cnt[j] ? (unsigned long long)cnt[j] * fixed(tab.v[j]) : 0ull;
-    };
-    const int o0 = (int)threadIdx.x * kPer, o1 = min(kOrder, o0 + kPer);
-    unsigned long long mine = 0, excl, z;
-    for (int o = o0; o < o1; o++) mine += mass(o);
-    cub::BlockScan<unsigned long long, BLOCK>(sh.red.s.scan).ExclusiveSum(mine, excl, z);
-    if (threadIdx.x == 0) sh.found = kOrder;
-    __syncthreads();
-    const double limit = (double)top_p * (double)z;
-    for (int o = o0; o < o1; o++) {
-      excl += mass(o);
-      if ((double)excl >= limit) {
-        atomicMin(&sh.found, o);
-        break;
-      }
-    }
-    __syncthreads();
-    const int oc = sh.found;  // < kOrder: the last position's inclusive mass is z
-    if (oc == (int)kTableSpan) {  // the cut falls in the lump
+    const float cut = topp_cut<BLOCK>(tab, [&](unsigned j) { return cnt[j]; }, lump, top_p, sh.red, sh.found);
+    if (cut < 0.0f) {  // the cut falls in the lump
       if (threadIdx.x == 0) todo[slot] = 1;
       return;
     }
-    cut = tab.v[entry(oc)];
     __syncthreads();  // every thread has read the cut before the table changes
     for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK)
       if (tab.v[j] < cut) tab.v[j] = 0.0f;
     __syncthreads();
+    tr.cut = cut;
   }
-  auto kept_of = [&](float v) {
-    const float e = w_of(v);
-    return e >= cut ? e : 0.0f;
-  };
-  auto sums = [&](int lo, int hi) { return DrawWeights{0ull, table_sum(tab, x, lo, hi, kept_of, fixed)}; };
-  auto w = [&](int, unsigned b) { return DrawWeights{0ull, fixed(tab.value(b, kept_of))}; };
   const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
-  const int token = draw_bits<BLOCK>(x, n, false, rng.u64(0), sums, w, sh);
+  const int token = table_draw<BLOCK>(x, n, tab, tr, rng.u64(0), sh);
   if (threadIdx.x == 0) {
     a.tokens[row] = token;
     todo[slot] = 0;
   }
+}
+
+// ---- Top-p alone, bf16, single draws: the row held in a cluster ----
+//
+// topp_held_kernel draws topp_kernel's token reading the row once: a
+// cluster of kHeldCluster blocks holds it in shared memory, block r the
+// chunk of held_chunk tokens from r * chunk (one bulk copy), and every pass
+// after the copy reads shared memory:
+//   1. the chunk's maximum (the row's: each block's over distributed
+//      shared memory), with NaN carried, so that rows without a
+//      distribution answer -1 as row_stat's do;
+//   2. table_kernel's table of weights, and the chunk's tokens counted by
+//      pattern over its window as topp_kernel counts them;
+//   3. top-p's cut (topp_cut) from every block's counts, which block 0
+//      reads over distributed shared memory and adds, then hands the cut
+//      to the others;
+//   4. each tile's (kHeldTile tokens) sum of kept weights, the block's
+//      total handed to every block; the block whose range of the row's
+//      prefix sums holds the target finds the tile, then the token.
+// The sums are integers, so the token is topp_kernel's. Where the row
+// cannot be held (another device, rows off 16-byte vectors, a chunk that
+// does not fit) the launcher takes topp_kernel; rows that topp_kernel
+// leaves to sample_flagged_kernel are left to it here too, and greedy rows
+// (the host lists them apart) as well.
+constexpr int kHeldCluster = 4;
+// kHeldTile tokens make a tile: a warp's 32 lanes each take four 16-byte
+// vectors of it, lane l the vectors 32 k + l (k < 4: shared-memory loads
+// without bank conflicts), in the order of the row.
+constexpr int kHeldTile = 1024;
+// kHeldMaxTiles bounds a chunk's tiles: the search's warp takes two a lane.
+constexpr int kHeldMaxTiles = 64;
+
+// held_chunk is the tokens of a row that each block of a cluster of csize
+// holds: a multiple of 8 (whole 16-byte vectors).
+__host__ __device__ inline int held_chunk(int vocab, int csize) { return ((vocab + csize - 1) / csize + 7) / 8 * 8; }
+// held_smem is topp_held_kernel's dynamic shared memory for a chunk: the
+// chunk itself and its tiles' sums.
+__host__ __device__ inline size_t held_smem(int chunk) {
+  return (size_t)chunk * 2 + sizeof(unsigned long long) * ((chunk + kHeldTile - 1) / kHeldTile);
+}
+
+// HeldShared is topp_held_kernel's static shared memory; stat, lump and
+// total hold one entry a block of the cluster, each written by its block
+// into every block's copy.
+template <int BLOCK>
+struct HeldShared {
+  typename Reduce<BLOCK>::Shared red;
+  float table[kTableEntries];
+  alignas(16) unsigned cnt[kTableEntries];  // read 16 bytes at a time
+  unsigned long long landed;                // the bulk copy's barrier
+  unsigned long long stat[kMaxCluster];     // the chunk's maximum's bits, NaN at bit 32
+  unsigned long long lump[kMaxCluster];     // the lump's mass, ~0: a weight above the window
+  unsigned long long total[kMaxCluster];    // the kept mass
+  float cut;                                // top-p's cut, from block 0
+  int found;
+};
+
+// warp_inclusive is the inclusive prefix sum of v over the warp's lanes.
+__device__ __forceinline__ unsigned long long warp_inclusive(unsigned long long v) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned long long u = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += u;
+  }
+  return v;
+}
+
+// topp_held_kernel: a cluster of kHeldCluster blocks a slot (the section
+// comment above), held_smem(chunk) bytes of dynamic shared memory.
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 2)
+    topp_held_kernel(const __nv_bfloat16 *__restrict__ logits, SampleArgs a, int *__restrict__ todo) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ HeldShared<BLOCK> sh;
+  extern __shared__ __align__(16) unsigned char held_raw[];
+  pdl_trigger();  // sample_flagged_kernel may launch now; it waits for this kernel
+  const int C = cluster_blocks(), r = cluster_rank();
+  const int slot = blockIdx.x / C;
+  const int row = a.rows[slot];
+  const int n = a.vocab;
+  const __nv_bfloat16 *x = logits + (size_t)row * n;
+  const float temp = a.rp.temperature[row], top_p = a.rp.top_p[row];
+  const int k = a.rp.top_k[row];
+  // The same for every block of the cluster, before any of them touches a
+  // peer: rows for sample_flagged_kernel (greedy, top-k or min-p on after a
+  // wrong hint, top-p outside (0, 1], a row off 16-byte vectors).
+  if (!(temp > 0.0f) || (k > 0 && k < n) || a.rp.min_p[row] > 0.0f || !(top_p > 0.0f) || (n & 7) ||
+      (reinterpret_cast<uintptr_t>(x) & 15)) {
+    if (r == 0 && threadIdx.x == 0) todo[slot] = 1;
+    return;
+  }
+  const int chunk = held_chunk(n, C);
+  const int lo = min(n, r * chunk), len = min(n, lo + chunk) - lo;  // this block's tokens
+  const int nvec = len / 8;
+  const uint4 *vec = reinterpret_cast<const uint4 *>(held_raw);
+  unsigned long long *tsum = reinterpret_cast<unsigned long long *>(held_raw + (size_t)chunk * 2);
+  if (threadIdx.x == 0 && len > 0) {
+    bulk_barrier_init(&sh.landed);
+    bulk_load(held_raw, x + lo, (unsigned)len * 2, &sh.landed);
+  }
+  cluster_arrive();  // cluster_wait below: every block has started before anyone writes to a peer
+  for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK) sh.cnt[j] = 0;
+  __syncthreads();  // the barrier's init before anyone waits on it
+  if (len > 0) bulk_barrier_wait(&sh.landed);
+
+  // 1. The maximum; __hmax2_nan carries a NaN.
+  const __nv_bfloat16 ninf = __ushort_as_bfloat16((unsigned short)0xff80u);
+  __nv_bfloat162 hm = __halves2bfloat162(ninf, ninf);
+  auto pair_of = [](unsigned w) {
+    __nv_bfloat162 h;
+    memcpy(&h, &w, sizeof(h));
+    return h;
+  };
+  for (int j = threadIdx.x; j < nvec; j += BLOCK) {
+    const uint4 u = vec[j];
+    hm = __hmax2_nan(__hmax2_nan(hm, pair_of(u.x)), __hmax2_nan(pair_of(u.y), __hmax2_nan(pair_of(u.z), pair_of(u.w))));
+  }
+  const float h0 = __low2float(hm), h1 = __high2float(hm);
+  const int nan = Reduce<BLOCK>::any(sh.red, h0 != h0 || h1 != h1);
+  const float mb = Reduce<BLOCK>::max(sh.red, fmaxf(h0, h1));
+  cluster_wait();
+  if ((int)threadIdx.x < C)
+    store_peer(&sh.stat[r], threadIdx.x, (unsigned long long)__float_as_uint(mb) | (unsigned long long)(nan != 0) << 32);
+  cluster_sync();
+  float m = -kInf;
+  bool bad = false;
+  for (int p = 0; p < C; p++) {
+    const unsigned long long v = sh.stat[p];
+    m = fmaxf(m, __uint_as_float((unsigned)v));
+    bad |= (v >> 32) != 0;
+  }
+  if (bad || !(m > -kInf) || m == kInf) {  // no distribution (row_stat's rule)
+    if (r == 0 && threadIdx.x == 0) {
+      a.tokens[row] = -1;
+      todo[slot] = 0;
+    }
+    return;
+  }
+
+  // 2. The table and the count.
+  TableRow tr{m, temp, 0.0f};  // cut: 0 (every token) until top-p's is known
+  auto w_of = [&](float v) { return tr.w_of(v); };
+  const PatternTable<float> tab{sh.table, table_window(m, temp)};
+  fill_table<BLOCK>(tab, w_of);  // and waits for the block
+  if (top_p < 1.0f) {
+    unsigned long long lump = 0;
+    int above = 0;  // a token of nonzero weight above the window: never, by table_window
+    auto count = [&](unsigned b) {
+      unsigned j;
+      if (tab.find(b, j)) {
+        atomicAdd(sh.cnt + j, 1u);
+      } else {
+        const unsigned long long w = table_fixed(w_of(bits_f32(b, x)));
+        if ((b & 0x7fffu) < tab.lo)
+          lump += w;
+        else
+          above |= w != 0;
+      }
+    };
+    for (int j = threadIdx.x; j < nvec; j += BLOCK) {
+      const uint4 u = vec[j];
+      const unsigned word[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+      for (int h = 0; h < 4; h++) {
+        count(word[h] & 0xffffu);
+        count(word[h] >> 16);
+      }
+    }
+    lump = Reduce<BLOCK>::sum(sh.red, lump);
+    above = Reduce<BLOCK>::any(sh.red, above);
+    if ((int)threadIdx.x < C) store_peer(&sh.lump[r], threadIdx.x, above ? ~0ull : lump);
+    cluster_sync();  // every block's counts and lump in place
+
+    // 3. The cut: block 0 adds its peers' counts to its own, 16 bytes a
+    // load (distributed shared memory serves few loads a clock, so one
+    // block reads, and in vectors), finds the cut and hands it to every
+    // block.
+    unsigned long long lumps = 0;
+    bool up = false;
+    for (int p = 0; p < C; p++) {
+      up |= sh.lump[p] == ~0ull;
+      lumps += sh.lump[p];
+    }
+    if (r == 0 && !up) {
+      uint4 *cnt4 = reinterpret_cast<uint4 *>(sh.cnt);
+      for (int v = threadIdx.x; v < (int)kTableEntries / 4; v += BLOCK) {
+        uint4 c = cnt4[v];
+#pragma unroll
+        for (int p = 1; p < kMaxCluster; p++)
+          if (p < C) {
+            const uint4 d = load_peer_v4(peer_address(cnt4 + v, p));
+            c.x += d.x, c.y += d.y, c.z += d.z, c.w += d.w;
+          }
+        cnt4[v] = c;
+      }
+      __syncthreads();
+      const float cut = topp_cut<BLOCK>(tab, [&](unsigned j) { return sh.cnt[j]; }, lumps, top_p, sh.red, sh.found);
+      if ((int)threadIdx.x < C) store_peer_f32(&sh.cut, threadIdx.x, cut);
+    }
+    cluster_sync();  // the cut in every block; no block reads a peer's counts after this
+    if (up || sh.cut < 0.0f) {  // the same in every block
+      if (r == 0 && threadIdx.x == 0) todo[slot] = 1;
+      return;
+    }
+    const float cut = sh.cut;
+    __syncthreads();  // every thread has read the cut before the table changes
+    for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK)
+      if (tab.v[j] < cut) tab.v[j] = 0.0f;
+    __syncthreads();
+    tr.cut = cut;
+  }
+
+  // 4. The tiles' sums, the blocks' totals, the draw.
+  auto kept_of = [&](float v) { return tr.kept(v); };
+  const unsigned koff = tab.pair_offset();
+  auto vec_sum = [&](int j) -> unsigned long long {  // vector j's kept weights
+    const uint4 q = vec[j];
+    const unsigned w[4] = {q.x, q.y, q.z, q.w};
+    float e[8];
+    unsigned miss = 0;
+#pragma unroll
+    for (int h = 0; h < 4; h++) tab.pair(w[h], koff, e[2 * h], e[2 * h + 1], miss);
+    if (PatternTable<float>::missed(miss)) {  // rare: tiny or huge magnitudes, -Inf
+#pragma unroll
+      for (int h = 0; h < 4; h++) {
+        e[2 * h] = tab.value(w[h] & 0xffffu, kept_of);
+        e[2 * h + 1] = tab.value(w[h] >> 16, kept_of);
+      }
+    }
+    unsigned long long s = 0;
+#pragma unroll
+    for (int l = 0; l < 8; l++) s += table_fixed(e[l]);
+    return s;
+  };
+  constexpr int kTileVecs = kHeldTile / 8;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tiles = (len + kHeldTile - 1) / kHeldTile;
+  unsigned long long mine = 0;
+  for (int t = warp; t < tiles; t += BLOCK / 32) {
+    unsigned long long s = 0;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      const int j = t * kTileVecs + 32 * q + lane;
+      if (j < nvec) s += vec_sum(j);
+    }
+#pragma unroll
+    for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) tsum[t] = s;
+    mine += s;
+  }
+  const unsigned long long own = Reduce<BLOCK>::sum(sh.red, lane == 0 ? mine : 0ull);  // and waits for tsum
+  if ((int)threadIdx.x < C) store_peer(&sh.total[r], threadIdx.x, own);
+  cluster_sync();  // every block's total in place, and no block reads a peer after this
+  unsigned long long z = 0, before = 0;
+  for (int p = 0; p < C; p++) {
+    z += sh.total[p];
+    if (p < r) before += sh.total[p];
+  }
+  if (z == 0) {  // never for a row with a distribution (its maximum weighs 2^40)
+    if (r == 0 && threadIdx.x == 0) {
+      a.tokens[row] = -1;
+      todo[slot] = 0;
+    }
+    return;
+  }
+  const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
+  const unsigned long long target = pick(rng.u64(0), z);
+  if (target < before || target - before >= own || warp != 0) return;  // another block's, or warp's
+  // The first token whose inclusive prefix exceeds rem, in this chunk: the
+  // tile (lane l holds tiles l and 32 + l), then its four rows of vectors.
+  unsigned long long rem = target - before;
+  int tile = -1;
+  for (int h = 0; h < 2 && tile < 0; h++) {
+    const int tt = 32 * h + lane;
+    const unsigned long long v = tt < tiles ? tsum[tt] : 0ull;
+    const unsigned long long inc = warp_inclusive(v);
+    const unsigned hit = __ballot_sync(0xffffffffu, inc > rem);
+    const int l = hit ? __ffs(hit) - 1 : 31;
+    const unsigned long long skip = __shfl_sync(0xffffffffu, hit ? inc - v : inc, l);
+    rem -= skip;
+    if (hit) tile = 32 * h + l;
+  }
+  int token = -1;
+  for (int q = 0; tile >= 0 && q < 4 && token < 0; q++) {
+    const int j = tile * kTileVecs + 32 * q + lane;
+    const unsigned long long v = j < nvec ? vec_sum(j) : 0ull;
+    const unsigned long long inc = warp_inclusive(v);
+    const unsigned hit = __ballot_sync(0xffffffffu, inc > rem);
+    if (!hit) {
+      rem -= __shfl_sync(0xffffffffu, inc, 31);
+      continue;
+    }
+    const int l = __ffs(hit) - 1;
+    if (lane == l) {
+      unsigned long long left = rem - (inc - v);
+      const uint4 u = vec[j];
+      const unsigned word[4] = {u.x, u.y, u.z, u.w};
+      for (int e = 0; e < 8; e++) {
+        const unsigned long long w = table_fixed(tab.value((word[e / 2] >> (16 * (e & 1))) & 0xffffu, kept_of));
+        if (left < w) {
+          token = lo + 8 * j + e;
+          break;
+        }
+        left -= w;
+      }
+    }
+    token = __shfl_sync(0xffffffffu, token, l);
+  }
+  if (lane == 0) {
+    a.tokens[row] = token;
+    todo[slot] = token < 0;  // never: the target lies in this chunk
+  }
+#endif
 }
 
 // sample_fast_instances and sample_full_instances take the addresses of a
@@ -914,14 +1264,15 @@ FastKernels<SampleFastKernel<T>> sample_fast_instances() {
 template <typename T, bool PATTERN>
 SampleFullKernels<T> sample_full_instances() {
   SampleKernel<T> gumbel = nullptr, table = nullptr;
-  SampleToppKernel<T> topp = nullptr;
+  SampleToppKernel<T> topp = nullptr, topp_held = nullptr;
   if constexpr (!PATTERN) gumbel = gumbel_kernel<T, kGumbelBlock>;
   if constexpr (!PATTERN && tabled<T>()) {
     table = table_kernel<kSampleBlock>;
     topp = topp_kernel<kSampleBlock>;
+    topp_held = topp_held_kernel<kSampleBlock>;
   }
   return {sample_kernel<T, kSampleBlock, true, PATTERN>, sample_kernel<T, kSampleBlock, false, PATTERN>,
-          sample_flagged_kernel<T, kSampleBlock, PATTERN>, gumbel, table, topp};
+          sample_flagged_kernel<T, kSampleBlock, PATTERN>, gumbel, table, topp, topp_held};
 }
 
 }  // namespace

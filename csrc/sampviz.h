@@ -270,7 +270,8 @@ enum sv_variant {
   SV_VARIANT_TREE_SPLIT = 39,             /* few bf16 one-hot nodes: a cluster a node, span totals */
   SV_VARIANT_SAMPLE_GUMBEL = 40,          /* Gumbel-max, no filter in the launch, single draws: one read */
   SV_VARIANT_SAMPLE_TABLE = 41,           /* bf16 inverse CDF, no filter in the launch, single draws: a table of weights */
-  SV_VARIANT_SAMPLE_TOPP = 42             /* bf16 inverse CDF, top-p the only filter, single draws: the window's patterns counted */
+  SV_VARIANT_SAMPLE_TOPP = 42,            /* bf16 inverse CDF, top-p the only filter, single draws: the window's patterns counted */
+  SV_VARIANT_SAMPLE_TOPP_HELD = 43        /* the same, sm_90: the row held in a cluster's shared memory, read once */
 };
 
 #ifdef __cplusplus

@@ -105,6 +105,7 @@ func benchCases(quick bool) []benchEntry {
 		{"sample k1000 p0.9", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 0.7, TopK: 1000, TopP: 0.9}, benchTarget{}},
 		{"sample p0.9 (no top-k)", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 0.7, TopP: 0.9}, floor25},
 		{"sample p0.9 (no top-k)", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 1, Vocab: llama, Temperature: 0.7, TopP: 0.9}, b1},
+		{"sample p0.9 (no top-k)", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 64, Vocab: llama, Temperature: 0.7, TopP: 0.9}, benchTarget{}},
 		{"sample plain", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 1}, floor25},
 		{"sample gumbel", cuda.BenchCase{Op: engine.OpSample, DType: bf, Rows: 512, Vocab: llama, Temperature: 1, Method: engine.SampleGumbel}, floor25},
 		// Many draws counted on the device (issue 30): the whole

@@ -79,7 +79,7 @@ variant_tests() {
   lib=$(lib_of "$1" "$2")
   [ -f "$lib" ] || return 0
   SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 timeout "${SUITE_TIMEOUT:-150}" ./gpu-bundle/cuda.test -test.count=1 \
-    -test.run "$3" >"$O/suite-$2.log" 2>&1
+    -test.v -test.run "$3" >"$O/suite-$2.log" 2>&1
   rc=$?
   if [ "${4:-}" != - ]; then
     SAMPVIZ_KERNELS=$lib SAMPVIZ_REQUIRE_GPU=1 SAMPVIZ_GPU_QUICK=1 \
@@ -88,5 +88,5 @@ variant_tests() {
     mrc=$?
     mem="$(grep -c 'ERROR SUMMARY: 0 errors' "$O/memcheck-$2.log") clean of $(grep -c 'ERROR SUMMARY' "$O/memcheck-$2.log")"
   fi
-  note "suite $2: exit $rc ($(grep -c -- '--- FAIL' "$O/suite-$2.log") failures); memcheck exit $mrc, $mem"
+  note "suite $2: exit $rc ($(grep -c -- '--- PASS' "$O/suite-$2.log") passed, $(grep -c -- '--- FAIL' "$O/suite-$2.log") failed); memcheck exit $mrc, $mem"
 }

@@ -140,10 +140,11 @@ func TestGPUSampleTable(t *testing.T) { unfilteredRowKinds(t, engine.SampleAuto)
 // TestGPUSampleTopP is TestGPUSampleTable's rows, and a row whose top-p cut
 // falls among the tokens of magnitudes below the pattern window, under
 // top-p alone (0.9, 0.5, 0.99, 0.2 and off, a row each in turn): bf16 rows
-// take topp_kernel (the SV_TOP_P_ONLY hint), which answers invalid and
-// greedy rows itself and leaves a row whose cut falls in the lump to the
-// full-row kernel after it; f16 and f32 rows take the fast path and the
-// full-row kernel.
+// take topp_held_kernel where V is a multiple of 8 (on sm_90), else
+// topp_kernel (the SV_TOP_P_ONLY hint), which answer invalid rows
+// themselves and leave a row whose cut falls in the lump (and, held, a
+// greedy row) to the full-row kernel after them; f16 and f32 rows take the
+// fast path and the full-row kernel.
 func TestGPUSampleTopP(t *testing.T) {
 	kinds := append(gumbelRowKinds[:len(gumbelRowKinds):len(gumbelRowKinds)], rowKind{"lump", func(rng *rand.Rand, t *engine.Tensor, r, vocab int) bool {
 		// One token at 8, the others at magnitudes far below the window
@@ -178,6 +179,7 @@ func rowKinds(t *testing.T, method engine.SampleMethod, kinds []rowKind, topP []
 		reps  int     // rows of each kind
 	}{
 		{engine.BF16, 1, 1, 2},
+		{engine.BF16, 8, 0, 2}, // top-p alone: held in a cluster, three of whose four blocks hold nothing
 		{engine.F16, 7, 0.3, 2},
 		{engine.F32, 7, 1.7, 2},
 		{engine.BF16, 129, 0, 3},
@@ -193,7 +195,7 @@ func rowKinds(t *testing.T, method engine.SampleMethod, kinds []rowKind, topP []
 		{engine.F32, 151936, 0, 2},
 	}
 	if quick() {
-		cases = cases[:9]
+		cases = cases[:10]
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/V%d/T%g", c.dtype, c.vocab, c.temp), func(t *testing.T) {

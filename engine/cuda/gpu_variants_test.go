@@ -67,6 +67,7 @@ var kernelVariants = []struct {
 	{40, "SV_VARIANT_SAMPLE_GUMBEL", true},
 	{41, "SV_VARIANT_SAMPLE_TABLE", true},
 	{42, "SV_VARIANT_SAMPLE_TOPP", true},
+	{43, "SV_VARIANT_SAMPLE_TOPP_HELD", true},
 }
 
 // treeVariant says whether a variant is spec_tree_verify's, which a library
@@ -277,6 +278,7 @@ func TestGPUVariants(t *testing.T) {
 		{"sample/rejection bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, filtered, engine.SampleRejection, 0), []string{"sample_filtered_pattern"}},
 		{"sample/unfiltered f32", logitsCase(engine.OpSample, engine.F32, 3, 4099, unfiltered, "", 0), []string{"argmax_chunks", "sample_lean_tokens"}},
 		{"sample/top-p alone bf16", logitsCase(engine.OpSample, engine.BF16, 5, 4099, toppOnly, "", 0), []string{"sample_topp"}},
+		{"sample/top-p alone bf16 held", logitsCase(engine.OpSample, engine.BF16, 5, 32000, toppOnly, "", 0), []string{"sample_topp_held"}},
 		{"sample/unfiltered bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, unfiltered, "", 0), []string{"sample_table"}},
 		{"sample/unfiltered f16", logitsCase(engine.OpSample, engine.F16, 3, 4099, unfiltered, "", 0), []string{"sample_lean_pattern"}},
 		{"sample/gumbel bf16", logitsCase(engine.OpSample, engine.BF16, 3, 4099, unfiltered, engine.SampleGumbel, 0), []string{"sample_gumbel"}},
