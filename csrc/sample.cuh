@@ -838,9 +838,107 @@ __device__ float topp_cut(const PatternTable<float> &tab, Count count, unsigned 
   return oc == (int)kTableSpan ? -1.0f : tab.v[entry(oc)];
 }
 
+// kToppLump bounds the tokens below the window that topp_one_read lists
+// (their patterns, for their exact weights once the maximum is known).
+constexpr int kToppLump = 512;
+
+// topp_one_read is topp_kernel's row in one read where it can: the window
+// is placed from the temperature alone, as table_window places it for a
+// maximum of -104 t (its top binade holds 208 t), so that the count by
+// pattern, the row's maximum and the list of the tokens below the window
+// come from one pass. That window serves every row with |m| <= 100 t: a
+// token above it is negative (it exceeds 208 t in magnitude, m does not)
+// and lies more than 104 t below m, where f32math.Exp is 0; and any window
+// gives the table's bits (ptable.cuh). Then the table, the lump's exact
+// weights, topp_cut and table_draw, as topp_kernel. It returns false, the
+// row untouched, where the row needs topp_kernel's three reads (|m| > 100 t,
+// more than kToppLump tokens below the window), else true with the row
+// drawn, invalid (-1) or left in todo (the cut in the lump). The caller has
+// checked temp > 0 and top_p in (0, 1). Not inlined: inlined beside the
+// three reads' path, the kernel spilled in its loops.
+template <int BLOCK>
+__device__ __noinline__ bool topp_one_read(const __nv_bfloat16 *x, int n, const SampleArgs &a, int slot, int row,
+                                              float temp, float top_p, int *todo, RowShared<BLOCK> &sh,
+                                              unsigned short *lumped, int &nlump) {
+  static_assert(sizeof(sh.tree) >= kTableEntries * sizeof(unsigned), "the counts fit the tree");
+  unsigned *cnt = reinterpret_cast<unsigned *>(sh.tree);
+  for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK) cnt[j] = 0;
+  if (threadIdx.x == 0) nlump = 0;
+  __syncthreads();
+  const PatternTable<float> tab{table_room(sh), table_window(-104.0f * temp, temp)};
+  auto see = [&](unsigned b) {
+    unsigned j;
+    if (tab.find(b, j)) {
+      atomicAdd(cnt + j, 1u);
+    } else if ((b & 0x7fffu) < tab.lo) {
+      const int q = atomicAdd(&nlump, 1);
+      if (q < kToppLump) lumped[q] = (unsigned short)b;
+    }  // above the window: weight 0 where |m| <= 100 t (NaN and the infinities too)
+  };
+  const __nv_bfloat16 ninf = __ushort_as_bfloat16((unsigned short)0xff80u);
+  __nv_bfloat162 hm = __halves2bfloat162(ninf, ninf);  // __hmax2_nan carries a NaN
+  auto pair_of = [](unsigned w) {
+    __nv_bfloat162 h;
+    memcpy(&h, &w, sizeof(h));
+    return h;
+  };
+  const unsigned short *xs = reinterpret_cast<const unsigned short *>(x);
+  for_each_uint4<__nv_bfloat16, BLOCK, 4>(
+      x, 0, n,
+      [&](int i) {
+        const __nv_bfloat16 v = __ushort_as_bfloat16(xs[i]);
+        hm = __hmax2_nan(hm, __halves2bfloat162(v, v));
+        see(xs[i]);
+      },
+      [&](int, const uint4 &u) {
+        hm = __hmax2_nan(__hmax2_nan(hm, pair_of(u.x)), __hmax2_nan(pair_of(u.y), __hmax2_nan(pair_of(u.z), pair_of(u.w))));
+        const unsigned word[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int h = 0; h < 4; h++) {
+          see(word[h] & 0xffffu);
+          see(word[h] >> 16);
+        }
+      });
+  const float h0 = __low2float(hm), h1 = __high2float(hm);
+  const int nan = Reduce<BLOCK>::any(sh.red, h0 != h0 || h1 != h1);
+  const float m = Reduce<BLOCK>::max(sh.red, fmaxf(h0, h1));  // and waits for the counts and the list
+  if (nan || !(m > -kInf) || m == kInf) {  // no distribution (row_stat's rule)
+    if (threadIdx.x == 0) {
+      a.tokens[row] = -1;
+      todo[slot] = 0;
+    }
+    return true;
+  }
+  const int listed = nlump;
+  if (!(fabsf(m) <= 100.0f * temp) || listed > kToppLump) return false;  // the same in every thread
+  TableRow tr{m, temp, 0.0f};
+  fill_table<BLOCK>(tab, [&](float v) { return tr.w_of(v); });
+  unsigned long long lump = 0;
+  for (int q = threadIdx.x; q < listed; q += BLOCK) lump += table_fixed(tr.w_of(bits_f32(lumped[q], x)));
+  lump = Reduce<BLOCK>::sum(sh.red, lump);
+  const float cut = topp_cut<BLOCK>(tab, [&](unsigned j) { return cnt[j]; }, lump, top_p, sh.red, sh.found);
+  if (cut < 0.0f) {  // the cut falls in the lump
+    if (threadIdx.x == 0) todo[slot] = 1;
+    return true;
+  }
+  __syncthreads();  // every thread has read the cut before the table changes
+  for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK)
+    if (tab.v[j] < cut) tab.v[j] = 0.0f;
+  __syncthreads();
+  tr.cut = cut;
+  const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
+  const int token = table_draw<BLOCK>(x, n, tab, tr, rng.u64(0), sh);
+  if (threadIdx.x == 0) {
+    a.tokens[row] = token;
+    todo[slot] = 0;
+  }
+  return true;
+}
+
 // topp_kernel draws one token a slot by the inverse CDF for launches whose
 // only filter is top-p (SV_TOP_P_ONLY), from bf16 logits, one draw a row,
-// in three reads of the row: its maximum (row_stat); a count of its tokens
+// in two reads of the row where topp_one_read can, else in three: its
+// maximum (row_stat); a count of its tokens
 // by pattern over table_kernel's window of weights (ptable.cuh), the tokens
 // of magnitudes below the window (about zero, one weight between the
 // positive and the negative patterns') in one lump of their exact
@@ -858,13 +956,22 @@ template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK, 2)
     topp_kernel(const __nv_bfloat16 *__restrict__ logits, SampleArgs a, int *__restrict__ todo) {
   __shared__ RowShared<BLOCK> sh;
+  __shared__ unsigned short lumped[kToppLump];
+  __shared__ int nlump;
   pdl_trigger();  // sample_flagged_kernel may launch now; it waits for this kernel
   const int slot = blockIdx.x;
   const int row = a.rows[slot];
   const int n = a.vocab;
   const __nv_bfloat16 *x = logits + (size_t)row * n;
-  const RowStat st = row_stat<__nv_bfloat16, BLOCK>(x, n, sh);
   const float temp = a.rp.temperature[row];
+  {
+    const int k = a.rp.top_k[row];
+    const float top_p = a.rp.top_p[row];
+    if (temp > 0.0f && !(k > 0 && k < n) && !(a.rp.min_p[row] > 0.0f) && top_p > 0.0f && top_p < 1.0f &&
+        topp_one_read<BLOCK>(x, n, a, slot, row, temp, top_p, todo, sh, lumped, nlump))
+      return;
+  }
+  const RowStat st = row_stat<__nv_bfloat16, BLOCK>(x, n, sh);
   if (!st.valid || temp == 0.0f) {
     if (threadIdx.x == 0) {
       a.tokens[row] = st.valid ? st.arg : -1;

@@ -7,6 +7,7 @@
 #         launch is one wave of them (B=1, B=64), else topp_kernel
 #   off   held_fits answers no: topp_kernel at every B
 #   all   held at every B (more than one wave of clusters too)
+#   read3 topp_kernel without topp_one_read (its three reads on every row)
 #   c2    clusters of 2 (a 128 KB chunk, one block an SM)
 #   c8    clusters of 8
 #   c16   clusters of 16 (non-portable; for few rows)
@@ -24,7 +25,7 @@ names=(${VARIANTS:-base off c8})
 units() {
   case $1 in
     base) ;;
-    h*) echo instances/sample_tokens_bf16.cu ;;
+    h* | read3) echo instances/sample_tokens_bf16.cu ;;
     *) echo sample.cu ;;
   esac
 }
@@ -37,6 +38,7 @@ edit() {
     hcut:sample.cuh) stop '"    const float cut = sh.cut;\n"' ;;
     off:sample.cu) echo 's = s.replace("if (!kern || !cluster_path()", "if (kern || !kern || !cluster_path()")' ;;
     all:sample.cu) echo 's = s.replace("slots <= max_clusters(", "0 < max_clusters(")' ;;
+    read3:sample.cuh) echo 's = s.replace("top_p < 1.0f &&\n        topp_one_read", "top_p < 1.0f && false &&\n        topp_one_read")' ;;
     c2:sample.cuh | c8:sample.cuh | c16:sample.cuh)
       echo "s = s.replace('constexpr int kHeldCluster = 4;', 'constexpr int kHeldCluster = ${1#c};')" ;;
     *) echo pass ;;
@@ -44,5 +46,5 @@ edit() {
 }
 variants_build held
 variants_bench held 'p0.9 (no top-k)'
-[ "${SUITE:-0}" = 1 ] && variant_tests held base 'TestGPUSampleTopP|TestGPUVariants'
+[ "${SUITE:-0}" = 1 ] && variant_tests held base 'TestGPUSampleTopP|TestGPUSampleTable|TestGPUVariants'
 note "total $(($(date +%s) - started)) s"

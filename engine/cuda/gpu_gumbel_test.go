@@ -140,11 +140,13 @@ func TestGPUSampleTable(t *testing.T) { unfilteredRowKinds(t, engine.SampleAuto)
 // TestGPUSampleTopP is TestGPUSampleTable's rows, and a row whose top-p cut
 // falls among the tokens of magnitudes below the pattern window, under
 // top-p alone (0.9, 0.5, 0.99, 0.2 and off, a row each in turn): bf16 rows
-// take topp_held_kernel where V is a multiple of 8 (on sm_90), else
-// topp_kernel (the SV_TOP_P_ONLY hint), which answer invalid rows
-// themselves and leave a row whose cut falls in the lump (and, held, a
-// greedy row) to the full-row kernel after them; f16 and f32 rows take the
-// fast path and the full-row kernel.
+// take topp_held_kernel where V is a multiple of 8 (on sm_90) and the rows
+// one wave of its clusters, else topp_kernel (the SV_TOP_P_ONLY hint; in
+// one read where the row's maximum is within 100 T of 0, three for the
+// huge and large rows and the lump row's many tokens below the window),
+// which answer invalid rows themselves and leave a row whose cut falls in
+// the lump (and, held, a greedy row) to the full-row kernel after them;
+// f16 and f32 rows take the fast path and the full-row kernel.
 func TestGPUSampleTopP(t *testing.T) {
 	kinds := append(gumbelRowKinds[:len(gumbelRowKinds):len(gumbelRowKinds)], rowKind{"lump", func(rng *rand.Rand, t *engine.Tensor, r, vocab int) bool {
 		// One token at 8, the others at magnitudes far below the window
@@ -183,6 +185,7 @@ func rowKinds(t *testing.T, method engine.SampleMethod, kinds []rowKind, topP []
 		{engine.F16, 7, 0.3, 2},
 		{engine.F32, 7, 1.7, 2},
 		{engine.BF16, 129, 0, 3},
+		{engine.BF16, 4096, 1, 12}, // more rows than a wave of clusters: top-p alone takes topp_kernel
 		{engine.F16, 129, 1, 3},
 		{engine.F32, 129, 0.3, 3},
 		{engine.BF16, 4096, 1.7, 3},
@@ -195,7 +198,7 @@ func rowKinds(t *testing.T, method engine.SampleMethod, kinds []rowKind, topP []
 		{engine.F32, 151936, 0, 2},
 	}
 	if quick() {
-		cases = cases[:10]
+		cases = cases[:11]
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/V%d/T%g", c.dtype, c.vocab, c.temp), func(t *testing.T) {
