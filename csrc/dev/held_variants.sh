@@ -8,6 +8,9 @@
 #   off   held_fits answers no: topp_kernel at every B
 #   all   held at every B (more than one wave of clusters too)
 #   read3 topp_kernel without topp_one_read (its three reads on every row)
+#   t1pass  diagnostic: topp_one_read stops after its pass
+#   t1    topp_kernel at one block an SM (120 KB of unused dynamic shared
+#         memory), so that the rows in flight stay in the L2 for the reread
 #   c2    clusters of 2 (a 128 KB chunk, one block an SM)
 #   c8    clusters of 8
 #   c16   clusters of 16 (non-portable; for few rows)
@@ -25,7 +28,7 @@ names=(${VARIANTS:-base off c8})
 units() {
   case $1 in
     base) ;;
-    h* | read3) echo instances/sample_tokens_bf16.cu ;;
+    h* | read3 | t1pass) echo instances/sample_tokens_bf16.cu ;;
     *) echo sample.cu ;;
   esac
 }
@@ -38,6 +41,8 @@ edit() {
     hcut:sample.cuh) stop '"    const float cut = sh.cut;\n"' ;;
     off:sample.cu) echo 's = s.replace("if (!kern || !cluster_path()", "if (kern || !kern || !cluster_path()")' ;;
     all:sample.cu) echo 's = s.replace("slots <= max_clusters(", "0 < max_clusters(")' ;;
+    t1pass:sample.cuh) echo 's = s.replace("  const int listed = nlump;\n", "  const int listed = nlump;\n  if (temp > -1.0f) { if (threadIdx.x == 0) { a.tokens[row] = listed; todo[slot] = 0; } return true; }\n")' ;;
+    t1:sample.cu) echo 's = s.replace("tk.topp, dim3(n_sampled), kSampleBlock, 0,\n", "tk.topp, dim3(n_sampled), kSampleBlock, smem_ready((const void *)tk.topp, 120000) ? 120000 : 0,\n")' ;;
     read3:sample.cuh) echo 's = s.replace("top_p < 1.0f &&\n        topp_one_read", "top_p < 1.0f && false &&\n        topp_one_read")' ;;
     c2:sample.cuh | c8:sample.cuh | c16:sample.cuh)
       echo "s = s.replace('constexpr int kHeldCluster = 4;', 'constexpr int kHeldCluster = ${1#c};')" ;;

@@ -13,7 +13,8 @@
 #   round0   stops after round 0's draw over every token (run 162, before
 #            pattern_pick: seg_total and seg_find)
 #   list     stops after the first compaction of the candidates into the
-#            global lists (the tokens ordered before round 0's draw)
+#            global lists (the tokens ordered before round 0's draw; since
+#            run 175 pattern_candidates, before it compact<>)
 # The rounds themselves are few: engine/lesson's rejection rounds on 48 rows
 # of the bench's shape (normal logits sd 2, T 0.7, top-k 50, top-p 0.9)
 # took 1-5 rounds a row (median 2), with 114 to 46991 candidates (median
@@ -32,7 +33,7 @@ edit() {
     ready:sample.cuh) echo 's = s.replace("      if (got == kPatternReady) {\n", "      if (got == kPatternReady) {\n        if (threadIdx.x == 0) a.tokens[row] = (int)pat->m;\n        if (temp > -1.0f) return;\n")' ;;
     filter:sample.cuh) echo 's = s.replace("    const Filter f = pattern_filter<T, BLOCK>(ps, n, a.rp, row, a.flags, p);\n", "    const Filter f = pattern_filter<T, BLOCK>(ps, n, a.rp, row, a.flags, p);\n    if (threadIdx.x == 0) a.tokens[row] = f.tie_cut + (int)f.cut_p;\n    if (temp > -1.0f) return;\n")' ;;
     round0:sample.cuh) echo 's = s.replace("mine, kept_weight_all(w), sh) : -1;\n    }\n", "mine, kept_weight_all(w), sh) : -1;\n    }\n    if (threadIdx.x == 0) a.tokens[row] = c;\n    if (temp > -1.0f) return;\n")' ;;
-    list:sample.cuh) echo 's = s.replace("[&](int i, int &id, float &v) { id = i, v = w(i); }, lidx, lw, sh);\n", "[&](int i, int &id, float &v) { id = i, v = w(i); }, lidx, lw, sh);\n      if (threadIdx.x == 0) a.tokens[row] = len;\n      if (temp > -1.0f) return;\n")' ;;
+    list:sample.cuh) echo 's = s.replace("        len = pattern_candidates<T, BLOCK>(x, n, c, lowest, lidx, lw, *pat);\n", "        len = pattern_candidates<T, BLOCK>(x, n, c, lowest, lidx, lw, *pat);\n        if (threadIdx.x == 0) a.tokens[row] = len;\n        if (temp > -1.0f) return;\n")' ;;
     *) echo pass ;;
   esac
 }
