@@ -87,6 +87,24 @@ struct PatternTable {
     b = *reinterpret_cast<const V *>(base + (j >> 16));
   }
   __device__ __forceinline__ static bool missed(unsigned miss) { return (miss & 0xf800f800u) != 0; }
+
+  // vector sets e to the entries of the 8 patterns of the 16-byte vector q
+  // in token order (pair's lookups; exact(v) for every token of a vector
+  // one of whose patterns is outside the window).
+  template <typename F>
+  __device__ __forceinline__ void vector(const uint4 &q, unsigned koff, F &&exact, V (&e)[8]) const {
+    const unsigned w[4] = {q.x, q.y, q.z, q.w};
+    unsigned miss = 0;
+#pragma unroll
+    for (int h = 0; h < 4; h++) pair(w[h], koff, e[2 * h], e[2 * h + 1], miss);
+    if (missed(miss)) {  // rare: tiny or huge magnitudes, -Inf
+#pragma unroll
+      for (int h = 0; h < 4; h++) {
+        e[2 * h] = value(w[h] & 0xffffu, exact);
+        e[2 * h + 1] = value(w[h] >> 16, exact);
+      }
+    }
+  }
 };
 static_assert(kTableSpan == 0x8000u >> 4, "the sign bit, shifted, selects the table's upper half");
 
@@ -181,19 +199,8 @@ __device__ __forceinline__ auto table_sum(const PatternTable<V> &tab, const __nv
     const unsigned koff = tab.pair_offset();
 #pragma unroll 4
     for (int j = 0; j < nv; j++) {
-      const uint4 q = __ldg(v + j);
-      const unsigned w[4] = {q.x, q.y, q.z, q.w};
       V e[8];
-      unsigned miss = 0;
-#pragma unroll
-      for (int h = 0; h < 4; h++) tab.pair(w[h], koff, e[2 * h], e[2 * h + 1], miss);
-      if (PatternTable<V>::missed(miss)) {  // rare: tiny or huge magnitudes, -Inf
-#pragma unroll
-        for (int h = 0; h < 4; h++) {
-          e[2 * h] = tab.value(w[h] & 0xffffu, exact);
-          e[2 * h + 1] = tab.value(w[h] >> 16, exact);
-        }
-      }
+      tab.vector(__ldg(v + j), koff, exact, e);
 #pragma unroll
       for (int l = 0; l < 8; l++) s += conv(e[l]);
     }

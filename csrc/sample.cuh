@@ -838,6 +838,30 @@ __device__ float topp_cut(const PatternTable<float> &tab, Count count, unsigned 
   return oc == (int)kTableSpan ? -1.0f : tab.v[entry(oc)];
 }
 
+// topp_draw ends a top-p row of topp_kernel's from its table tab (filled
+// with tr's weights) and topp_cut's cut: left in todo where the cut falls in
+// the lump (cut < 0), else the weights below the cut zeroed and
+// table_draw's token written.
+template <int BLOCK>
+__device__ void topp_draw(const __nv_bfloat16 *x, int n, const SampleArgs &a, int slot, int row,
+                          const PatternTable<float> &tab, TableRow tr, float cut, int *todo, RowShared<BLOCK> &sh) {
+  if (cut < 0.0f) {  // the same in every thread
+    if (threadIdx.x == 0) todo[slot] = 1;
+    return;
+  }
+  __syncthreads();  // every thread has read the cut before the table changes
+  for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK)
+    if (tab.v[j] < cut) tab.v[j] = 0.0f;
+  __syncthreads();
+  tr.cut = cut;
+  const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
+  const int token = table_draw<BLOCK>(x, n, tab, tr, rng.u64(0), sh);
+  if (threadIdx.x == 0) {
+    a.tokens[row] = token;
+    todo[slot] = 0;
+  }
+}
+
 // kToppLump bounds the tokens below the window that topp_one_read lists
 // (their patterns, for their exact weights once the maximum is known).
 constexpr int kToppLump = 512;
@@ -911,27 +935,13 @@ __device__ __noinline__ bool topp_one_read(const __nv_bfloat16 *x, int n, const 
   }
   const int listed = nlump;
   if (!(fabsf(m) <= 100.0f * temp) || listed > kToppLump) return false;  // the same in every thread
-  TableRow tr{m, temp, 0.0f};
+  const TableRow tr{m, temp, 0.0f};
   fill_table<BLOCK>(tab, [&](float v) { return tr.w_of(v); });
   unsigned long long lump = 0;
   for (int q = threadIdx.x; q < listed; q += BLOCK) lump += table_fixed(tr.w_of(bits_f32(lumped[q], x)));
   lump = Reduce<BLOCK>::sum(sh.red, lump);
   const float cut = topp_cut<BLOCK>(tab, [&](unsigned j) { return cnt[j]; }, lump, top_p, sh.red, sh.found);
-  if (cut < 0.0f) {  // the cut falls in the lump
-    if (threadIdx.x == 0) todo[slot] = 1;
-    return true;
-  }
-  __syncthreads();  // every thread has read the cut before the table changes
-  for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK)
-    if (tab.v[j] < cut) tab.v[j] = 0.0f;
-  __syncthreads();
-  tr.cut = cut;
-  const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
-  const int token = table_draw<BLOCK>(x, n, tab, tr, rng.u64(0), sh);
-  if (threadIdx.x == 0) {
-    a.tokens[row] = token;
-    todo[slot] = 0;
-  }
+  topp_draw<BLOCK>(x, n, a, slot, row, tab, tr, cut, todo, sh);
   return true;
 }
 
@@ -984,7 +994,7 @@ __global__ void __launch_bounds__(BLOCK, 2)
     if (threadIdx.x == 0) todo[slot] = 1;
     return;
   }
-  TableRow tr{st.m, temp, 0.0f};  // cut: 0 (every token) until top-p's is known
+  const TableRow tr{st.m, temp, 0.0f};  // topp_draw sets the cut
   auto w_of = [&](float v) { return tr.w_of(v); };
   const PatternTable<float> tab{table_room(sh), table_window(st.m, temp)};
   // The counts live in the Sum's tree, which no step here uses.
@@ -997,6 +1007,7 @@ __global__ void __launch_bounds__(BLOCK, 2)
     if (threadIdx.x == 0) todo[slot] = 1;
     return;
   }
+  float cut = 0.0f;  // every token, where top-p is off
   if (top_p < 1.0f) {
     unsigned long long lump = 0;
     int above = 0;  // a token of nonzero weight above the window: never, by table_window
@@ -1028,23 +1039,9 @@ __global__ void __launch_bounds__(BLOCK, 2)
       if (threadIdx.x == 0) todo[slot] = 1;
       return;
     }
-    const float cut = topp_cut<BLOCK>(tab, [&](unsigned j) { return cnt[j]; }, lump, top_p, sh.red, sh.found);
-    if (cut < 0.0f) {  // the cut falls in the lump
-      if (threadIdx.x == 0) todo[slot] = 1;
-      return;
-    }
-    __syncthreads();  // every thread has read the cut before the table changes
-    for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK)
-      if (tab.v[j] < cut) tab.v[j] = 0.0f;
-    __syncthreads();
-    tr.cut = cut;
+    cut = topp_cut<BLOCK>(tab, [&](unsigned j) { return cnt[j]; }, lump, top_p, sh.red, sh.found);
   }
-  const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
-  const int token = table_draw<BLOCK>(x, n, tab, tr, rng.u64(0), sh);
-  if (threadIdx.x == 0) {
-    a.tokens[row] = token;
-    todo[slot] = 0;
-  }
+  topp_draw<BLOCK>(x, n, a, slot, row, tab, tr, cut, todo, sh);
 }
 
 // ---- Top-p alone, bf16, single draws: the row held in a cluster ----
@@ -1262,19 +1259,8 @@ __global__ void __launch_bounds__(BLOCK, 2)
   auto kept_of = [&](float v) { return tr.kept(v); };
   const unsigned koff = tab.pair_offset();
   auto vec_sum = [&](int j) -> unsigned long long {  // vector j's kept weights
-    const uint4 q = vec[j];
-    const unsigned w[4] = {q.x, q.y, q.z, q.w};
     float e[8];
-    unsigned miss = 0;
-#pragma unroll
-    for (int h = 0; h < 4; h++) tab.pair(w[h], koff, e[2 * h], e[2 * h + 1], miss);
-    if (PatternTable<float>::missed(miss)) {  // rare: tiny or huge magnitudes, -Inf
-#pragma unroll
-      for (int h = 0; h < 4; h++) {
-        e[2 * h] = tab.value(w[h] & 0xffffu, kept_of);
-        e[2 * h + 1] = tab.value(w[h] >> 16, kept_of);
-      }
-    }
+    tab.vector(vec[j], koff, kept_of, e);
     unsigned long long s = 0;
 #pragma unroll
     for (int l = 0; l < 8; l++) s += table_fixed(e[l]);

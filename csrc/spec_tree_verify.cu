@@ -135,18 +135,8 @@ constexpr int kTableLoads = 2;
 template <typename F>
 __device__ __forceinline__ unsigned long long table_vector_sum(const PatternTable<unsigned long long> &tab,
                                                                unsigned koff, uint4 q, F &&exact) {
-  const unsigned w[4] = {q.x, q.y, q.z, q.w};
   unsigned long long e[8];
-  unsigned miss = 0;
-#pragma unroll
-  for (int h = 0; h < 4; h++) tab.pair(w[h], koff, e[2 * h], e[2 * h + 1], miss);
-  if (PatternTable<unsigned long long>::missed(miss)) {  // rare: tiny or huge magnitudes, -Inf
-#pragma unroll
-    for (int h = 0; h < 4; h++) {
-      e[2 * h] = tab.value(w[h] & 0xffffu, exact);
-      e[2 * h + 1] = tab.value(w[h] >> 16, exact);
-    }
-  }
+  tab.vector(q, koff, exact, e);
   unsigned long long s = 0;
 #pragma unroll
   for (int l = 0; l < 8; l++) s += e[l];
