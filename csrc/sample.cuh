@@ -33,7 +33,9 @@
 // weights from a table of the row's patterns, ptable.cuh); where top-p is
 // the only filter (SV_TOP_P_ONLY), bf16 single draws by inverse CDF take
 // topp_kernel (the window's patterns counted for the cut, then
-// table_kernel's draw) in place of the top-k fast path.
+// table_kernel's draw), or for one wave of rows topp_held_kernel (the same
+// with the row held in a cluster's shared memory), in place of the top-k
+// fast path.
 //
 // The kernels are compiled in csrc/instances/ (sample_fast_*.cu,
 // sample_tokens_*.cu, sample_pattern_*.cu), so that the build runs them

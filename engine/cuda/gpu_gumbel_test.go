@@ -141,8 +141,8 @@ func TestGPUSampleTable(t *testing.T) { unfilteredRowKinds(t, engine.SampleAuto)
 // falls among the tokens of magnitudes below the pattern window, under
 // top-p alone (0.9, 0.5, 0.99, 0.2 and off, a row each in turn): bf16 rows
 // take topp_held_kernel where V is a multiple of 8 (on sm_90) and the rows
-// one wave of its clusters, else topp_kernel (the SV_TOP_P_ONLY hint; in
-// one read where the row's maximum is within 100 T of 0, three for the
+// one wave of its clusters, else topp_kernel (the SV_TOP_P_ONLY hint; two
+// reads of the row where its maximum is within 100 T of 0, three for the
 // huge and large rows and the lump row's many tokens below the window),
 // which answer invalid rows themselves and leave a row whose cut falls in
 // the lump (and, held, a greedy row) to the full-row kernel after them;
