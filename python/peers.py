@@ -77,7 +77,6 @@ import math
 import os
 import signal
 import statistics
-import struct
 import sys
 import time
 
@@ -102,37 +101,15 @@ _TRITON = None  # the Kernels class below, where Triton imports
 
 # --- inputs -----------------------------------------------------------------------
 
-_ST_DTYPES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32", "I32": "int32", "I64": "int64"}
-
-
 def load_safetensors(path, device="cpu"):
-    """The tensors of a safetensors file as {name: tensor on device} and its
-    metadata; only the dtypes the bench writes (BF16, F16, F32, I32, I64)."""
-    with open(path, "rb") as f:
-        raw = f.read(8)
-        if len(raw) != 8:
-            raise ValueError("%s: not a safetensors file (shorter than its 8-byte header length)" % path)
-        (n,) = struct.unpack("<Q", raw)
-        header = json.loads(f.read(n))
-        data = bytearray(os.fstat(f.fileno()).st_size - 8 - n)  # read once, into the buffer the tensors view
-        if f.readinto(data) != len(data):
-            raise ValueError("%s: shorter than its header says" % path)
-    meta = header.pop("__metadata__", {}) or {}
-    out = {}
-    for name, info in header.items():
-        dt = _ST_DTYPES.get(info["dtype"])
-        if dt is None:
-            raise ValueError("%s: tensor %s has dtype %s; the peers read %s" % (path, name, info["dtype"],
-                                                                               ", ".join(_ST_DTYPES)))
-        a, b = info["data_offsets"]
-        dtype = getattr(torch, dt)
-        count = (b - a) // torch.empty((), dtype=dtype).element_size()
-        if count == 0:
-            t = torch.empty(0, dtype=dtype)
-        else:
-            t = torch.frombuffer(data, dtype=dtype, count=count, offset=a)
-        out[name] = t.reshape(info["shape"]).to(device)
-    return out, meta
+    """The tensors of the safetensors file the bench's worker wrote, as
+    {name: tensor on device}, and its metadata: sampviz_capture's dump
+    reader (imported here, so that a machine without torch still gets
+    serve's hello line saying why)."""
+    import sampviz_capture
+
+    tensors, meta = sampviz_capture.load(path)
+    return {name: t.to(device) for name, t in tensors.items()}, meta
 
 
 # --- the torch peers -----------------------------------------------------------------

@@ -35,21 +35,12 @@ def setUpModule():
 
 
 def write_safetensors(path, tensors, meta):
-    """A safetensors file of the bench's layout (engine/cuda/bench_inputs.go)."""
-    names = {torch.bfloat16: "BF16", torch.float32: "F32", torch.int32: "I32"}
-    header, blobs, off = {"__metadata__": meta}, [], 0
-    for name, t in tensors.items():
-        if t.dtype == torch.bfloat16:
-            b = t.contiguous().view(torch.int16).numpy().tobytes()
-        else:
-            b = t.contiguous().numpy().tobytes()
-        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
+    """A safetensors file of the bench's layout (engine/cuda/bench_inputs.go),
+    by sampviz_capture's writer."""
+    import sampviz_capture
+
     with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+        f.write(sampviz_capture.to_safetensors(tensors, meta))
 
 
 class CheckTest(unittest.TestCase):
@@ -78,10 +69,10 @@ class LoadTest(unittest.TestCase):
     def test_bad_dtype_names_file_and_tensor(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "bad.safetensors")
-            h = json.dumps({"x": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}).encode()
+            h = json.dumps({"x": {"dtype": "F8_E4M3", "shape": [1], "data_offsets": [0, 1]}}).encode()
             with open(path, "wb") as f:
                 f.write(struct.pack("<Q", len(h)) + h + b"\0")
-            with self.assertRaisesRegex(ValueError, "bad.safetensors: tensor x has dtype U8"):
+            with self.assertRaisesRegex(ValueError, "bad.safetensors: tensor x has dtype F8_E4M3"):
                 peers.load_safetensors(path)
 
 
