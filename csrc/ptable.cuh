@@ -176,6 +176,18 @@ __device__ __forceinline__ void bits_each(const __nv_bfloat16 *x, int lo, int hi
   for (; i < hi; i++) f(i, (unsigned)__ldg(xs + i));
 }
 
+// each_pattern calls f(b) for the 8 patterns of the 16-byte vector u of a
+// bf16 row, in token order.
+template <typename F>
+__device__ __forceinline__ void each_pattern(const uint4 &u, F &&f) {
+  const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int h = 0; h < 4; h++) {
+    f(w[h] & 0xffffu);
+    f(w[h] >> 16);
+  }
+}
+
 // DrawWeights is a token's two fixed-point weights in a chain's draw: the
 // residual's and the target's.
 struct DrawWeights {

@@ -840,6 +840,25 @@ __device__ float topp_cut(const PatternTable<float> &tab, Count count, unsigned 
   return oc == (int)kTableSpan ? -1.0f : tab.v[entry(oc)];
 }
 
+// topp_count counts bf16 pattern b for topp_cut: in tab's window, one to
+// its entry of cnt (a shared-memory atomic); below it, its exact fixed-point
+// weight (w_of, w * 2^40) into lump; above it, above is set where that
+// weight is not 0 (never under table_window's window).
+template <typename W>
+__device__ __forceinline__ void topp_count(const PatternTable<float> &tab, unsigned *cnt, unsigned b, W &&w_of,
+                                           unsigned long long &lump, int &above) {
+  unsigned j;
+  if (tab.find(b, j)) {
+    atomicAdd(cnt + j, 1u);
+  } else {
+    const unsigned long long w = table_fixed(w_of(bits_f32(b, (const __nv_bfloat16 *)nullptr)));
+    if ((b & 0x7fffu) < tab.lo)
+      lump += w;
+    else
+      above |= w != 0;
+  }
+}
+
 // topp_draw ends a top-p row of topp_kernel's from its table tab (filled
 // with tr's weights) and topp_cut's cut: left in todo where the cut falls in
 // the lump (cut < 0), else the weights below the cut zeroed and
@@ -851,10 +870,12 @@ __device__ void topp_draw(const __nv_bfloat16 *x, int n, const SampleArgs &a, in
     if (threadIdx.x == 0) todo[slot] = 1;
     return;
   }
-  __syncthreads();  // every thread has read the cut before the table changes
-  for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK)
-    if (tab.v[j] < cut) tab.v[j] = 0.0f;
-  __syncthreads();
+  if (cut > 0.0f) {  // the same in every thread; 0 (top-p off) cuts nothing
+    __syncthreads();  // every thread has read the cut before the table changes
+    for (unsigned j = threadIdx.x; j < kTableEntries; j += BLOCK)
+      if (tab.v[j] < cut) tab.v[j] = 0.0f;
+    __syncthreads();
+  }
   tr.cut = cut;
   const Stream rng(a.rp.seed[row], a.rp.offset[row], row, 0);
   const int token = table_draw<BLOCK>(x, n, tab, tr, rng.u64(0), sh);
@@ -918,12 +939,7 @@ __device__ __noinline__ bool topp_one_read(const __nv_bfloat16 *x, int n, const 
       },
       [&](int, const uint4 &u) {
         hm = __hmax2_nan(__hmax2_nan(hm, pair_of(u.x)), __hmax2_nan(pair_of(u.y), __hmax2_nan(pair_of(u.z), pair_of(u.w))));
-        const unsigned word[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int h = 0; h < 4; h++) {
-          see(word[h] & 0xffffu);
-          see(word[h] >> 16);
-        }
+        each_pattern(u, see);
       });
   const float h0 = __low2float(hm), h1 = __high2float(hm);
   const int nan = Reduce<BLOCK>::any(sh.red, h0 != h0 || h1 != h1);
@@ -1012,30 +1028,11 @@ __global__ void __launch_bounds__(BLOCK, 2)
   float cut = 0.0f;  // every token, where top-p is off
   if (top_p < 1.0f) {
     unsigned long long lump = 0;
-    int above = 0;  // a token of nonzero weight above the window: never, by table_window
-    auto count = [&](unsigned b) {
-      unsigned j;
-      if (tab.find(b, j)) {
-        atomicAdd(cnt + j, 1u);
-      } else {
-        const unsigned long long w = table_fixed(w_of(bits_f32(b, x)));
-        if ((b & 0x7fffu) < tab.lo)
-          lump += w;
-        else
-          above |= w != 0;
-      }
-    };
+    int above = 0;
+    auto count = [&](unsigned b) { topp_count(tab, cnt, b, w_of, lump, above); };
     const unsigned short *xs = reinterpret_cast<const unsigned short *>(x);
     for_each_uint4<__nv_bfloat16, BLOCK, 4>(
-        x, 0, n, [&](int i) { count(xs[i]); },
-        [&](int, const uint4 &u) {
-          const unsigned word[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-          for (int h = 0; h < 4; h++) {
-            count(word[h] & 0xffffu);
-            count(word[h] >> 16);
-          }
-        });
+        x, 0, n, [&](int i) { count(xs[i]); }, [&](int, const uint4 &u) { each_pattern(u, count); });
     lump = Reduce<BLOCK>::sum(sh.red, lump);  // and waits for the counts
     if (Reduce<BLOCK>::any(sh.red, above)) {
       if (threadIdx.x == 0) todo[slot] = 1;
@@ -1191,28 +1188,9 @@ __global__ void __launch_bounds__(BLOCK, 2)
   fill_table<BLOCK>(tab, w_of);  // and waits for the block
   if (top_p < 1.0f) {
     unsigned long long lump = 0;
-    int above = 0;  // a token of nonzero weight above the window: never, by table_window
-    auto count = [&](unsigned b) {
-      unsigned j;
-      if (tab.find(b, j)) {
-        atomicAdd(sh.cnt + j, 1u);
-      } else {
-        const unsigned long long w = table_fixed(w_of(bits_f32(b, x)));
-        if ((b & 0x7fffu) < tab.lo)
-          lump += w;
-        else
-          above |= w != 0;
-      }
-    };
-    for (int j = threadIdx.x; j < nvec; j += BLOCK) {
-      const uint4 u = vec[j];
-      const unsigned word[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-      for (int h = 0; h < 4; h++) {
-        count(word[h] & 0xffffu);
-        count(word[h] >> 16);
-      }
-    }
+    int above = 0;
+    auto count = [&](unsigned b) { topp_count(tab, sh.cnt, b, w_of, lump, above); };
+    for (int j = threadIdx.x; j < nvec; j += BLOCK) each_pattern(vec[j], count);
     lump = Reduce<BLOCK>::sum(sh.red, lump);
     above = Reduce<BLOCK>::any(sh.red, above);
     if ((int)threadIdx.x < C) store_peer(&sh.lump[r], threadIdx.x, above ? ~0ull : lump);

@@ -352,12 +352,7 @@ func (g *gpuExec) bench(c *BenchCase) (*BenchResult, error) {
 	if c.TopK > 0 && c.TopK < vocab || topP < 1 || c.MinP > 0 {
 		flags |= flagHasFilters
 	}
-	if allFast(rp, engine.TopKFirst, vocab) {
-		flags |= flagAllFast
-	}
-	if flags&flagHasFilters != 0 && topPOnly(rp, vocab) {
-		flags |= flagTopPOnly
-	}
+	flags |= hints(rp, flags, engine.TopKFirst, vocab)
 	params, err := upload(rp.bytes())
 	if err != nil {
 		return nil, err

@@ -167,13 +167,21 @@ func resolveParams(p *engine.Params, rows, vocab int, need engine.ParamGroup) (*
 			break
 		}
 	}
-	if allFast(rp, kp.Order, vocab) {
-		rp.flags |= flagAllFast
-	}
-	if rp.flags&flagHasFilters != 0 && topPOnly(rp, vocab) {
-		rp.flags |= flagTopPOnly
-	}
+	rp.flags |= hints(rp, rp.flags, kp.Order, vocab)
 	return rp, nil
+}
+
+// hints are the launch hints (flagAllFast, flagTopPOnly) that the rows'
+// parameters rp earn, given the launch's flags so far.
+func hints(rp *rowParams, flags int, order engine.FilterOrder, vocab int) int {
+	h := 0
+	if allFast(rp, order, vocab) {
+		h |= flagAllFast
+	}
+	if flags&flagHasFilters != 0 && topPOnly(rp, vocab) {
+		h |= flagTopPOnly
+	}
+	return h
 }
 
 // fastMaxK is csrc/fast_layout.cuh's kFastMaxK: the largest top_k its fast
